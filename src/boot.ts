@@ -1,0 +1,71 @@
+import { NodeRuntime } from "@effect/platform-node"
+import { Cause, Effect, Layer } from "effect"
+import { type AppConfig, ConfigInvalid, parseConfig } from "./platform/config.js"
+import type { Keyring } from "./platform/crypto.js"
+import { EmbeddedPostgresUnusable, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
+import { loadKeyring, MasterKeyMismatch } from "./platform/master-key.js"
+import { AppLayer, prepareDatabase } from "./runtime.js"
+
+export interface BootContext {
+  readonly config: AppConfig
+  readonly databaseUrl: string
+  readonly keyring: Keyring
+  readonly embedded: boolean
+}
+
+const fail = (line: string): never => {
+  process.stderr.write(`authservice: ${line}\n`)
+  process.exit(1)
+}
+
+/** One line saying what to fix: never a stack trace as the only message. */
+const explain = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  if (error instanceof ConfigInvalid || error instanceof MasterKeyMismatch) return error.message
+  if (error instanceof EmbeddedPostgresUnusable) return error.message
+  const text = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? "")}` : String(error)
+  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|connect|password authentication|does not exist/i.test(text)) {
+    return `cannot use the database: ${text.split("\n")[0]!.trim()} (check DATABASE_URL and that the server is running)`
+  }
+  return `failed to start: ${text.split("\n")[0]}`
+}
+
+export const parseConfigOrExit = (): AppConfig => {
+  try {
+    return parseConfig(process.env)
+  } catch (e) {
+    return fail(e instanceof ConfigInvalid ? e.message : String(e))
+  }
+}
+
+/**
+ * Runs a process: configuration, database (embedded when DATABASE_URL is unset),
+ * migrations and the master-key check, then the given layer until SIGINT/SIGTERM.
+ * Shutdown closes layers in reverse: the listener drains, the worker stops, Postgres stops.
+ */
+export const boot = (makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown, any>, options: { readonly onReady?: (ctx: BootContext) => void } = {}) => {
+  const config = parseConfigOrExit()
+  let keyring: Keyring
+  try {
+    keyring = loadKeyring(config)
+  } catch (e) {
+    return fail(e instanceof ConfigInvalid ? e.message : `cannot read or create the master key under DATA_DIR: ${String(e)}`)
+  }
+  const program = Effect.gen(function* () {
+    const embedded = config.databaseUrl === undefined
+    const databaseUrl = config.databaseUrl ?? (yield* Effect.acquireRelease(
+      Effect.tryPromise({ try: () => startEmbeddedPostgres(config.dataDir), catch: (e) => e }),
+      (pg) => Effect.promise(() => pg.stop()))).url
+    const ctx: BootContext = { config, databaseUrl, keyring, embedded }
+    yield* Effect.gen(function* () {
+      yield* prepareDatabase(databaseUrl, keyring)
+      // The ready hook runs once the process layer (listener, worker) is built.
+      const ready = Layer.effectDiscard(Effect.sync(() => options.onReady?.(ctx)))
+      return yield* Layer.launch(ready.pipe(Layer.provide(makeLayer(ctx))))
+    }).pipe(Effect.provide(AppLayer(config, databaseUrl, keyring)))
+  }).pipe(
+    Effect.scoped,
+    Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => fail(explain(cause)))),
+  )
+  NodeRuntime.runMain(program as Effect.Effect<void>, { disableErrorReporting: true })
+}

@@ -1,0 +1,117 @@
+import { ByteSize, Cause, Clock, Effect } from "effect"
+import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { Config } from "../platform/config.js"
+import { Ids } from "../platform/ids.js"
+import { CurrentRequest } from "../platform/request-context.js"
+import { Tenancy } from "../tenancy/service.js"
+import { environmentUrls } from "../tenancy/urls.js"
+import { CurrentEnvironment } from "./current-environment.js"
+import { EnvironmentSuspended, NotFound, OAuthError, ServiceUnavailable } from "./errors.js"
+import { classifyHost } from "./hosts.js"
+import { logRequest } from "./log.js"
+import { oauthErrorResponse, PROBLEMS, problemResponse } from "./problems.js"
+import { MAX_BODY_BYTES } from "./route.js"
+import { makeSurface } from "./surface.js"
+import { allRoutes } from "./routes.js"
+
+/** Paths an Environment keeps serving while suspended: verifiers must still check old tokens. */
+const SERVED_WHILE_SUSPENDED = new Set(["/.well-known/openid-configuration", "/oauth2/jwks"])
+
+const clientIp = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
+  if (trustProxy) {
+    const forwarded = request.headers["x-forwarded-for"]
+    if (forwarded) return forwarded.split(",")[0]!.trim()
+  }
+  return request.remoteAddress._tag === "Some" ? request.remoteAddress.value.replace(/^::ffff:/, "") : undefined
+}
+
+/** Turns any failure into a response: the ONE place error bodies are written. */
+const renderFailure = (cause: Cause.Cause<unknown>) => {
+  const error = Cause.squash(cause)
+  if (error instanceof OAuthError) return Effect.succeed(oauthErrorResponse(error))
+  if (HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError") {
+    const tooLarge = (error.reason as { reason?: string }).reason === "BodyTooLarge"
+    return problemResponse(PROBLEMS[tooLarge ? "PayloadTooLarge" : "InvalidRequestBody"]!)
+  }
+  const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : undefined
+  const entry = tag === undefined ? undefined : PROBLEMS[tag]
+  if (entry) {
+    const e = error as { detail?: string; retryAfterSeconds?: number; allow?: ReadonlyArray<string> }
+    const headers: Record<string, string> = {}
+    if (e.retryAfterSeconds !== undefined) headers["retry-after"] = String(Math.max(1, Math.ceil(e.retryAfterSeconds)))
+    if (e.allow !== undefined) headers["allow"] = e.allow.join(", ")
+    return problemResponse(entry, e.detail, headers)
+  }
+  return Effect.logError("unhandled failure", cause).pipe(
+    Effect.andThen(problemResponse({ status: 500, code: "internal_error", title: "Internal server error" })))
+}
+
+export const makeHttpApp = Effect.gen(function* () {
+  const config = yield* Config
+  const ids = yield* Ids
+  const tenancy = yield* Tenancy
+  const sql = yield* SqlClient.SqlClient
+  const routes = allRoutes()
+  const management = makeSurface(routes.management)
+  const issuer = makeSurface(routes.issuer)
+  const interaction = makeSurface(routes.interaction)
+
+  const health = (path: string) => {
+    if (path === "/healthz") return Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok" }))
+    if (path === "/readyz") {
+      return sql`select count(*)::int as n from schema_migrations`.pipe(
+        Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready" })),
+        Effect.catch(() => Effect.fail(new ServiceUnavailable({ detail: "The database is not reachable" }))))
+    }
+    return undefined
+  }
+
+  const withEnvironment = (environmentId: string | undefined, via: "issuer" | "interaction", path: string,
+    run: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>) => Effect.gen(function* () {
+    const record = environmentId === undefined ? undefined : yield* tenancy.environment(environmentId)
+    if (!record || record.status === "deleted") return yield* new NotFound({ detail: "Unknown Environment" })
+    if (record.status === "suspended" && !SERVED_WHILE_SUSPENDED.has(path)) return yield* new EnvironmentSuspended()
+    return yield* Effect.provideService(run, CurrentEnvironment, { record, urls: environmentUrls(config, record), via })
+  })
+
+  const dispatch = (request: HttpServerRequest.HttpServerRequest) => {
+    const url = request.url
+    const path = url.split("?")[0]!
+    const target = classifyHost(config, request.headers["host"])
+    if (!target) return Effect.fail(new NotFound({ detail: "Unknown host" }))
+    const healthResponse = health(path)
+    if (healthResponse) return healthResponse
+    switch (target.surface) {
+      case "management":
+        return management.handle(request.method, url)
+      case "issuer": {
+        const m = /^\/e\/([^/?]+)(\/[^?]*)?(\?.*)?$/.exec(url)
+        if (!m || !m[2]) return Effect.fail(new NotFound({}))
+        return withEnvironment(m[1], "issuer", m[2], issuer.handle(request.method, m[2] + (m[3] ?? "")))
+      }
+      case "interaction":
+        return withEnvironment(target.environmentId, "interaction", path, interaction.handle(request.method, url))
+      case "custom":
+        return Effect.flatMap(tenancy.environmentByCustomHost(target.hostname), (record) =>
+          withEnvironment(record?.id, "interaction", path, interaction.handle(request.method, url)))
+    }
+  }
+
+  return Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const started = yield* Clock.currentTimeNanos
+    const requestId = yield* ids.make("req")
+    const inbound = request.headers["x-request-id"]
+    const info = { requestId, ip: clientIp(request, config.trustProxy) }
+    const response = yield* dispatch(request).pipe(
+      Effect.catchCause(renderFailure),
+      Effect.provideService(CurrentRequest, info),
+      Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)),
+      Effect.annotateLogs("request_id", requestId),
+    )
+    const duration = Number((yield* Clock.currentTimeNanos) - started) / 1e6
+    logRequest(config, { requestId, inbound, method: request.method, host: request.headers["host"], url: request.url, status: response.status, duration })
+    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+  }) as Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
+})

@@ -1,0 +1,78 @@
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { CurrentRequest } from "../platform/request-context.js"
+import type { OAuthError } from "./errors.js"
+
+export interface ProblemEntry {
+  readonly status: number
+  readonly code: string
+  readonly title: string
+}
+
+/**
+ * THE table: every typed error (by `_tag`) and the Problem Details it becomes.
+ * Nothing else writes error bodies. Features add their errors here.
+ */
+export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
+  // shared (src/http/errors.ts)
+  InvalidRequest: { status: 400, code: "invalid_request", title: "Invalid request" },
+  InvalidRequestBody: { status: 400, code: "invalid_request_body", title: "Invalid request body" },
+  NotFound: { status: 404, code: "not_found", title: "Not found" },
+  MethodNotAllowed: { status: 405, code: "method_not_allowed", title: "Method not allowed" },
+  PayloadTooLarge: { status: 413, code: "payload_too_large", title: "Request body too large" },
+  UnsupportedMediaType: { status: 415, code: "unsupported_media_type", title: "Unsupported media type" },
+  EnvironmentSuspended: { status: 403, code: "environment_suspended", title: "Environment suspended" },
+  Unauthorized: { status: 401, code: "unauthorized", title: "Unauthorized" },
+  InvalidToken: { status: 401, code: "invalid_token", title: "Invalid token" },
+  InsufficientScope: { status: 403, code: "insufficient_scope", title: "Insufficient scope" },
+  Forbidden: { status: 403, code: "forbidden", title: "Forbidden" },
+  Conflict: { status: 409, code: "conflict", title: "Conflict" },
+  PreconditionFailed: { status: 412, code: "precondition_failed", title: "Precondition failed" },
+  IdempotencyKeyConflict: { status: 409, code: "idempotency_key_conflict", title: "Idempotency key reused with a different request" },
+  RateLimited: { status: 429, code: "rate_limited", title: "Too many requests" },
+  OriginNotAllowed: { status: 403, code: "origin_not_allowed", title: "Origin not allowed" },
+  ServiceUnavailable: { status: 503, code: "service_unavailable", title: "Service unavailable" },
+}
+
+/** OAuth error code -> HTTP status (spec: "OAuth error responses"). */
+export const OAUTH_STATUS: Readonly<Record<OAuthError["error"], number>> = {
+  invalid_request: 400,
+  invalid_client: 401,
+  invalid_grant: 400,
+  invalid_scope: 400,
+  access_denied: 403,
+  server_error: 503,
+  unsupported_grant_type: 400,
+  temporarily_unavailable: 503,
+  unauthorized_client: 400,
+}
+
+export const PROBLEM_TYPE_BASE = "https://authservice.dev/problems/"
+
+export const problemResponse = (entry: ProblemEntry, detail?: string, headers?: Record<string, string>) =>
+  Effect.gen(function* () {
+    const request = yield* CurrentRequest
+    return HttpServerResponse.jsonUnsafe(
+      {
+        type: `${PROBLEM_TYPE_BASE}${entry.code}`,
+        title: entry.title,
+        status: entry.status,
+        code: entry.code,
+        request_id: request?.requestId ?? "",
+        ...(detail !== undefined ? { detail } : {}),
+      },
+      { status: entry.status, contentType: "application/problem+json", ...(headers ? { headers } : {}) },
+    )
+  })
+
+export const oauthErrorResponse = (error: OAuthError) =>
+  HttpServerResponse.jsonUnsafe(
+    { error: error.error, error_description: error.description },
+    {
+      status: OAUTH_STATUS[error.error],
+      headers: {
+        "cache-control": "no-store",
+        ...(error.error === "invalid_client" ? { "www-authenticate": 'Basic realm="token"' } : {}),
+      },
+    },
+  )

@@ -1,0 +1,20 @@
+import { discoveryRoutes } from "../oidc/discovery/http.js"
+import { jwksRoutes } from "../oidc/jwks/http.js"
+import { managementRoutes } from "../management/routes.js"
+import type { Route } from "./route.js"
+
+/** The Public Authentication API: served under `/v1` on the Interaction Domain and at `{issuer}/v1`. */
+export const publicApiRoutes = (): ReadonlyArray<Route> => []
+
+const underV1 = (routes: ReadonlyArray<Route>): Array<Route> =>
+  routes.map((r) => ({ ...r, path: `/v1${r.path}` as const }))
+
+/** Every route of every surface. Features register their route lists here. */
+export const allRoutes = () => {
+  const publicApi = underV1(publicApiRoutes())
+  return {
+    management: managementRoutes(),
+    issuer: [...discoveryRoutes, ...jwksRoutes, ...publicApi],
+    interaction: [...publicApi],
+  }
+}

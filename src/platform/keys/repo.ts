@@ -1,0 +1,40 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { PublicSigningJwk } from "./jwk.js"
+
+export interface SigningKeyRow {
+  readonly kid: string
+  readonly environment_id: string
+  readonly private_key_sealed: string
+  readonly public_jwk: PublicSigningJwk
+  readonly status: "active" | "retired"
+  readonly published_until: Date | null
+  readonly kept_until: Date | null
+}
+
+export const insertKey = (row: {
+  kid: string; environmentId: string; sealed: string; jwk: PublicSigningJwk; now: Date
+}) => SqlClient.SqlClient.use((sql) => sql`insert into signing_keys (kid, environment_id, private_key_sealed, public_jwk, status, created_at)
+  values (${row.kid}, ${row.environmentId}, ${row.sealed}, ${JSON.stringify(row.jwk)}::jsonb, 'active', ${row.now})`)
+
+export const activeKey = (environmentId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<SigningKeyRow>`select kid, environment_id, private_key_sealed, public_jwk, status, published_until, kept_until
+    from signing_keys where environment_id = ${environmentId} and status = 'active'`).pipe(Effect.map((rows) => rows[0]))
+
+export const keyByKid = (environmentId: string, kid: string) => SqlClient.SqlClient.use((sql) =>
+  sql<SigningKeyRow>`select kid, environment_id, private_key_sealed, public_jwk, status, published_until, kept_until
+    from signing_keys where environment_id = ${environmentId} and kid = ${kid}`).pipe(Effect.map((rows) => rows[0]))
+
+/** Keys a verifier may see: the active one and retired ones whose tokens may still be live. */
+export const publishedKeys = (environmentId: string, now: Date) => SqlClient.SqlClient.use((sql) =>
+  sql<{ public_jwk: PublicSigningJwk }>`select public_jwk from signing_keys
+    where environment_id = ${environmentId} and (status = 'active' or published_until > ${now})
+    order by created_at desc`)
+
+export const retireActive = (environmentId: string, now: Date, publishedUntil: Date, keptUntil: Date) =>
+  SqlClient.SqlClient.use((sql) => sql`update signing_keys
+    set status = 'retired', retired_at = ${now}, published_until = ${publishedUntil}, kept_until = ${keptUntil}
+    where environment_id = ${environmentId} and status = 'active'`)
+
+export const deleteExpiredKeys = (now: Date) => SqlClient.SqlClient.use((sql) =>
+  sql<{ kid: string }>`delete from signing_keys where status = 'retired' and kept_until < ${now} returning kid`)

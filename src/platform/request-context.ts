@@ -1,0 +1,19 @@
+import { Context } from "effect"
+
+/** Who is acting, as recorded in events (`actor`) and audit records. */
+export interface Actor {
+  readonly type: "end_user" | "workspace_member" | "api_key" | "system"
+  readonly id?: string | undefined
+}
+
+/** Facts about the current request that services record (trace ids, client IP). */
+export interface RequestInfo {
+  readonly requestId: string
+  readonly correlationId?: string | undefined
+  /** The client IP: the socket peer, or X-Forwarded-For only when TRUST_PROXY is set. */
+  readonly ip?: string | undefined
+}
+
+export const CurrentRequest = Context.Reference<RequestInfo | undefined>("platform/CurrentRequest", {
+  defaultValue: () => undefined,
+})

@@ -1,0 +1,39 @@
+import { Effect, Layer } from "effect"
+import { AuditLive } from "./platform/audit.js"
+import { type AppConfig, ConfigFrom } from "./platform/config.js"
+import { CryptoFromKeyring, type Keyring } from "./platform/crypto.js"
+import { DatabaseUrl, runMigrations, SqlLive } from "./platform/database.js"
+import { EventsLive } from "./platform/events/service.js"
+import { IdsLive } from "./platform/ids.js"
+import { KeysLive } from "./platform/keys/service.js"
+import { verifyMasterKey } from "./platform/master-key.js"
+import { installWorkerSchema } from "./platform/worker-schema.js"
+import { TenancyLive } from "./tenancy/service.js"
+
+/**
+ * Every service of the application, built on one database URL. The server, the worker,
+ * the CLI and the tests all compose this same layer.
+ */
+export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyring, options: { maxConnections?: number } = {}) => {
+  const base = Layer.mergeAll(
+    ConfigFrom(config),
+    Layer.succeed(DatabaseUrl, databaseUrl),
+    CryptoFromKeyring(keyring),
+  )
+  const sql = SqlLive(options).pipe(Layer.provide(base))
+  const ids = IdsLive.pipe(Layer.provide(base))
+  const foundation = Layer.mergeAll(base, sql, ids)
+  const keys = KeysLive.pipe(Layer.provide(foundation))
+  const services = Layer.mergeAll(
+    EventsLive, AuditLive, keys,
+    TenancyLive.pipe(Layer.provide(keys)),
+  ).pipe(Layer.provideMerge(foundation))
+  return services
+}
+
+/** Applies our migrations and graphile-worker's, then checks the master key. */
+export const prepareDatabase = (databaseUrl: string, keyring: Keyring) => Effect.gen(function* () {
+  yield* runMigrations
+  yield* installWorkerSchema(databaseUrl)
+  yield* verifyMasterKey(keyring)
+})
