@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process"
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
 import { createServer } from "node:net"
 import { dirname, resolve } from "node:path"
@@ -44,6 +44,8 @@ export interface RunningPostgres {
 export const startEmbeddedPostgres = async (dataDir: string, options: { persistent?: boolean } = {}): Promise<RunningPostgres> => {
   const dir = resolve(dataDir, "postgres")
   await mkdir(dirname(dir), { recursive: true })
+  // DATA_DIR is ours: let the postgres user traverse it (its parents are the operator's call).
+  if (userInfo().uid === 0) chmodSync(dirname(dir), statSync(dirname(dir)).mode | 0o011)
   await checkReachableByPostgres(dir)
   const port = await freePort()
   const server = new EmbeddedPostgres({

@@ -1,0 +1,45 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pg from "pg"
+import type { TestProject } from "vitest/node"
+import { startEmbeddedPostgres } from "../../src/platform/embedded-postgres.js"
+import { TEMPLATE_DB, prepareTemplate } from "./template.js"
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** A server URL (any database) under which each test file creates its own database. */
+    serverUrl: string
+    templateDb: string
+  }
+}
+
+/**
+ * One Postgres per run (embedded, or TEST_DATABASE_URL), one template database with every
+ * migration applied; each test file clones it (CREATE DATABASE ... TEMPLATE), so files
+ * are isolated and the suite stays fast on two cores.
+ */
+export default async function setup(project: TestProject) {
+  let serverUrl = process.env["TEST_DATABASE_URL"]
+  let stop: (() => Promise<void>) | undefined
+  let dir: string | undefined
+  if (!serverUrl) {
+    dir = mkdtempSync(join(tmpdir(), "authservice-test-"))
+    const started = await startEmbeddedPostgres(dir, { persistent: false })
+    serverUrl = started.url
+    stop = started.stop
+  }
+  const templateDb = `${TEMPLATE_DB}_${process.pid}`
+  await prepareTemplate(serverUrl, templateDb)
+  project.provide("serverUrl", serverUrl)
+  project.provide("templateDb", templateDb)
+  return async () => {
+    const admin = new pg.Client({ connectionString: serverUrl })
+    await admin.connect()
+    const dbs = await admin.query<{ datname: string }>(`select datname from pg_database where datname like 'authservice_t_${process.pid}_%' or datname = $1`, [templateDb])
+    for (const { datname } of dbs.rows) await admin.query(`drop database if exists "${datname}" with (force)`)
+    await admin.end()
+    await stop?.()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  }
+}

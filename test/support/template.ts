@@ -1,0 +1,42 @@
+import { Effect, Layer } from "effect"
+import pg from "pg"
+import { installWorkerSchema } from "../../src/platform/worker-schema.js"
+import { DatabaseUrl, runMigrations, SqlLive } from "../../src/platform/database.js"
+
+export const TEMPLATE_DB = "authservice_template"
+
+export const databaseUrl = (serverUrl: string, database: string) => {
+  const url = new URL(serverUrl)
+  url.pathname = `/${database}`
+  return url.toString()
+}
+
+export const adminQuery = async (serverUrl: string, text: string) => {
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  try {
+    await admin.query(text)
+  } finally {
+    await admin.end()
+  }
+}
+
+/** Creates the template database with our migrations and graphile-worker's schema. */
+export const prepareTemplate = async (serverUrl: string, templateDb: string) => {
+  await adminQuery(serverUrl, `drop database if exists "${templateDb}" with (force)`)
+  await adminQuery(serverUrl, `create database "${templateDb}"`)
+  const url = databaseUrl(serverUrl, templateDb)
+  await Effect.runPromise(runMigrations.pipe(
+    Effect.provide(SqlLive({ maxConnections: 1 }).pipe(Layer.provide(Layer.succeed(DatabaseUrl, url)))),
+    Effect.scoped,
+  ))
+  await Effect.runPromise(installWorkerSchema(url))
+}
+
+let counter = 0
+/** A fresh database cloned from the template, for one test file. */
+export const cloneDatabase = async (serverUrl: string, templateDb: string) => {
+  const name = `authservice_t_${templateDb.split("_").pop()}_${process.pid}_${++counter}`
+  await adminQuery(serverUrl, `create database "${name}" template "${templateDb}"`)
+  return { name, url: databaseUrl(serverUrl, name) }
+}
