@@ -1,6 +1,8 @@
 import { discoveryRoutes } from "../oidc/discovery/http.js"
 import { jwksRoutes } from "../oidc/jwks/http.js"
 import { managementRoutes } from "../management/routes.js"
+import { openApiRoutes } from "../openapi/http.js"
+import type { AppConfig } from "../platform/config.js"
 import type { Route } from "./route.js"
 
 /** The Public Authentication API: served under `/v1` on the Interaction Domain and at `{issuer}/v1`. */
@@ -10,10 +12,15 @@ const underV1 = (routes: ReadonlyArray<Route>): Array<Route> =>
   routes.map((r) => ({ ...r, path: `/v1${r.path}` as const }))
 
 /** Every route of every surface. Features register their route lists here. */
-export const allRoutes = () => {
+export const allRoutes = (config: AppConfig) => {
   const publicApi = underV1(publicApiRoutes())
+  const management = managementRoutes()
+  const documented = () => [
+    { name: "Management", server: `${config.publicScheme}://${config.managementHost}`, routes: management },
+    { name: "Public", server: `${config.publicScheme}://${config.canonicalIssuerHost}/e/{environmentId}`, routes: publicApi },
+  ]
   return {
-    management: managementRoutes(),
+    management: [...management, ...openApiRoutes(documented)],
     issuer: [...discoveryRoutes, ...jwksRoutes, ...publicApi],
     interaction: [...publicApi],
   }

@@ -1,10 +1,11 @@
 import { Clock, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { InsufficientScope, Unauthorized } from "../../http/errors.js"
+import { Forbidden, InsufficientScope, InvalidRequest, Unauthorized } from "../../http/errors.js"
 import { sha256Hex } from "../../platform/crypto.js"
 import { API_KEY_PREFIX } from "../../tenancy/service.js"
 import { type Caller, CurrentCaller } from "./caller.js"
+import { authenticateDashboard, DASHBOARD_TOKEN_PREFIX } from "./dashboard.js"
 import * as repo from "./repo.js"
 
 const bearer = (header: string | undefined) => {
@@ -30,11 +31,42 @@ export const authenticateApiKey = (token: string | undefined) => Effect.gen(func
   return caller
 })
 
-/** Runs a Management handler as the authenticated caller, after checking its scope. */
-export const withCaller = <A, E, R>(scope: string | undefined, handler: Effect.Effect<A, E, R>) =>
+export interface CallerRequirements {
+  /** Only Dashboard sessions may call (POST /workspaces, impersonation). */
+  readonly dashboardOnly?: boolean
+  /** The route needs no Workspace (a Dashboard session without X-Workspace-Id may call it). */
+  readonly noWorkspace?: boolean
+}
+
+/**
+ * Authenticates the caller (API key, or Dashboard session by `dsh_` bearer or the
+ * `dashboard_session` cookie), checks the scope, and runs the handler as that caller.
+ * API keys use their own Workspace and ignore `X-Workspace-Id`.
+ */
+export const withCaller = <A, E, R>(scope: string | undefined, handler: Effect.Effect<A, E, R>, requirements: CallerRequirements = {}) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const caller = yield* authenticateApiKey(bearer(request.headers["authorization"]))
+    const token = bearer(request.headers["authorization"]) ?? request.cookies["dashboard_session"]
+    const caller = token?.startsWith(DASHBOARD_TOKEN_PREFIX)
+      ? yield* authenticateDashboard(token, request.headers["x-workspace-id"])
+      : yield* authenticateApiKey(token)
+    if (requirements.dashboardOnly && caller.kind !== "dashboard") {
+      return yield* new Forbidden({ detail: "Only a Dashboard session can call this route" })
+    }
+    if (caller.kind === "dashboard" && caller.workspaceId === "" && !requirements.noWorkspace) {
+      return yield* new InvalidRequest({ detail: "Dashboard session calls must send X-Workspace-Id" })
+    }
     if (scope !== undefined && !caller.scopes.has(scope)) return yield* new InsufficientScope({ required: scope })
     return yield* Effect.provideService(handler, CurrentCaller, caller)
-  }) as Effect.Effect<A, E | Unauthorized | InsufficientScope, Exclude<R, CurrentCaller> | HttpServerRequest.HttpServerRequest | SqlClient.SqlClient>
+  }) as Effect.Effect<A, E | Unauthorized | InsufficientScope | Forbidden | InvalidRequest, Exclude<R, CurrentCaller> | HttpServerRequest.HttpServerRequest | SqlClient.SqlClient>
+
+/**
+ * Where a `workspace_id` is sent (query or body) it must equal the authenticated Workspace
+ * (spec: Management common rule 5).
+ */
+export const requireWorkspaceMatch = (workspaceId: string | undefined) => Effect.gen(function* () {
+  const caller = yield* CurrentCaller
+  if (workspaceId !== undefined && workspaceId !== caller.workspaceId) {
+    return yield* new InvalidRequest({ detail: "workspace_id must match X-Workspace-Id (the authenticated Workspace)" })
+  }
+})

@@ -1,0 +1,77 @@
+import { Clock, Effect } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { IdempotencyKeyConflict, InvalidRequest } from "../../http/errors.js"
+import { bodyText } from "../../http/route.js"
+import { canonicalJson } from "../../platform/canonical-json.js"
+import { Crypto, sha256Hex } from "../../platform/crypto.js"
+import { CurrentCaller } from "../auth/caller.js"
+
+const RETENTION_MS = 24 * 3600_000
+
+const sealContext = (workspaceId: string, key: string) =>
+  ({ purpose: "idempotent-response", table: "idempotency_keys", rowId: `${workspaceId}/${key}` })
+
+const bodyHashOf = (text: string) => {
+  if (text.trim() === "") return sha256Hex("")
+  try {
+    return sha256Hex(canonicalJson(JSON.parse(text)))
+  } catch {
+    return sha256Hex(text)
+  }
+}
+
+const responseBytes = (response: HttpServerResponse.HttpServerResponse) =>
+  response.body._tag === "Uint8Array" ? Buffer.from(response.body.body).toString("utf8") : ""
+
+/**
+ * `Idempotency-Key` on Management writes (spec: common rule 2). The handler runs in one SQL
+ * transaction that first inserts the key: a concurrent request with the same key waits on
+ * that row, then replays the committed answer, so two first requests make one resource.
+ * Only 2xx answers are kept (sealed, 24 h); a failed request changed nothing and its
+ * transaction, key row included, rolls back, so a retry runs again.
+ */
+export const withIdempotency = <E, R>(routePattern: string, handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const key = request.headers["idempotency-key"]
+    const sql = yield* SqlClient.SqlClient
+    if (key === undefined) return yield* sql.withTransaction(handler)
+    if (key.length < 1 || key.length > 255) return yield* new InvalidRequest({ detail: "Idempotency-Key must be 1 to 255 characters" })
+    const caller = yield* CurrentCaller
+    const crypto = yield* Crypto
+    const bodyHash = bodyHashOf(yield* bodyText)
+    const now = yield* Clock.currentTimeMillis
+    return yield* sql.withTransaction(Effect.gen(function* () {
+      yield* sql`delete from idempotency_keys where workspace_id = ${caller.workspaceId} and key = ${key} and expires_at <= ${new Date(now)}`
+      const inserted = yield* sql`insert into idempotency_keys (workspace_id, key, method, route, body_hash, created_at, expires_at)
+        values (${caller.workspaceId}, ${key}, ${request.method}, ${routePattern}, ${bodyHash}, ${new Date(now)}, ${new Date(now + RETENTION_MS)})
+        on conflict (workspace_id, key) do nothing returning key`
+      if (inserted.length === 0) {
+        const [existing] = yield* sql<{ method: string; route: string; body_hash: string; response_status: number | null; response_sealed: string | null }>`
+          select method, route, body_hash, response_status, response_sealed from idempotency_keys
+          where workspace_id = ${caller.workspaceId} and key = ${key}`
+        if (!existing || existing.method !== request.method || existing.route !== routePattern || existing.body_hash !== bodyHash) {
+          return yield* new IdempotencyKeyConflict()
+        }
+        const stored = JSON.parse((yield* crypto.open(sealContext(caller.workspaceId, key), existing.response_sealed!).pipe(Effect.orDie)).toString("utf8")) as {
+          body: string; headers: Record<string, string>
+        }
+        return HttpServerResponse.text(stored.body, {
+          status: existing.response_status!, contentType: "application/json", headers: { ...stored.headers, "idempotent-replayed": "true" },
+        })
+      }
+      const response = yield* handler
+      if (response.status >= 200 && response.status < 300) {
+        const headers: Record<string, string> = {}
+        if (response.headers["etag"]) headers["etag"] = response.headers["etag"]
+        if (response.headers["location"]) headers["location"] = response.headers["location"]
+        const sealed = yield* crypto.seal(sealContext(caller.workspaceId, key), JSON.stringify({ body: responseBytes(response), headers }))
+        yield* sql`update idempotency_keys set response_status = ${response.status}, response_sealed = ${sealed}
+          where workspace_id = ${caller.workspaceId} and key = ${key}`
+      } else {
+        yield* sql`delete from idempotency_keys where workspace_id = ${caller.workspaceId} and key = ${key}`
+      }
+      return response
+    })).pipe(Effect.catchTag("SqlError", (e) => Effect.die(e)))
+  })
