@@ -9,6 +9,7 @@ import { KeysLive } from "./platform/keys/service.js"
 import { verifyMasterKey } from "./platform/master-key.js"
 import { installWorkerSchema } from "./platform/worker-schema.js"
 import { TenancyLive } from "./tenancy/service.js"
+import { UsersLive } from "./users/service.js"
 
 /**
  * Every service of the application, built on one database URL. The server, the worker,
@@ -24,11 +25,10 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
   const ids = IdsLive.pipe(Layer.provide(base))
   const foundation = Layer.mergeAll(base, sql, ids)
   const keys = KeysLive.pipe(Layer.provide(foundation))
-  const services = Layer.mergeAll(
-    EventsLive, AuditLive, keys,
-    TenancyLive.pipe(Layer.provide(keys)),
-  ).pipe(Layer.provideMerge(foundation))
-  return services
+  const platform = Layer.mergeAll(EventsLive, AuditLive, keys, TenancyLive.pipe(Layer.provide(keys))).pipe(Layer.provideMerge(foundation))
+  // Feature services, each built on the platform services.
+  const features = Layer.mergeAll(UsersLive)
+  return features.pipe(Layer.provideMerge(platform))
 }
 
 /** Applies our migrations and graphile-worker's, then checks the master key. */

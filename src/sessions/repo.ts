@@ -1,0 +1,45 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+export interface SessionRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string
+  readonly user_id: string
+  readonly client_id: string | null
+  readonly device_name: string | null
+  readonly method: "email_otp" | "passkey" | "social"
+  readonly acr: string
+  readonly auth_time: Date
+  readonly security_version: number
+  readonly created_at: Date
+  readonly last_active_at: Date
+  readonly idle_expires_at: Date
+  readonly absolute_expires_at: Date
+  readonly revoked_at: Date | null
+  readonly revoked_reason: string | null
+}
+
+const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, user_id, client_id, device_name, method, acr,
+  auth_time, security_version, created_at, last_active_at, idle_expires_at, absolute_expires_at, revoked_at, revoked_reason`
+
+export const sessionById = (environmentId: string, id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<SessionRow>`select ${columns(sql)} from login_sessions where environment_id = ${environmentId} and id = ${id}`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+export const insertSession = (s: {
+  id: string; workspaceId: string; environmentId: string; userId: string; clientId: string | null; deviceName: string | null
+  method: string; acr: string; authTime: Date; securityVersion: number; ipPrefixHash: string | null
+  now: Date; idleExpiresAt: Date; absoluteExpiresAt: Date
+}) => SqlClient.SqlClient.use((sql) => sql`insert into login_sessions (id, workspace_id, environment_id, user_id, client_id,
+    device_name, method, acr, auth_time, security_version, ip_prefix_hash, created_at, last_active_at, idle_expires_at, absolute_expires_at)
+  values (${s.id}, ${s.workspaceId}, ${s.environmentId}, ${s.userId}, ${s.clientId}, ${s.deviceName}, ${s.method}, ${s.acr},
+    ${s.authTime}, ${s.securityVersion}, ${s.ipPrefixHash}, ${s.now}, ${s.now}, ${s.idleExpiresAt}, ${s.absoluteExpiresAt})`)
+
+/** Revokes live sessions matching the filter; returns the ones it revoked (for `session.revoked` events). */
+export const revokeSessions = (filter: { environmentId: string; userId: string; sessionId?: string | undefined }, reason: string, now: Date) =>
+  SqlClient.SqlClient.use((sql) => sql<{ id: string; user_id: string; workspace_id: string }>`update login_sessions
+    set revoked_at = ${now}, revoked_reason = ${reason}
+    where environment_id = ${filter.environmentId} and user_id = ${filter.userId} and revoked_at is null
+      ${filter.sessionId === undefined ? sql`` : sql`and id = ${filter.sessionId}`}
+    returning id, user_id, workspace_id`)

@@ -1,0 +1,70 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/** A user row as stored (shared by the Management API, login and /me). */
+export interface UserRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string
+  readonly email: string
+  readonly email_normalized: string
+  readonly email_verified: boolean
+  readonly email_suppressed: boolean
+  readonly name: string | null
+  readonly avatar_url: string | null
+  readonly locale: string | null
+  readonly timezone: string | null
+  readonly metadata: Record<string, unknown>
+  readonly status: "active" | "blocked" | "pending_deletion"
+  readonly blocked_reason: string | null
+  readonly security_version: number
+  readonly user_handle: string
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly last_login_at: Date | null
+  readonly version: number
+}
+
+export const normalizeEmail = (email: string) => email.trim().toLowerCase()
+
+const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, email, email_normalized, email_verified,
+  email_suppressed, name, avatar_url, locale, timezone, metadata, status, blocked_reason, security_version, user_handle,
+  created_at, updated_at, last_login_at, version`
+
+export const userById = (environmentId: string, id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<UserRow>`select ${columns(sql)} from users where environment_id = ${environmentId} and id = ${id}`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+export const userByEmail = (environmentId: string, email: string) => SqlClient.SqlClient.use((sql) =>
+  sql<UserRow>`select ${columns(sql)} from users where environment_id = ${environmentId} and email_normalized = ${normalizeEmail(email)}`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+/** Locks the user row for the rest of the caller's transaction (status and security version checks). */
+export const lockUser = (environmentId: string, id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<UserRow>`select ${columns(sql)} from users where environment_id = ${environmentId} and id = ${id} for update`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+export interface NewUser {
+  readonly id: string
+  readonly workspaceId: string
+  readonly environmentId: string
+  readonly email: string
+  readonly emailVerified: boolean
+  readonly name?: string | null | undefined
+  readonly avatarUrl?: string | null | undefined
+  readonly locale?: string | null | undefined
+  readonly timezone?: string | null | undefined
+  readonly metadata?: Record<string, unknown> | undefined
+  readonly userHandle: string
+  readonly now: Date
+}
+
+/** Inserts a user; returns undefined when the email is already registered in the Environment. */
+export const insertUser = (u: NewUser) => SqlClient.SqlClient.use((sql) =>
+  sql<UserRow>`insert into users (id, workspace_id, environment_id, email, email_normalized, email_verified, name, avatar_url,
+      locale, timezone, metadata, user_handle, created_at, updated_at)
+    values (${u.id}, ${u.workspaceId}, ${u.environmentId}, ${u.email.trim()}, ${normalizeEmail(u.email)}, ${u.emailVerified},
+      ${u.name ?? null}, ${u.avatarUrl ?? null}, ${u.locale ?? null}, ${u.timezone ?? null}, ${JSON.stringify(u.metadata ?? {})}::jsonb,
+      ${u.userHandle}, ${u.now}, ${u.now})
+    on conflict (environment_id, email_normalized) do nothing
+    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
