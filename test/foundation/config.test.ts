@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest"
+import { ConfigInvalid, parseConfig } from "../../src/platform/config.js"
+
+const KEY = Buffer.alloc(32, 7).toString("base64url")
+const refuse = (env: Record<string, string>, message: RegExp) => {
+  let error: unknown
+  try {
+    parseConfig(env)
+  } catch (e) {
+    error = e
+  }
+  expect(error).toBeInstanceOf(ConfigInvalid)
+  expect((error as ConfigInvalid).message).toMatch(message)
+  expect((error as ConfigInvalid).message).not.toContain("\n")
+}
+
+describe("configuration", () => {
+  it("has the run contract's defaults", () => {
+    const c = parseConfig({})
+    expect(c.port).toBe(3000)
+    expect(c.dataDir).toBe("./.data")
+    expect(c.platformDomain).toBe("localhost")
+    expect(c.canonicalIssuerHost).toBe("localhost:3000")
+    expect(c.managementHost).toBe("api.localhost:3000")
+    expect(c.publicScheme).toBe("http")
+    expect(c.trustProxy).toBe(false)
+    expect(c.webhookAllowPrivateTargets).toBe(false)
+    expect(c.smtpUrl).toBeUndefined()
+  })
+
+  it("derives hosts from PORT and uses https for non-local hosts", () => {
+    expect(parseConfig({ PORT: "8080" }).canonicalIssuerHost).toBe("localhost:8080")
+    const c = parseConfig({ PLATFORM_DOMAIN: "auth.example.com", CANONICAL_ISSUER_HOST: "id.example.com", MANAGEMENT_HOST: "api.example.com" })
+    expect(c.publicScheme).toBe("https")
+  })
+
+  it("refuses bad values with one line naming the variable", () => {
+    refuse({ PORT: "abc" }, /^PORT /)
+    refuse({ PORT: "70000" }, /^PORT /)
+    refuse({ DATABASE_URL: "mysql://x" }, /^DATABASE_URL /)
+    refuse({ DATABASE_URL: "postgres://x/y" }, /^MASTER_KEY is required when DATABASE_URL/)
+    refuse({ NODE_ENV: "production" }, /^MASTER_KEY is required when NODE_ENV=production/)
+    refuse({ MASTER_KEY: "short" }, /^MASTER_KEY must be 32 bytes/)
+    refuse({ PUBLIC_SCHEME: "ftp" }, /^PUBLIC_SCHEME /)
+    refuse({ PUBLIC_SCHEME: "http", CANONICAL_ISSUER_HOST: "id.example.com" }, /PUBLIC_SCHEME=http is only allowed/)
+    refuse({ TRUST_PROXY: "maybe" }, /^TRUST_PROXY /)
+    refuse({ PLATFORM_DOMAIN: "exa mple" }, /^PLATFORM_DOMAIN /)
+    refuse({ PLATFORM_DOMAIN: "example.com:80" }, /^PLATFORM_DOMAIN must not carry a port/)
+    refuse({ NODE_ENV: "production", MASTER_KEY: KEY, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" },
+      /WEBHOOK_ALLOW_PRIVATE_TARGETS is refused when NODE_ENV=production/)
+    refuse({ RATE_LIMIT_IP_PER_MINUTE: "0" }, /^RATE_LIMIT_IP_PER_MINUTE /)
+    refuse({ SMTP_URL: "http://x" }, /^SMTP_URL /)
+  })
+
+  it("accepts a production configuration", () => {
+    const c = parseConfig({ NODE_ENV: "production", MASTER_KEY: KEY, DATABASE_URL: "postgres://db/auth",
+      PLATFORM_DOMAIN: "auth.example.com", CANONICAL_ISSUER_HOST: "id.example.com", MANAGEMENT_HOST: "api.example.com" })
+    expect(c.production).toBe(true)
+    expect(c.masterKey?.length).toBe(32)
+  })
+})
