@@ -32,6 +32,11 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   RateLimited: { status: 429, code: "rate_limited", title: "Too many requests" },
   OriginNotAllowed: { status: 403, code: "origin_not_allowed", title: "Origin not allowed" },
   ServiceUnavailable: { status: 503, code: "service_unavailable", title: "Service unavailable" },
+  // management core (src/management/workspaces, projects, environments, api-keys)
+  SlugTaken: { status: 409, code: "slug_taken", title: "Slug already in use" },
+  PreconditionRequired: { status: 428, code: "precondition_required", title: "If-Match required" },
+  NoLegacyRpId: { status: 409, code: "no_legacy_rp_id", title: "No legacy RP ID to disable" },
+  ScopesExceedCaller: { status: 403, code: "insufficient_scope", title: "Insufficient scope" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */
