@@ -1,5 +1,5 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Layer } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
 import { type AppConfig, ConfigInvalid, parseConfig } from "./platform/config.js"
 import type { Keyring } from "./platform/crypto.js"
 import { EmbeddedPostgresUnusable, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
@@ -67,5 +67,9 @@ export const boot = (makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown
     Effect.scoped,
     Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => fail(explain(cause)))),
   )
-  NodeRuntime.runMain(program as Effect.Effect<void>, { disableErrorReporting: true })
+  // SIGTERM/SIGINT interrupt the program; a clean shutdown after that exits 0.
+  NodeRuntime.runMain(program as Effect.Effect<void>, {
+    disableErrorReporting: true,
+    teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1),
+  })
 }

@@ -1,0 +1,144 @@
+import { spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort } from "../../src/platform/embedded-postgres.js"
+import { send } from "../support/http.js"
+import { type TestApp, startApp } from "../support/app.js"
+
+const TSX = join(process.cwd(), "node_modules/.bin/tsx")
+
+interface Outcome { code: number | null; stdout: string; stderr: string }
+
+/** Runs one of our entry points as a real child process. */
+const runEntry = (entry: string, args: ReadonlyArray<string>, env: Record<string, string>, timeoutMs = 60_000) =>
+  new Promise<Outcome>((resolve, reject) => {
+    const child = spawn(TSX, [entry, ...args], { env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root", ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (c: Buffer) => { stdout += c })
+    child.stderr.on("data", (c: Buffer) => { stderr += c })
+    const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error(`timeout: ${stdout} ${stderr}`)) }, timeoutMs)
+    child.on("exit", (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }) })
+  })
+
+const oneLine = (outcome: Outcome) => {
+  expect(outcome.code).toBe(1)
+  const lines = outcome.stderr.trim().split("\n")
+  expect(lines).toHaveLength(1)
+  expect(lines[0]).toMatch(/^authservice: /)
+  expect(outcome.stderr).not.toMatch(/\n\s+at /)
+  return lines[0]!
+}
+
+describe("bad configuration stops the process with one clear line", () => {
+  it("an invalid PORT", async () => {
+    expect(oneLine(await runEntry("src/main.ts", [], { PORT: "eighty" }))).toContain("PORT must be a TCP port")
+  })
+
+  it("a missing MASTER_KEY in production", async () => {
+    const line = oneLine(await runEntry("src/main.ts", [], {
+      NODE_ENV: "production", DATABASE_URL: "postgres://127.0.0.1:1/x",
+      PLATFORM_DOMAIN: "auth.example.com", CANONICAL_ISSUER_HOST: "id.example.com", MANAGEMENT_HOST: "api.example.com",
+    }))
+    expect(line).toContain("MASTER_KEY is required")
+  })
+
+  it("an unreachable DATABASE_URL", async () => {
+    const port = await freePort()
+    const line = oneLine(await runEntry("src/main.ts", [], {
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/nowhere`, MASTER_KEY: randomBytes(32).toString("base64url"), PORT: String(await freePort()),
+    }))
+    expect(line).toMatch(/cannot use the database/)
+    expect(line).toContain("DATABASE_URL")
+  })
+})
+
+describe("against a running database", () => {
+  let app: TestApp
+  beforeAll(async () => { app = await startApp() })
+  afterAll(async () => { await app?.close() })
+
+  it("a wrong MASTER_KEY is refused at start", async () => {
+    const line = oneLine(await runEntry("src/main.ts", [], {
+      DATABASE_URL: app.databaseUrl, MASTER_KEY: randomBytes(32).toString("base64url"), PORT: String(await freePort()),
+    }))
+    expect(line).toContain("MASTER_KEY does not match")
+  })
+
+  it("`cli bootstrap --json` prints one JSON object whose key authenticates and whose issuer serves discovery", async () => {
+    const env = {
+      DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
+      PORT: String(app.port),
+    }
+    const first = await runEntry("src/cli.ts", ["bootstrap", "--json"], env)
+    expect(first.code).toBe(0)
+    const lines = first.stdout.trim().split("\n")
+    expect(lines).toHaveLength(1)
+    const out = JSON.parse(lines[0]!)
+    expect(Object.keys(out).sort()).toEqual(["api_key", "environment_id", "interaction_domain", "issuer", "management_url", "project_id", "workspace_id"])
+    expect(out.api_key).toMatch(/^sk_live_[A-Za-z0-9_-]{43}$/)
+    expect(out.management_url).toBe(`http://api.localhost:${app.port}`)
+    expect(out.interaction_domain).toBe(`env-${out.environment_id.slice(4)}.login.localhost:${app.port}`)
+    const ws = await app.management(`/v1/workspaces/${out.workspace_id}`, { key: out.api_key })
+    expect(ws.status).toBe(200)
+    const discovery = await send(app.port, `localhost:${app.port}`, new URL(`${out.issuer}/.well-known/openid-configuration`).pathname)
+    expect(discovery.json.issuer).toBe(out.issuer)
+
+    const second = JSON.parse((await runEntry("src/cli.ts", ["bootstrap", "--json"], env)).stdout.trim())
+    expect(second.workspace_id).not.toBe(out.workspace_id)
+    expect(second.api_key).not.toBe(out.api_key)
+  })
+
+  it("an unknown CLI command is refused with usage", async () => {
+    const outcome = await runEntry("src/cli.ts", ["frobnicate"], { DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url") })
+    expect(outcome.code).toBe(1)
+    expect(outcome.stderr).toContain("usage: npm run cli -- bootstrap")
+  })
+})
+
+describe("npm start with embedded Postgres", () => {
+  it("starts, answers /readyz, and shuts down cleanly on SIGTERM (Postgres stopped)", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "authservice-start-"))
+    const port = await freePort()
+    const child = spawn(TSX, ["src/start.ts"], {
+      env: { PATH: process.env["PATH"]!, PORT: String(port), DATA_DIR: dataDir, LOG_REQUESTS: "false" }, stdio: ["ignore", "pipe", "pipe"],
+    })
+    let stdout = ""
+    child.stdout.on("data", (c: Buffer) => { stdout += c })
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+    const deadline = Date.now() + 60_000
+    let ready = false
+    while (!ready && Date.now() < deadline) {
+      ready = await send(port, `api.localhost:${port}`, "/readyz").then((r) => r.status === 200, () => false)
+      if (!ready) await new Promise((r) => setTimeout(r, 250))
+    }
+    expect(ready).toBe(true)
+    expect(stdout).toContain(`http://api.localhost:${port}/v1`)
+    expect(existsSync(join(dataDir, "postgres.url"))).toBe(true)
+    expect(existsSync(join(dataDir, "master.key"))).toBe(true)
+    child.kill("SIGTERM")
+    expect(await exited).toBe(0)
+    expect(existsSync(join(dataDir, "postgres", "postmaster.pid"))).toBe(false)
+    expect(existsSync(join(dataDir, "postgres.url"))).toBe(false)
+    rmSync(dataDir, { recursive: true, force: true })
+  }, 90_000)
+
+  it("as root, stops with one line when DATA_DIR sits under a 0700 directory the postgres user cannot reach", async () => {
+    if (process.getuid?.() !== 0) {
+      // Only root hands Postgres to the `postgres` user; for anyone else the directory is reachable.
+      expect(process.getuid?.()).not.toBe(0)
+      return
+    }
+    const home = mkdtempSync(join(tmpdir(), "authservice-home-"))
+    chmodSync(home, 0o700)
+    const dataDir = join(home, "checkout", ".data")
+    mkdirSync(dataDir, { recursive: true })
+    const line = oneLine(await runEntry("src/start.ts", [], { PORT: String(await freePort()), DATA_DIR: dataDir }))
+    expect(line).toContain("'postgres' user")
+    expect(line).toMatch(/chmod o\+x|DATABASE_URL/)
+    rmSync(home, { recursive: true, force: true })
+  })
+})
