@@ -1,0 +1,85 @@
+import { type ChildProcess, spawn, execFileSync } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import autocannon from "autocannon"
+import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
+
+const TSX = join(process.cwd(), "node_modules/.bin/tsx")
+
+export interface BenchServer {
+  readonly port: number
+  readonly env: Record<string, string>
+  readonly stop: () => Promise<void>
+}
+
+/** Embedded Postgres (or DATABASE_URL) + the real server in its own process, like production. */
+export const startServer = async (): Promise<BenchServer> => {
+  let databaseUrl = process.env["DATABASE_URL"]
+  let stopDb: (() => Promise<void>) | undefined
+  if (!databaseUrl) {
+    const pg = await startEmbeddedPostgres(mkdtempSync(join(tmpdir(), "authservice-bench-")), { persistent: false })
+    databaseUrl = pg.url
+    stopDb = pg.stop
+  }
+  const port = await freePort()
+  const env = {
+    PATH: process.env["PATH"]!, PORT: String(port), DATABASE_URL: databaseUrl,
+    MASTER_KEY: process.env["MASTER_KEY"] ?? randomBytes(32).toString("base64url"), LOG_REQUESTS: "false",
+  }
+  const child = spawn(TSX, ["src/main.ts"], { env, stdio: ["ignore", "ignore", "inherit"] })
+  await waitFor(port, `api.localhost:${port}`, "/readyz")
+  return {
+    port, env,
+    stop: async () => {
+      await stopChild(child)
+      await stopDb?.()
+    },
+  }
+}
+
+export const stopChild = (child: ChildProcess) => new Promise<void>((resolve) => {
+  if (child.exitCode !== null) return resolve()
+  child.once("exit", () => resolve())
+  child.kill("SIGTERM")
+})
+
+export const waitFor = async (port: number, host: string, path: string) => {
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    const ok = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { host } }).then((r) => r.ok, () => false)
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  throw new Error(`server on ${port} did not become ready`)
+}
+
+export const bootstrap = (env: Record<string, string>) =>
+  JSON.parse(execFileSync(TSX, ["src/cli.ts", "bootstrap", "--json"], { env, encoding: "utf8" }).trim()) as {
+    workspace_id: string; environment_id: string; api_key: string; issuer: string
+  }
+
+export interface LoadResult { readonly rps: number; readonly p50: number; readonly p99: number; readonly non2xx: number; readonly errors: number }
+
+/** autocannon against one URL with an explicit Host header. */
+export const load = (options: {
+  url: string; host: string; connections?: number; seconds?: number; method?: "GET" | "POST"
+  headers?: Record<string, string>; body?: string; requests?: Array<autocannon.Request>
+}): Promise<LoadResult> => new Promise((resolve, reject) => {
+  autocannon({
+    url: options.url, connections: options.connections ?? 32, duration: options.seconds ?? 8,
+    method: options.method ?? "GET", headers: { host: options.host, ...options.headers },
+    ...(options.body !== undefined ? { body: options.body } : {}),
+    ...(options.requests ? { requests: options.requests } : {}),
+  }, (err, result) => err ? reject(err) : resolve({
+    rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99,
+    non2xx: result.non2xx, errors: result.errors,
+  }))
+})
+
+export const table = (rows: Record<string, LoadResult>) => {
+  console.log("| target | req/s | p50 ms | p99 ms | non-2xx | errors |")
+  console.log("| --- | --- | --- | --- | --- | --- |")
+  for (const [name, r] of Object.entries(rows)) console.log(`| ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
+}
