@@ -1,5 +1,6 @@
 import type { Route } from "../http/route.js"
+import { projectRoutes } from "./projects/http.js"
 import { workspaceRoutes } from "./workspaces/http.js"
 
 /** Every Management API route (host MANAGEMENT_HOST, prefix /v1). */
-export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes]
+export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes]
