@@ -37,6 +37,8 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   PreconditionRequired: { status: 428, code: "precondition_required", title: "If-Match required" },
   NoLegacyRpId: { status: 409, code: "no_legacy_rp_id", title: "No legacy RP ID to disable" },
   ScopesExceedCaller: { status: 403, code: "insufficient_scope", title: "Insufficient scope" },
+  // management apps (src/management/clients, connections, domains)
+  InvalidRedirectUri: { status: 400, code: "invalid_redirect_uri", title: "Invalid redirect URI" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

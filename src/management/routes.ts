@@ -1,6 +1,7 @@
 import type { Route } from "../http/route.js"
+import { clientRoutes } from "./clients/http.js"
 import { projectRoutes } from "./projects/http.js"
 import { workspaceRoutes } from "./workspaces/http.js"
 
 /** Every Management API route (host MANAGEMENT_HOST, prefix /v1). */
-export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes]
+export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...clientRoutes]
