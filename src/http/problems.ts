@@ -32,6 +32,13 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   RateLimited: { status: 429, code: "rate_limited", title: "Too many requests" },
   OriginNotAllowed: { status: 403, code: "origin_not_allowed", title: "Origin not allowed" },
   ServiceUnavailable: { status: 503, code: "service_unavailable", title: "Service unavailable" },
+  // Management users and audit events (src/management/users, src/users)
+  UserNotFound: { status: 404, code: "user_not_found", title: "User not found" },
+  UserPendingDeletion: { status: 409, code: "user_pending_deletion", title: "User is pending deletion" },
+  UserIdentityNotFound: { status: 404, code: "identity_not_found", title: "Identity not found" },
+  UserPasskeyNotFound: { status: 404, code: "passkey_not_found", title: "Passkey not found" },
+  UserSessionNotFound: { status: 404, code: "session_not_found", title: "Session not found" },
+  EmailAlreadyRegistered: { status: 409, code: "email_already_registered", title: "Email already registered" },
   // management core (src/management/workspaces, projects, environments, api-keys)
   SlugTaken: { status: 409, code: "slug_taken", title: "Slug already in use" },
   PreconditionRequired: { status: 428, code: "precondition_required", title: "If-Match required" },

@@ -43,3 +43,31 @@ export const revokeSessions = (filter: { environmentId: string; userId: string; 
     where environment_id = ${filter.environmentId} and user_id = ${filter.userId} and revoked_at is null
       ${filter.sessionId === undefined ? sql`` : sql`and id = ${filter.sessionId}`}
     returning id, user_id, workspace_id`)
+
+/** A session is live until revoked or past its idle or absolute expiry. */
+const live = (sql: SqlClient.SqlClient, now: Date) =>
+  sql`revoked_at is null and idle_expires_at > ${now} and absolute_expires_at > ${now}`
+
+/** One page (keyset on id) of a user's live sessions. */
+export const liveSessionsOfUser = (environmentId: string, userId: string, now: Date, page: { after: string | undefined; limit: number }) =>
+  SqlClient.SqlClient.use((sql) => sql<SessionRow>`select ${columns(sql)} from login_sessions
+    where environment_id = ${environmentId} and user_id = ${userId} and ${live(sql, now)}
+      ${page.after === undefined ? sql`` : sql`and id > ${page.after}`}
+    order by id limit ${page.limit + 1}`)
+
+/** A session of this user (live or not), locked for the caller's transaction. */
+export const lockSessionOfUser = (environmentId: string, userId: string, sessionId: string) =>
+  SqlClient.SqlClient.use((sql) => sql<SessionRow>`select ${columns(sql)} from login_sessions
+    where environment_id = ${environmentId} and user_id = ${userId} and id = ${sessionId} for update`)
+    .pipe(Effect.map((rows) => rows[0]))
+
+/**
+ * Revokes the user's LIVE sessions (or one of them); sessions already revoked or expired are
+ * left alone, so no `session.revoked` is reported for a session that had already ended.
+ */
+export const revokeLiveSessions = (filter: { environmentId: string; userId: string; sessionId?: string | undefined }, reason: string, now: Date) =>
+  SqlClient.SqlClient.use((sql) => sql<{ id: string; user_id: string; workspace_id: string }>`update login_sessions
+    set revoked_at = ${now}, revoked_reason = ${reason}
+    where environment_id = ${filter.environmentId} and user_id = ${filter.userId} and ${live(sql, now)}
+      ${filter.sessionId === undefined ? sql`` : sql`and id = ${filter.sessionId}`}
+    returning id, user_id, workspace_id`)

@@ -22,6 +22,8 @@ export interface UserRow {
   readonly created_at: Date
   readonly updated_at: Date
   readonly last_login_at: Date | null
+  /** When the user moved to `pending_deletion` (null otherwise). */
+  readonly deleted_at: Date | null
   readonly version: number
 }
 
@@ -29,7 +31,7 @@ export const normalizeEmail = (email: string) => email.trim().toLowerCase()
 
 const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, email, email_normalized, email_verified,
   email_suppressed, name, avatar_url, locale, timezone, metadata, status, blocked_reason, security_version, user_handle,
-  created_at, updated_at, last_login_at, version`
+  created_at, updated_at, last_login_at, deleted_at, version`
 
 export const userById = (environmentId: string, id: string) => SqlClient.SqlClient.use((sql) =>
   sql<UserRow>`select ${columns(sql)} from users where environment_id = ${environmentId} and id = ${id}`)
@@ -67,4 +69,50 @@ export const insertUser = (u: NewUser) => SqlClient.SqlClient.use((sql) =>
       ${u.name ?? null}, ${u.avatarUrl ?? null}, ${u.locale ?? null}, ${u.timezone ?? null}, ${JSON.stringify(u.metadata ?? {})}::jsonb,
       ${u.userHandle}, ${u.now}, ${u.now})
     on conflict (environment_id, email_normalized) do nothing
+    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+
+/** The profile fields an update may set (wire names = column names). */
+export interface UserFieldChanges {
+  readonly email_verified?: boolean
+  readonly name?: string | null
+  readonly avatar_url?: string | null
+  readonly locale?: string | null
+  readonly timezone?: string | null
+  readonly metadata?: Record<string, unknown>
+}
+
+/**
+ * Applies profile changes if the row still has `expectedVersion` (the ETag's version is
+ * checked in the UPDATE itself); bumps `version`. undefined when the version moved.
+ */
+export const updateUserFields = (environmentId: string, id: string, expectedVersion: number, changes: UserFieldChanges, now: Date) =>
+  SqlClient.SqlClient.use((sql) => {
+    const sets = [sql`updated_at = ${now}`, sql`version = version + 1`]
+    if (changes.email_verified !== undefined) sets.push(sql`email_verified = ${changes.email_verified}`)
+    if (changes.name !== undefined) sets.push(sql`name = ${changes.name}`)
+    if (changes.avatar_url !== undefined) sets.push(sql`avatar_url = ${changes.avatar_url}`)
+    if (changes.locale !== undefined) sets.push(sql`locale = ${changes.locale}`)
+    if (changes.timezone !== undefined) sets.push(sql`timezone = ${changes.timezone}`)
+    if (changes.metadata !== undefined) sets.push(sql`metadata = ${JSON.stringify(changes.metadata)}::jsonb`)
+    return sql<UserRow>`update users set ${sql.join(", ", false)(sets)}
+      where environment_id = ${environmentId} and id = ${id} and version = ${expectedVersion}
+      returning ${columns(sql)}`
+  }).pipe(Effect.map((rows) => rows[0]))
+
+/**
+ * Moves a user to another status (block, unblock, logical deletion) if the row still has
+ * `expectedVersion`. `bumpSecurityVersion` increments `security_version`: every access
+ * token carrying the older `sv` becomes inactive at UserInfo and introspection.
+ */
+export const setUserStatus = (environmentId: string, id: string, expectedVersion: number, change: {
+  readonly status: UserRow["status"]
+  readonly blockedReason: string | null
+  readonly bumpSecurityVersion: boolean
+  readonly deletedAt?: Date | undefined
+}, now: Date) => SqlClient.SqlClient.use((sql) =>
+  sql<UserRow>`update users set status = ${change.status}, blocked_reason = ${change.blockedReason},
+      security_version = security_version + ${change.bumpSecurityVersion ? 1 : 0},
+      ${change.deletedAt === undefined ? sql`` : sql`deleted_at = ${change.deletedAt},`}
+      updated_at = ${now}, version = version + 1
+    where environment_id = ${environmentId} and id = ${id} and version = ${expectedVersion}
     returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))

@@ -5,6 +5,7 @@ import { Events } from "../platform/events/service.js"
 import { maskEmail } from "../platform/events/schema.js"
 import { Ids } from "../platform/ids.js"
 import type { Actor } from "../platform/request-context.js"
+import * as sessions from "../sessions/repo.js"
 import * as repo from "./repo.js"
 
 export interface CreateUserInput {
@@ -26,15 +27,62 @@ export interface CreateUserInput {
  * Creating users, shared by the Management API and first logins: one place inserts the row
  * and emits `user.created` in the caller's transaction.
  */
+export type SessionRevocationReason = "user_logout" | "admin_revocation" | "refresh_token_reuse" | "session_expired"
+
+export interface RevokeSessionsInput {
+  readonly workspaceId: string
+  readonly environmentId: string
+  readonly userId: string
+  /** One session; all of the user's live sessions when absent. */
+  readonly sessionId?: string | undefined
+  readonly reason: SessionRevocationReason
+  readonly actor?: Actor | undefined
+}
+
+export interface RequestDeletionInput {
+  /** The user row, locked by the caller (`lockUser`) in the current transaction. */
+  readonly user: repo.UserRow
+  readonly reason: "user_request" | "admin_action"
+  /** How the user's sessions end (`admin_revocation` for admin deletes, `user_logout` for DELETE /me). */
+  readonly sessionReason: SessionRevocationReason
+  readonly actor?: Actor | undefined
+}
+
 export class Users extends Context.Service<Users, {
   /** undefined when the email is already registered in the Environment. */
   readonly create: (input: CreateUserInput) => Effect.Effect<repo.UserRow | undefined, never, SqlClient.SqlClient>
+  /**
+   * Revokes live login sessions and emits one `session.revoked` per session, in the caller's
+   * transaction. Returns the revoked session ids (empty when none was live).
+   */
+  readonly revokeSessions: (input: RevokeSessionsInput) => Effect.Effect<ReadonlyArray<string>, never, SqlClient.SqlClient>
+  /**
+   * Logical deletion (spec: "States and transitions", User status): the user moves to
+   * `pending_deletion`, the security version increases (every access token becomes
+   * inactive), every live session is revoked and `user.deleted` is emitted. Returns the
+   * updated row, or the row unchanged when it was already pending deletion.
+   */
+  readonly requestDeletion: (input: RequestDeletionInput) => Effect.Effect<repo.UserRow, never, SqlClient.SqlClient>
 }>()("users/Users") {}
 
 export const UsersLive = Layer.effect(Users, Effect.gen(function* () {
   const ids = yield* Ids
   const crypto = yield* Crypto
   const events = yield* Events
+
+  const revokeSessions = (input: RevokeSessionsInput) => Effect.gen(function* () {
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const revoked = yield* sessions.revokeLiveSessions(
+      { environmentId: input.environmentId, userId: input.userId, sessionId: input.sessionId }, input.reason, now)
+    for (const session of revoked) {
+      yield* events.emit({
+        type: "session.revoked", workspaceId: input.workspaceId, environmentId: input.environmentId, actor: input.actor,
+        payload: { userId: input.userId, sessionId: session.id, reason: input.reason },
+      })
+    }
+    return revoked.map((s) => s.id)
+  }).pipe(Effect.orDie)
+
   return Users.of({
     create: (input) => Effect.gen(function* () {
       const id = yield* ids.make("usr")
@@ -47,6 +95,26 @@ export const UsersLive = Layer.effect(Users, Effect.gen(function* () {
         payload: { userId: row.id, method: input.method, maskedEmail: maskEmail(row.email) },
       })
       return row
+    }).pipe(Effect.orDie),
+    revokeSessions,
+    requestDeletion: (input) => Effect.gen(function* () {
+      const { user } = input
+      if (user.status === "pending_deletion") return user
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const updated = yield* repo.setUserStatus(user.environment_id, user.id, user.version, {
+        status: "pending_deletion", blockedReason: user.blocked_reason, bumpSecurityVersion: true, deletedAt: now,
+      }, now)
+      // The caller holds the row lock, so the version cannot have moved.
+      if (!updated) return yield* Effect.die(new Error(`user ${user.id} changed under its row lock`))
+      yield* revokeSessions({
+        workspaceId: user.workspace_id, environmentId: user.environment_id, userId: user.id,
+        reason: input.sessionReason, actor: input.actor,
+      })
+      yield* events.emit({
+        type: "user.deleted", workspaceId: user.workspace_id, environmentId: user.environment_id, actor: input.actor,
+        payload: { userId: user.id, reason: input.reason },
+      })
+      return updated
     }).pipe(Effect.orDie),
   })
 }))

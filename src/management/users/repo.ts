@@ -1,0 +1,86 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { UserRow } from "../../users/repo.js"
+
+// SQL of the Management Users routes that no other capability needs. Every query filters
+// by the Environment (tenant isolation) and pages by keyset on id.
+
+const userColumns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, email, email_normalized, email_verified,
+  email_suppressed, name, avatar_url, locale, timezone, metadata, status, blocked_reason, security_version, user_handle,
+  created_at, updated_at, last_login_at, deleted_at, version`
+
+/** Escapes LIKE wildcards so a search for `a_b%` matches those characters literally. */
+const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+export interface UserFilter {
+  readonly environmentId: string
+  readonly status?: UserRow["status"] | undefined
+  /** Already lower-cased. */
+  readonly search?: string | undefined
+  readonly after: string | undefined
+  readonly limit: number
+}
+
+/**
+ * One page of users. `search` matches an email prefix (index users_env_email_prefix,
+ * text_pattern_ops on the lower-cased email) or a name substring (trigram index
+ * users_name_trgm on lower(name), sql/0006).
+ */
+export const listUsers = (f: UserFilter) => SqlClient.SqlClient.use((sql) => {
+  const search = f.search === undefined ? sql`` : sql`and (email_normalized like ${`${likeEscape(f.search)}%`}
+    or lower(name) like ${`%${likeEscape(f.search)}%`})`
+  return sql<UserRow>`select ${userColumns(sql)} from users
+    where environment_id = ${f.environmentId}
+      ${f.status === undefined ? sql`` : sql`and status = ${f.status}`}
+      ${search}
+      ${f.after === undefined ? sql`` : sql`and id > ${f.after}`}
+    order by id limit ${f.limit + 1}`
+})
+
+export interface IdentityRow {
+  readonly id: string
+  readonly user_id: string
+  readonly provider: string
+  readonly connection_id: string | null
+  readonly email: string | null
+  readonly linked_at: Date
+  readonly last_used_at: Date | null
+}
+
+export const identitiesOfUser = (environmentId: string, userId: string, page: { after: string | undefined; limit: number }) =>
+  SqlClient.SqlClient.use((sql) => sql<IdentityRow>`select id, user_id, provider, connection_id, email, linked_at, last_used_at
+    from identities where environment_id = ${environmentId} and user_id = ${userId}
+      ${page.after === undefined ? sql`` : sql`and id > ${page.after}`}
+    order by id limit ${page.limit + 1}`)
+
+/** Deletes (unlinks) one identity of the user; undefined when there is none. */
+export const deleteIdentity = (environmentId: string, userId: string, identityId: string) =>
+  SqlClient.SqlClient.use((sql) => sql<IdentityRow>`delete from identities
+    where environment_id = ${environmentId} and user_id = ${userId} and id = ${identityId}
+    returning id, user_id, provider, connection_id, email, linked_at, last_used_at`).pipe(Effect.map((rows) => rows[0]))
+
+/** Passkey columns safe to show: never credential_id, public_key, sign_count or user_handle. */
+export interface PasskeySummaryRow {
+  readonly id: string
+  readonly user_id: string
+  readonly name: string | null
+  readonly aaguid: string | null
+  readonly device_type: string | null
+  readonly backed_up: boolean
+  readonly rp_id: string
+  readonly created_at: Date
+  readonly last_used_at: Date | null
+}
+
+export const passkeysOfUser = (environmentId: string, userId: string, page: { after: string | undefined; limit: number }) =>
+  SqlClient.SqlClient.use((sql) => sql<PasskeySummaryRow>`select id, user_id, name, aaguid, device_type, backed_up, rp_id,
+      created_at, last_used_at
+    from passkeys where environment_id = ${environmentId} and user_id = ${userId}
+      ${page.after === undefined ? sql`` : sql`and id > ${page.after}`}
+    order by id limit ${page.limit + 1}`)
+
+/** Deletes one passkey of the user; undefined when there is none. */
+export const deletePasskey = (environmentId: string, userId: string, passkeyId: string) =>
+  SqlClient.SqlClient.use((sql) => sql<PasskeySummaryRow>`delete from passkeys
+    where environment_id = ${environmentId} and user_id = ${userId} and id = ${passkeyId}
+    returning id, user_id, name, aaguid, device_type, backed_up, rp_id, created_at, last_used_at`).pipe(Effect.map((rows) => rows[0]))

@@ -1,0 +1,100 @@
+import { randomBytes } from "node:crypto"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { expect } from "vitest"
+import { insertSession } from "../../src/sessions/repo.js"
+import { Tenancy } from "../../src/tenancy/service.js"
+import type { TestApp } from "../support/app.js"
+import type { TestResponse } from "../support/http.js"
+
+/** Runs SQL on the app's database (assertions on stored state, seeding). */
+export const query = <A extends object = Record<string, any>>(app: TestApp, text: string, params: ReadonlyArray<unknown> = []) =>
+  app.run(Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql.unsafe<A>(text, params as Array<unknown>)
+  })) as Promise<ReadonlyArray<A>>
+
+/** An API key made through Tenancy, optionally pinned to one Environment. */
+export const makeKey = (app: TestApp, input: { workspaceId: string; environmentId?: string | null; scopes: ReadonlyArray<string> }) =>
+  app.run(Effect.gen(function* () {
+    const tenancy = yield* Tenancy
+    const sql = yield* SqlClient.SqlClient
+    const key = yield* sql.withTransaction(tenancy.createApiKey({
+      workspaceId: input.workspaceId, environmentId: input.environmentId ?? null, name: "test key", scopes: input.scopes, expiresAt: null,
+    }))
+    return key.secret
+  }))
+
+/** A second Environment in an existing Project. */
+export const makeEnvironment = (app: TestApp, workspaceId: string, projectId: string) =>
+  app.run(Effect.gen(function* () {
+    const tenancy = yield* Tenancy
+    const sql = yield* SqlClient.SqlClient
+    const env = yield* sql.withTransaction(tenancy.createEnvironment({ workspaceId, projectId, type: "test", name: "Second" }))
+    return env.id
+  }))
+
+/** Asserts a Problem Details answer: status, code and request id. */
+export const expectProblem = (res: TestResponse, status: number, code: string) => {
+  expect({ status: res.status, code: res.json?.code, detail: res.json?.detail }).toMatchObject({ status, code })
+  expect(res.headers["content-type"]).toContain("application/problem+json")
+  expect(res.json.request_id).toBe(res.headers["x-request-id"])
+}
+
+/** Domain events in the outbox of one Environment, oldest first (type and payload). */
+export const events = async (app: TestApp, environmentId: string, type?: string) =>
+  (await query<{ type: string; envelope: any }>(app,
+    `select type, envelope from event_outbox where environment_id = $1 ${type ? "and type = $2" : ""} order by seq`,
+    type ? [environmentId, type] : [environmentId])).map((r) => ({ type: r.type, envelope: r.envelope, payload: r.envelope.payload }))
+
+export const auditRows = async (app: TestApp, environmentId: string, action?: string) =>
+  query<{ action: string; actor_type: string; actor_id: string | null; subject_type: string | null; subject_id: string | null; result: string; details: any; request_id: string | null }>(app,
+    `select action, actor_type, actor_id, subject_type, subject_id, result, details, request_id from audit_events
+      where environment_id = $1 ${action ? "and action = $2" : ""} order by created_at, id`, action ? [environmentId, action] : [environmentId])
+
+/** Table sizes of one Environment, to assert that a refused request changed nothing. */
+export const snapshot = async (app: TestApp, environmentId: string) => {
+  const [row] = await query(app, `select
+      (select count(*)::int from users where environment_id = $1) as users,
+      (select coalesce(sum(version), 0)::int from users where environment_id = $1) as versions,
+      (select count(*)::int from event_outbox where environment_id = $1) as events,
+      (select count(*)::int from audit_events where environment_id = $1) as audits,
+      (select count(*)::int from identities where environment_id = $1) as identities,
+      (select count(*)::int from passkeys where environment_id = $1) as passkeys,
+      (select count(*)::int from login_sessions where environment_id = $1 and revoked_at is null) as live_sessions`, [environmentId])
+  return row!
+}
+
+let counter = 0
+const randomId = (prefix: string) => `${prefix}_${Array.from(randomBytes(32), (b) => "abcdefghijklmnopqrstuvwxyz234567"[b % 32]).join("")}`
+
+/** A login session of a user, live for 7 days (idle) / 30 days (absolute) from the app clock. */
+export const seedSession = (app: TestApp, input: { workspaceId: string; environmentId: string; userId: string }) =>
+  app.run(Effect.gen(function* () {
+    const id = randomId("ses")
+    const now = new Date(app.now())
+    yield* insertSession({
+      id, workspaceId: input.workspaceId, environmentId: input.environmentId, userId: input.userId, clientId: null,
+      deviceName: `device ${++counter}`, method: "email_otp", acr: "urn:example-auth:loa:basic", authTime: now, securityVersion: 1,
+      ipPrefixHash: null, now, idleExpiresAt: new Date(now.getTime() + 7 * 86400_000), absoluteExpiresAt: new Date(now.getTime() + 30 * 86400_000),
+    })
+    return id
+  }))
+
+export const seedIdentity = async (app: TestApp, input: { workspaceId: string; environmentId: string; userId: string; provider?: string }) => {
+  const id = randomId("idn")
+  await query(app, `insert into identities (id, workspace_id, environment_id, user_id, provider, provider_subject, email, linked_at)
+    values ($1, $2, $3, $4, $5, $6, 'someone@gmail.example', $7)`,
+  [id, input.workspaceId, input.environmentId, input.userId, input.provider ?? "google", `sub-${id}`, new Date(app.now())])
+  return id
+}
+
+export const seedPasskey = async (app: TestApp, input: { workspaceId: string; environmentId: string; userId: string }) => {
+  const id = randomId("psk")
+  const credentialId = `cred-${id}`
+  await query(app, `insert into passkeys (id, workspace_id, environment_id, user_id, credential_id, public_key, sign_count, aaguid,
+      backed_up, device_type, rp_id, user_handle, name, created_at)
+    values ($1, $2, $3, $4, $5, $6, 42, '00000000-0000-0000-0000-000000000000', true, 'multiDevice', 'localhost', 'handle', 'My laptop', $7)`,
+  [id, input.workspaceId, input.environmentId, input.userId, credentialId, Buffer.from("public-key-bytes"), new Date(app.now())])
+  return { id, credentialId }
+}
