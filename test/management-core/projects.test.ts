@@ -154,10 +154,10 @@ describe("PATCH and DELETE /v1/projects/{projectId}", () => {
     const list = await app.management(`/v1/projects?workspace_id=${a.workspace_id}&limit=100`)
     expect(list.json.data.map((x: { id: string }) => x.id)).not.toContain(p.json.id)
     expect(await query(app, "select deleted_at is not null as deleted from projects where id = $1", [p.json.id])).toEqual([{ deleted: true }])
-    if (env.status === 201) {
-      expect(await query(app, "select status from environments where id = $1", [env.json.id])).toEqual([{ status: "deleted" }])
-      expect((await app.issuer(env.json.id, "/.well-known/openid-configuration")).status).toBe(404)
-    }
+    expect(env.status).toBe(201)
+    expect(await query(app, "select status from environments where id = $1", [env.json.id])).toEqual([{ status: "deleted" }])
+    expect((await app.issuer(env.json.id, "/.well-known/openid-configuration")).status).toBe(404)
+    expect(await auditActions(app, a.workspace_id)).toContainEqual({ action: "environment.deleted", subject_id: env.json.id })
     const actions = await auditActions(app, a.workspace_id)
     expect(actions).toContainEqual({ action: "project.deleted", subject_id: p.json.id })
     // The slug of a deleted Project is free again.
