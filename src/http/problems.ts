@@ -46,6 +46,8 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   ScopesExceedCaller: { status: 403, code: "insufficient_scope", title: "Insufficient scope" },
   // management apps (src/management/clients, connections, domains)
   InvalidRedirectUri: { status: 400, code: "invalid_redirect_uri", title: "Invalid redirect URI" },
+  ConnectionNotFound: { status: 404, code: "connection_not_found", title: "Connection not found" },
+  ConnectionAlreadyExists: { status: 409, code: "connection_already_exists", title: "Connection already exists" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

@@ -35,8 +35,9 @@ export const query = <A extends object>(app: TestApp, text: string, params: Read
 export const countRows = async (app: TestApp, table: "clients" | "connections" | "domains", environmentId: string) =>
   (await query<{ n: number }>(app, `select count(*)::int as n from ${table} where environment_id = $1`, [environmentId]))[0]!.n
 
+/** Audit actions of a subject by time (one request's records share a time: then by name). */
 export const auditActions = async (app: TestApp, subjectId: string) =>
-  (await query<{ action: string }>(app, "select action from audit_events where subject_id = $1 order by created_at, id", [subjectId]))
+  (await query<{ action: string }>(app, "select action from audit_events where subject_id = $1 order by created_at, action", [subjectId]))
     .map((r) => r.action)
 
 /** Asserts a Problem Details answer: status, code and request id. */

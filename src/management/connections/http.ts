@@ -1,0 +1,93 @@
+import { Effect } from "effect"
+import { decodeJsonBody, decodeParams, decodeQuery, json, route } from "../../http/route.js"
+import { type AppConfig, Config } from "../../platform/config.js"
+import type { EnvironmentRecord } from "../../tenancy/schema.js"
+import { environmentUrls } from "../../tenancy/urls.js"
+import { withCaller } from "../auth/service.js"
+import { idempotentWrite } from "../clients/idempotent.js"
+import { withEtag } from "../http/etag.js"
+import { pageOf, parsePage } from "../http/pagination.js"
+import type { ConnectionRow } from "./repo.js"
+import {
+  Connection, ConnectionList, ConnectionParams, CreateConnectionBody, Deleted, ListConnectionsQuery, UpdateConnectionBody,
+} from "./schema.js"
+import * as service from "./service.js"
+
+const tags = ["Connections"]
+
+/**
+ * Where the provider sends the browser back (spec: Social login rule 3): managed connections
+ * to the Canonical Issuer, BYO connections to the Environment's Interaction Domain.
+ */
+const callbackUrl = (config: AppConfig, env: EnvironmentRecord, row: ConnectionRow) => {
+  const urls = environmentUrls(config, env)
+  const base = row.mode === "managed" ? `${urls.issuer}/v1` : `${urls.interactionOrigin}/v1`
+  return `${base}/auth/social/${row.provider}/callback`
+}
+
+/** The wire form: `provider_client_secret` is write-only and never in it. */
+const present = (config: AppConfig, env: EnvironmentRecord) => (row: ConnectionRow): typeof Connection.Type => ({
+  id: row.id,
+  environment_id: row.environment_id,
+  provider: row.provider,
+  mode: row.mode,
+  provider_key: row.provider_key,
+  provider_client_id: row.provider_client_id,
+  issuer: row.issuer,
+  scopes: row.scopes,
+  profile_mapping: row.profile_mapping,
+  status: row.status,
+  owner_confirmed: row.owner_confirmed,
+  callback_url: callbackUrl(config, env, row),
+  created_at: row.created_at.toISOString(),
+  updated_at: row.updated_at.toISOString(),
+})
+
+const one = (result: { row: ConnectionRow; env: EnvironmentRecord }, status = 200) => Effect.gen(function* () {
+  const config = yield* Config
+  const body = present(config, result.env)(result.row)
+  const headers = status === 201 ? { location: `/v1/connections/${result.row.id}` } : undefined
+  return withEtag(json(body, status, headers), result.row.id, result.row.version)
+})
+
+export const connectionRoutes = [
+  route("GET", "/v1/connections", withCaller("connections:read", Effect.gen(function* () {
+    const query = yield* decodeQuery(ListConnectionsQuery)
+    const page = yield* parsePage(query)
+    const { rows, env } = yield* service.listConnections(query, page)
+    return json(pageOf(rows, page, (r) => r.id, present(yield* Config, env)))
+  })), {
+    summary: "List the Connections (social providers) of an Environment", tags, scope: "connections:read",
+    query: ListConnectionsQuery, response: ConnectionList,
+  }),
+
+  route("POST", "/v1/connections", withCaller("connections:write", Effect.gen(function* () {
+    const body = yield* decodeJsonBody(CreateConnectionBody)
+    return yield* idempotentWrite(Effect.flatMap(service.createConnection(body), (r) => one(r, 201)))
+  })), {
+    summary: "Create a Connection (provider_client_secret is write-only)", tags, scope: "connections:write",
+    body: CreateConnectionBody, response: Connection, status: 201, idempotent: true,
+  }),
+
+  route("GET", "/v1/connections/:connectionId", withCaller("connections:read", Effect.gen(function* () {
+    const { connectionId } = yield* decodeParams(ConnectionParams)
+    return yield* Effect.flatMap(service.getConnection(connectionId), (r) => one(r))
+  })), { summary: "Get a Connection", tags, scope: "connections:read", params: ConnectionParams, response: Connection }),
+
+  route("PATCH", "/v1/connections/:connectionId", withCaller("connections:write", Effect.gen(function* () {
+    const { connectionId } = yield* decodeParams(ConnectionParams)
+    const body = yield* decodeJsonBody(UpdateConnectionBody)
+    return yield* idempotentWrite(Effect.flatMap(service.updateConnection(connectionId, body), (r) => one(r)))
+  })), {
+    summary: "Update a Connection; owner_confirmed true confirms a generic_oidc connection, a changed issuer clears it (If-Match supported)",
+    tags, scope: "connections:write", params: ConnectionParams, body: UpdateConnectionBody, response: Connection, idempotent: true,
+  }),
+
+  route("DELETE", "/v1/connections/:connectionId", withCaller("connections:write", Effect.gen(function* () {
+    const { connectionId } = yield* decodeParams(ConnectionParams)
+    return yield* idempotentWrite(Effect.map(service.deleteConnection(connectionId), (id) => json({ id, deleted: true })))
+  })), {
+    summary: "Delete a Connection (logical; If-Match supported)", tags, scope: "connections:write", params: ConnectionParams,
+    response: Deleted, idempotent: true,
+  }),
+]
