@@ -66,7 +66,7 @@ export const snapshot = async (app: TestApp, environmentId: string) => {
 }
 
 let counter = 0
-const randomId = (prefix: string) => `${prefix}_${Array.from(randomBytes(32), (b) => "abcdefghijklmnopqrstuvwxyz234567"[b % 32]).join("")}`
+export const randomId = (prefix: string) => `${prefix}_${Array.from(randomBytes(32), (b) => "abcdefghijklmnopqrstuvwxyz234567"[b % 32]).join("")}`
 
 /** A login session of a user, live for 7 days (idle) / 30 days (absolute) from the app clock. */
 export const seedSession = (app: TestApp, input: { workspaceId: string; environmentId: string; userId: string }) =>
