@@ -6,6 +6,7 @@ import { DatabaseUrl, runMigrations, SqlLive } from "./platform/database.js"
 import { EventsLive } from "./platform/events/service.js"
 import { IdsLive } from "./platform/ids.js"
 import { KeysLive } from "./platform/keys/service.js"
+import { MailerLive } from "./platform/mailer.js"
 import { verifyMasterKey } from "./platform/master-key.js"
 import { installWorkerSchema } from "./platform/worker-schema.js"
 import { TenancyLive } from "./tenancy/service.js"
@@ -27,7 +28,7 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
   const keys = KeysLive.pipe(Layer.provide(foundation))
   const platform = Layer.mergeAll(EventsLive, AuditLive, keys, TenancyLive.pipe(Layer.provide(keys))).pipe(Layer.provideMerge(foundation))
   // Feature services, each built on the platform services.
-  const features = Layer.mergeAll(UsersLive)
+  const features = Layer.mergeAll(UsersLive, MailerLive)
   return features.pipe(Layer.provideMerge(platform))
 }
 

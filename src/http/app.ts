@@ -37,10 +37,12 @@ const renderFailure = (cause: Cause.Cause<unknown>) => {
   const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : undefined
   const entry = tag === undefined ? undefined : PROBLEMS[tag]
   if (entry) {
-    const e = error as { detail?: string; retryAfterSeconds?: number; allow?: ReadonlyArray<string> }
+    const e = error as { detail?: string; retryAfterSeconds?: number; allow?: ReadonlyArray<string>; wwwAuthenticate?: string }
     const headers: Record<string, string> = {}
     if (e.retryAfterSeconds !== undefined) headers["retry-after"] = String(Math.max(1, Math.ceil(e.retryAfterSeconds)))
     if (e.allow !== undefined) headers["allow"] = e.allow.join(", ")
+    // Bearer failures carry their RFC 6750 challenge (src/oidc/access-token/errors.ts).
+    if (e.wwwAuthenticate !== undefined) headers["www-authenticate"] = e.wwwAuthenticate
     return problemResponse(entry, e.detail, headers)
   }
   return Effect.logError("unhandled failure", cause).pipe(

@@ -32,6 +32,15 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   RateLimited: { status: 429, code: "rate_limited", title: "Too many requests" },
   OriginNotAllowed: { status: 403, code: "origin_not_allowed", title: "Origin not allowed" },
   ServiceUnavailable: { status: 503, code: "service_unavailable", title: "Service unavailable" },
+  // login, front half (src/login/transactions, src/login/email-otp)
+  AuthTransactionNotFound: { status: 404, code: "auth_transaction_not_found", title: "Login transaction not found" },
+  AuthTransactionExpired: { status: 410, code: "auth_transaction_expired", title: "Login transaction expired" },
+  TransactionNotAuthenticated: { status: 409, code: "transaction_not_authenticated", title: "Login transaction not authenticated" },
+  InvalidTransactionState: { status: 409, code: "invalid_transaction_state", title: "Operation not allowed in the transaction's status" },
+  AccessDenied: { status: 403, code: "access_denied", title: "Access denied" },
+  InvalidCode: { status: 400, code: "invalid_code", title: "Invalid code" },
+  ResendTooSoon: { status: 429, code: "resend_too_soon", title: "Resend too soon" },
+  NewUserCreationBlocked: { status: 403, code: "new_user_creation_blocked", title: "New user creation blocked" },
   // Management users and audit events (src/management/users, src/users)
   UserNotFound: { status: 404, code: "user_not_found", title: "User not found" },
   UserPendingDeletion: { status: 409, code: "user_pending_deletion", title: "User is pending deletion" },

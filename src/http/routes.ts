@@ -1,3 +1,5 @@
+import { withPublicApiCors } from "../login/cors/cors.js"
+import { loginRoutes } from "../login/routes.js"
 import { discoveryRoutes } from "../oidc/discovery/http.js"
 import { jwksRoutes } from "../oidc/jwks/http.js"
 import { managementRoutes } from "../management/routes.js"
@@ -6,14 +8,15 @@ import type { AppConfig } from "../platform/config.js"
 import type { Route } from "./route.js"
 
 /** The Public Authentication API: served under `/v1` on the Interaction Domain and at `{issuer}/v1`. */
-export const publicApiRoutes = (): ReadonlyArray<Route> => []
+export const publicApiRoutes = (): ReadonlyArray<Route> => [...loginRoutes]
 
 const underV1 = (routes: ReadonlyArray<Route>): Array<Route> =>
   routes.map((r) => ({ ...r, path: `/v1${r.path}` as const }))
 
 /** Every route of every surface. Features register their route lists here. */
 export const allRoutes = (config: AppConfig) => {
-  const publicApi = underV1(publicApiRoutes())
+  // CORS wraps the whole Public API in one place (src/login/cors), OPTIONS preflights included.
+  const publicApi = underV1(withPublicApiCors(publicApiRoutes()))
   const management = managementRoutes()
   const documented = () => [
     { name: "Management", server: `${config.publicScheme}://${config.managementHost}`, routes: management },

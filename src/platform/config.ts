@@ -31,6 +31,10 @@ export interface RateLimits {
   readonly emailPerWindow: number
   /** Transaction creations per client per minute. */
   readonly clientPerMinute: number
+  /** OTP verifies per email per minute. */
+  readonly otpVerifyPerEmailPerMinute: number
+  /** Wrong OTP codes per email per hour, across challenges and resends. */
+  readonly otpFailuresPerEmailPerHour: number
 }
 
 export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigInvalid", {
@@ -127,6 +131,8 @@ export const parseConfig = (env: Env): AppConfig => {
       ipPerMinute: positiveInt(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
       emailPerWindow: positiveInt(env, "RATE_LIMIT_EMAIL_PER_10_MINUTES", 5),
       clientPerMinute: positiveInt(env, "RATE_LIMIT_CLIENT_PER_MINUTE", 120),
+      otpVerifyPerEmailPerMinute: positiveInt(env, "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE", 20),
+      otpFailuresPerEmailPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR", 20),
     },
     smtpUrl,
     mailFrom: env["MAIL_FROM"] || `no-reply@${platformDomain}`,

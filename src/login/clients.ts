@@ -1,0 +1,33 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/** What login needs of a client registration (src/management/clients owns the full row). */
+export interface LoginClient {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string
+  readonly name: string
+  readonly client_type: "web_bff" | "web_spa" | "react_native"
+  readonly status: "active" | "disabled"
+  readonly redirect_uris: ReadonlyArray<string>
+  readonly allowed_origins: ReadonlyArray<string>
+  readonly allowed_scopes: ReadonlyArray<string>
+  readonly allowed_resources: ReadonlyArray<string>
+}
+
+/**
+ * A registered, not deleted client of THIS Environment (the Environment comes from the
+ * host): a client of another Environment does not exist here. Its status is the caller's check.
+ */
+export const loginClient = (environmentId: string, clientId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<LoginClient>`select id, workspace_id, environment_id, name, client_type, status, redirect_uris, allowed_origins,
+      allowed_scopes, allowed_resources
+    from clients where environment_id = ${environmentId} and id = ${clientId} and deleted_at is null`)
+  .pipe(Effect.map((rows) => rows[0]), Effect.orDie)
+
+/** Is `origin` registered by any active client of the Environment (CORS preflight)? */
+export const originRegisteredInEnvironment = (environmentId: string, origin: string) => SqlClient.SqlClient.use((sql) =>
+  sql<{ found: boolean }>`select exists (select 1 from clients
+      where environment_id = ${environmentId} and status = 'active' and deleted_at is null
+        and ${origin} = any(allowed_origins)) as found`)
+  .pipe(Effect.map((rows) => rows[0]?.found === true), Effect.orDie)

@@ -1,0 +1,58 @@
+import { Effect, Schema } from "effect"
+import { Crypto, type SealContext } from "../../platform/crypto.js"
+import { Mailer } from "../../platform/mailer.js"
+import { addJob } from "../../platform/jobs.js"
+import { isCurrentGeneration } from "./repo.js"
+
+/** The graphile-worker task that mails login codes (registered in src/jobs/tasks.ts). */
+export const SEND_LOGIN_CODE_TASK = "send_login_code"
+
+/**
+ * The job payload never holds the code or the address in clear text: both are sealed
+ * (AES-256-GCM under the master key, bound to this challenge generation). Every start and
+ * resend enqueues the same job shape; for a suppressed address `deliver` is false inside
+ * the seal and the job sends nothing (DESIGN: no enumeration by side effects).
+ */
+const JobPayload = Schema.Struct({
+  environment_id: Schema.String,
+  challenge_id: Schema.String,
+  generation: Schema.Number,
+  sealed: Schema.String,
+})
+
+const Sealed = Schema.Struct({ to: Schema.String, code: Schema.String, deliver: Schema.Boolean })
+
+const sealContext = (challengeId: string, generation: number): SealContext =>
+  ({ purpose: "email-otp-mail", table: "email_challenges", rowId: `${challengeId}:${generation}` })
+
+/** Mail is useless after the code's 5 minutes: few retries, close together. */
+const MAX_ATTEMPTS = 3
+
+/** Enqueues the mail job in the caller's SQL transaction (it exists iff the transaction commits). */
+export const enqueueLoginCodeMail = (m: {
+  environmentId: string; challengeId: string; generation: number; to: string; code: string; deliver: boolean
+}) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const sealed = yield* crypto.seal(sealContext(m.challengeId, m.generation), JSON.stringify({ to: m.to, code: m.code, deliver: m.deliver }))
+  yield* addJob(SEND_LOGIN_CODE_TASK, {
+    environment_id: m.environmentId, challenge_id: m.challengeId, generation: m.generation, sealed,
+  }, { maxAttempts: MAX_ATTEMPTS })
+})
+
+export const loginCodeMessage = (to: string, code: string) => ({
+  to,
+  subject: "Your sign-in code",
+  text: `Your sign-in code is ${code}\n\nIt expires in 5 minutes. If you did not try to sign in, you can ignore this message.\n`,
+})
+
+/** The task: open the seal, skip codes that were superseded meanwhile, send through the Mailer. */
+export const sendLoginCode = (payload: unknown) => Effect.gen(function* () {
+  const job = yield* Schema.decodeUnknownEffect(JobPayload)(payload)
+  const crypto = yield* Crypto
+  const mailer = yield* Mailer
+  const opened = yield* crypto.open(sealContext(job.challenge_id, job.generation), job.sealed)
+  const content = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(Sealed))(opened.toString("utf8"))
+  if (!content.deliver) return
+  if (!(yield* isCurrentGeneration(job.environment_id, job.challenge_id, job.generation))) return
+  yield* mailer.send(loginCodeMessage(content.to, content.code))
+}).pipe(Effect.orDie, Effect.withSpan("jobs.sendLoginCode"))

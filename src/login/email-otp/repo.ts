@@ -1,0 +1,88 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+export type ChallengeStatus = "active" | "verified" | "invalidated" | "superseded" | "consumed"
+
+export interface ChallengeRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string
+  readonly transaction_id: string
+  readonly purpose: "login"
+  readonly email: string
+  readonly email_normalized: string
+  readonly generation: number
+  readonly code_hmac: string
+  readonly failed_attempts: number
+  readonly status: ChallengeStatus
+  readonly created_at: Date
+  readonly last_sent_at: Date
+  readonly expires_at: Date
+}
+
+const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, transaction_id, purpose, email,
+  email_normalized, generation, code_hmac, failed_attempts, status, created_at, last_sent_at, expires_at`
+
+/**
+ * Serialises every challenge write for one Environment + email + purpose until the caller's
+ * SQL transaction ends, so "one active code" holds under concurrent starts.
+ */
+export const lockEmail = (environmentId: string, emailNormalized: string, purpose: string) => SqlClient.SqlClient.use((sql) =>
+  sql`select pg_advisory_xact_lock(hashtextextended(${`email-otp\u0000${environmentId}\u0000${purpose}\u0000${emailNormalized}`}, 0))`)
+
+/** Ends the active challenge of this email (one valid code at a time) and any active one of the transaction. */
+export const supersedeActive = (c: { environmentId: string; emailNormalized: string; purpose: string; transactionId: string; now: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql`update email_challenges set status = 'superseded', finished_at = ${c.now}
+    where environment_id = ${c.environmentId} and status = 'active'
+      and ((email_normalized = ${c.emailNormalized} and purpose = ${c.purpose}) or transaction_id = ${c.transactionId})`)
+
+export const insertChallenge = (c: {
+  id: string; workspaceId: string; environmentId: string; transactionId: string; purpose: "login"; email: string
+  emailNormalized: string; codeHmac: string; now: Date; expiresAt: Date
+}) => SqlClient.SqlClient.use((sql) => sql<ChallengeRow>`insert into email_challenges (id, workspace_id, environment_id,
+    transaction_id, purpose, email, email_normalized, generation, code_hmac, failed_attempts, status, created_at,
+    last_sent_at, expires_at)
+  values (${c.id}, ${c.workspaceId}, ${c.environmentId}, ${c.transactionId}, ${c.purpose}, ${c.email}, ${c.emailNormalized},
+    1, ${c.codeHmac}, 0, 'active', ${c.now}, ${c.now}, ${c.expiresAt})
+  returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]!))
+
+export const challengeOfTransaction = (environmentId: string, transactionId: string, id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<ChallengeRow>`select ${columns(sql)} from email_challenges
+    where environment_id = ${environmentId} and transaction_id = ${transactionId} and id = ${id}`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+/** Locks the challenge row: verifies and resends of one challenge run one at a time. */
+export const lockChallenge = (environmentId: string, id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<ChallengeRow>`select ${columns(sql)} from email_challenges where environment_id = ${environmentId} and id = ${id} for update`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+/** A new generation: new code, new 5 minutes; earlier codes stop matching (their HMAC covers the generation). */
+export const renewChallenge = (c: { environmentId: string; id: string; generation: number; codeHmac: string; now: Date; expiresAt: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql<ChallengeRow>`update email_challenges
+      set generation = ${c.generation}, code_hmac = ${c.codeHmac}, last_sent_at = ${c.now}, expires_at = ${c.expiresAt}
+    where environment_id = ${c.environmentId} and id = ${c.id} and status = 'active' and generation = ${c.generation - 1}
+    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+
+/** One more wrong attempt; at `maxFailures` the challenge is invalidated. Returns the new count. */
+export const recordFailure = (c: { environmentId: string; id: string; maxFailures: number; now: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql<{ failed_attempts: number; status: ChallengeStatus }>`update email_challenges
+      set failed_attempts = failed_attempts + 1,
+        status = case when failed_attempts + 1 >= ${c.maxFailures} then 'invalidated' else status end,
+        finished_at = case when failed_attempts + 1 >= ${c.maxFailures} then ${c.now}::timestamptz else finished_at end
+    where environment_id = ${c.environmentId} and id = ${c.id} and status = 'active'
+    returning failed_attempts, status`).pipe(Effect.map((rows) => rows[0]))
+
+/** Ends an active challenge (`verified` on success, `consumed` when the code was right but the login refused). */
+export const finishChallenge = (c: { environmentId: string; id: string; status: "verified" | "consumed"; now: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update email_challenges set status = ${c.status}, finished_at = ${c.now}
+    where environment_id = ${c.environmentId} and id = ${c.id} and status = 'active'
+    returning id`).pipe(Effect.map((rows) => rows.length === 1))
+
+/** Is this generation still the one to mail (the mail job skips superseded or renewed codes)? */
+export const isCurrentGeneration = (environmentId: string, id: string, generation: number) => SqlClient.SqlClient.use((sql) =>
+  sql<{ current: boolean }>`select (status = 'active' and generation = ${generation}) as current from email_challenges
+    where environment_id = ${environmentId} and id = ${id}`).pipe(Effect.map((rows) => rows[0]?.current === true))
+
+/** Housekeeping: challenges of transactions long gone (kept 1 day for investigation). */
+export const deleteOldChallenges = (before: Date) => SqlClient.SqlClient.use((sql) =>
+  sql`delete from email_challenges where expires_at < ${before}`)

@@ -1,0 +1,283 @@
+import { Clock, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { CurrentEnvironment } from "../../http/current-environment.js"
+import { InvalidRequest } from "../../http/errors.js"
+import { Audit } from "../../platform/audit.js"
+import { Config } from "../../platform/config.js"
+import { Crypto } from "../../platform/crypto.js"
+import { maskEmail } from "../../platform/events/schema.js"
+import { Events } from "../../platform/events/service.js"
+import { Ids } from "../../platform/ids.js"
+import { ipPrefixHash } from "../../platform/ip-prefix.js"
+import { CurrentRequest } from "../../platform/request-context.js"
+import { normalizeEmail, type UserRow, userByEmail } from "../../users/repo.js"
+import { Users } from "../../users/service.js"
+import { loginLimits } from "../rate-limit/limits.js"
+import * as rateLimit from "../rate-limit/service.js"
+import { AccessDenied, InvalidTransactionState } from "../transactions/errors.js"
+import * as transactions from "../transactions/repo.js"
+import { explainLostTransition, loadTransactionForUse, markInteractionStarted } from "../transactions/service.js"
+import { codeHmac, generateCode, isCodeShape } from "./code.js"
+import { InvalidCode, NewUserCreationBlocked, ResendTooSoon } from "./errors.js"
+import { enqueueLoginCodeMail } from "./mail-job.js"
+import * as repo from "./repo.js"
+import { markEmailVerified } from "./users.js"
+
+/** Spec, Limits: Email OTP lifetime 5 minutes; max 5 wrong verifies (the 5th invalidates); resend >= 30 s apart. */
+export const CHALLENGE_TTL_MS = 5 * 60_000
+export const MAX_FAILED_ATTEMPTS = 5
+export const RESEND_INTERVAL_MS = 30_000
+
+/** Statuses from which an Email OTP can be started (restarting with another address included). */
+const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
+
+/** A plausible address: one @, no spaces, at most 254 characters (RFC 5321 path limit). */
+const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+export const checkEmail = (email: string) => {
+  const trimmed = email.trim()
+  return trimmed.length <= 254 && EMAIL_SHAPE.test(trimmed) ? trimmed : undefined
+}
+
+const requestFacts = (workspaceId: string) => Effect.gen(function* () {
+  const request = yield* CurrentRequest
+  const crypto = yield* Crypto
+  const ip = request?.ip
+  return { ip: ip ?? "unknown", ipHash: ipPrefixHash(crypto, workspaceId, ip) }
+})
+
+/**
+ * `POST .../email/start` (spec: Email OTP rule 1). The answer is the same 202 shape whether
+ * the address is registered, new, suppressed or blocked, and every branch enqueues the same
+ * mail job (a no-op inside the seal for suppressed addresses).
+ */
+export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect.gen(function* () {
+  const txn = yield* loadTransactionForUse(transactionId)
+  const email = checkEmail(rawEmail)
+  if (email === undefined) return yield* new InvalidRequest({ detail: "email must be an email address" })
+  if (!STARTABLE.includes(txn.status)) {
+    return yield* new InvalidTransactionState({ detail: `An Email OTP cannot be started on a ${txn.status} transaction` })
+  }
+  const config = yield* Config
+  const limits = loginLimits(config)
+  const facts = yield* requestFacts(txn.workspace_id)
+  const emailNormalized = normalizeEmail(email)
+  // The first method call moves the transaction on, and counters commit, even if the send is refused.
+  yield* markInteractionStarted(txn)
+  yield* rateLimit.consume(txn.environment_id, limits.otpSendPerIp, facts.ip)
+  yield* rateLimit.consume(txn.environment_id, limits.otpSendPerEmail, emailNormalized)
+
+  const sql = yield* SqlClient.SqlClient
+  const ids = yield* Ids
+  const crypto = yield* Crypto
+  const events = yield* Events
+  const audit = yield* Audit
+  const now = yield* Clock.currentTimeMillis
+  const challengeId = yield* ids.make("chl")
+  const code = yield* generateCode
+  const challenge = yield* sql.withTransaction(Effect.gen(function* () {
+    yield* repo.lockEmail(txn.environment_id, emailNormalized, "login")
+    const moved = yield* transactions.transition(txn.environment_id, txn.id, STARTABLE, "challenge_issued", new Date(now))
+    if (!moved) {
+      return yield* explainLostTransition(txn.id, () =>
+        Effect.fail(new InvalidTransactionState({ detail: "The transaction moved on; an Email OTP can no longer be started" })))
+    }
+    yield* repo.supersedeActive({ environmentId: txn.environment_id, emailNormalized, purpose: "login", transactionId: txn.id, now: new Date(now) })
+    const challenge = yield* repo.insertChallenge({
+      id: challengeId, workspaceId: txn.workspace_id, environmentId: txn.environment_id, transactionId: txn.id,
+      purpose: "login", email, emailNormalized, codeHmac: codeHmac(crypto, challengeId, 1, code),
+      now: new Date(now), expiresAt: new Date(now + CHALLENGE_TTL_MS),
+    })
+    const user = yield* userByEmail(txn.environment_id, emailNormalized)
+    const suppressed = user?.email_suppressed === true
+    yield* enqueueLoginCodeMail({ environmentId: txn.environment_id, challengeId, generation: 1, to: email, code, deliver: !suppressed })
+    if (suppressed && user) {
+      yield* events.emit({
+        type: "login.failed", workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", id: user.id },
+        payload: {
+          userId: user.id, method: "email_otp", reason: "email_suppressed", clientId: txn.client_id, maskedEmail: maskEmail(email),
+          ...(facts.ipHash ? { ipPrefixHash: facts.ipHash } : {}),
+        },
+      })
+    }
+    yield* audit.append({
+      workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", ...(user ? { id: user.id } : {}) },
+      action: "login.email_otp_sent", subjectType: "auth_transaction", subjectId: txn.id,
+      details: { challenge_id: challengeId, masked_email: maskEmail(email), delivered: !suppressed },
+    })
+    return challenge
+  })).pipe(Effect.catchTag("SqlError", Effect.die))
+  return challenge
+}).pipe(Effect.withSpan("login.startEmailOtp"))
+
+/**
+ * `POST .../email/resend` (spec: Email OTP rule 2; Email OTP challenge: "Resend:
+ * generation increases; previous code invalid"). The same challenge id gets a new code and
+ * new 5 minutes; wrong attempts carry over (a resend buys no guesses).
+ */
+export const resendEmailOtp = (transactionId: string, challengeId: string) => Effect.gen(function* () {
+  const txn = yield* loadTransactionForUse(transactionId)
+  if (txn.status !== "challenge_issued") {
+    return yield* new InvalidTransactionState({ detail: `No code can be resent on a ${txn.status} transaction` })
+  }
+  const existing = yield* repo.challengeOfTransaction(txn.environment_id, txn.id, challengeId).pipe(Effect.orDie)
+  if (!existing) return yield* new InvalidRequest({ detail: "challenge_id is not a challenge of this transaction" })
+  if (existing.status !== "active") {
+    return yield* new InvalidRequest({ detail: "The challenge is no longer active; start again with the email address" })
+  }
+  const now0 = yield* Clock.currentTimeMillis
+  const tooSoon = (row: repo.ChallengeRow, now: number) => now - row.last_sent_at.getTime() < RESEND_INTERVAL_MS
+  const retryAfter = (row: repo.ChallengeRow, now: number) => Math.ceil((row.last_sent_at.getTime() + RESEND_INTERVAL_MS - now) / 1000)
+  if (tooSoon(existing, now0)) return yield* new ResendTooSoon({ retryAfterSeconds: retryAfter(existing, now0) })
+
+  const config = yield* Config
+  const limits = loginLimits(config)
+  const facts = yield* requestFacts(txn.workspace_id)
+  yield* rateLimit.consume(txn.environment_id, limits.otpSendPerIp, facts.ip)
+  yield* rateLimit.consume(txn.environment_id, limits.otpSendPerEmail, existing.email_normalized)
+
+  const sql = yield* SqlClient.SqlClient
+  const crypto = yield* Crypto
+  const audit = yield* Audit
+  const code = yield* generateCode
+  return yield* sql.withTransaction(Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    // Locked: of two concurrent resends one renews, the other sees it and is too soon.
+    const row = yield* repo.lockChallenge(txn.environment_id, challengeId)
+    if (!row || row.status !== "active") {
+      return yield* new InvalidRequest({ detail: "The challenge is no longer active; start again with the email address" })
+    }
+    if (tooSoon(row, now)) return yield* new ResendTooSoon({ retryAfterSeconds: retryAfter(row, now) })
+    const generation = row.generation + 1
+    const renewed = yield* repo.renewChallenge({
+      environmentId: txn.environment_id, id: row.id, generation, codeHmac: codeHmac(crypto, row.id, generation, code),
+      now: new Date(now), expiresAt: new Date(now + CHALLENGE_TTL_MS),
+    })
+    const user = yield* userByEmail(txn.environment_id, row.email_normalized)
+    const suppressed = user?.email_suppressed === true
+    yield* enqueueLoginCodeMail({ environmentId: txn.environment_id, challengeId: row.id, generation, to: row.email, code, deliver: !suppressed })
+    yield* audit.append({
+      workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", ...(user ? { id: user.id } : {}) },
+      action: "login.email_otp_resent", subjectType: "auth_transaction", subjectId: txn.id,
+      details: { challenge_id: row.id, generation, masked_email: maskEmail(row.email), delivered: !suppressed },
+    })
+    return renewed!
+  })).pipe(Effect.catchTag("SqlError", Effect.die))
+}).pipe(Effect.withSpan("login.resendEmailOtp"))
+
+type VerifyOutcome =
+  | { readonly kind: "authenticated" }
+  | { readonly kind: "wrong"; readonly invalidated: boolean }
+  | { readonly kind: "expired" }
+  | { readonly kind: "dead" }
+  | { readonly kind: "blocked" }
+  | { readonly kind: "new_user_blocked" }
+
+/**
+ * `POST .../email/verify` (spec: Email OTP; Email OTP challenge; Login transaction
+ * challenge_issued -> authenticated). The challenge row is locked, so concurrent verifies
+ * count one by one and the 5th wrong one invalidates it. Failure bookkeeping (attempt
+ * count, `login.failed`, audit, the per-email failure counter) commits; the error is
+ * returned after the commit.
+ */
+export const verifyEmailOtp = (transactionId: string, challengeId: string, code: string) => Effect.gen(function* () {
+  const txn = yield* loadTransactionForUse(transactionId)
+  if (!isCodeShape(code)) return yield* new InvalidRequest({ detail: "code must be 6 digits" })
+  if (txn.status !== "challenge_issued") {
+    return yield* new InvalidTransactionState({ detail: `No code can be verified on a ${txn.status} transaction` })
+  }
+  const existing = yield* repo.challengeOfTransaction(txn.environment_id, txn.id, challengeId).pipe(Effect.orDie)
+  if (!existing) return yield* new InvalidCode({ detail: "Unknown challenge" })
+
+  const config = yield* Config
+  const env = yield* CurrentEnvironment
+  const limits = loginLimits(config)
+  const facts = yield* requestFacts(txn.workspace_id)
+  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerIp, facts.ip)
+  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerEmail, existing.email_normalized)
+  yield* rateLimit.ensureNotExhausted(txn.environment_id, limits.otpFailuresPerEmail, existing.email_normalized)
+
+  const sql = yield* SqlClient.SqlClient
+  const crypto = yield* Crypto
+  const events = yield* Events
+  const audit = yield* Audit
+  const users = yield* Users
+
+  const loginFailed = (reason: "invalid_code" | "expired_code" | "user_blocked", row: repo.ChallengeRow, user: UserRow | undefined) =>
+    Effect.gen(function* () {
+      const actor = { type: "end_user" as const, ...(user ? { id: user.id } : {}) }
+      yield* events.emit({
+        type: "login.failed", workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor,
+        payload: {
+          ...(user ? { userId: user.id } : {}), method: "email_otp", reason, clientId: txn.client_id,
+          maskedEmail: maskEmail(row.email), ...(facts.ipHash ? { ipPrefixHash: facts.ipHash } : {}),
+        },
+      })
+      yield* audit.append({
+        workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor, action: "login.failed",
+        subjectType: "auth_transaction", subjectId: txn.id, result: "failure",
+        details: { reason, method: "email_otp", challenge_id: row.id, masked_email: maskEmail(row.email), client_id: txn.client_id },
+      })
+    })
+
+  const outcome: VerifyOutcome = yield* sql.withTransaction(Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    const row = yield* repo.lockChallenge(txn.environment_id, challengeId)
+    if (!row || row.status !== "active") return { kind: "dead" } as const
+    const user = yield* userByEmail(txn.environment_id, row.email_normalized)
+    if (row.expires_at.getTime() <= now) {
+      yield* loginFailed("expired_code", row, user)
+      return { kind: "expired" } as const
+    }
+    if (!crypto.constantTimeEqual(codeHmac(crypto, row.id, row.generation, code), row.code_hmac)) {
+      const counted = yield* repo.recordFailure({ environmentId: txn.environment_id, id: row.id, maxFailures: MAX_FAILED_ATTEMPTS, now: new Date(now) })
+      yield* rateLimit.record(txn.environment_id, limits.otpFailuresPerEmail, row.email_normalized)
+      yield* loginFailed("invalid_code", row, user)
+      return { kind: "wrong", invalidated: counted?.status === "invalidated" } as const
+    }
+    // The code is right: who is this?
+    let account = user
+    if (!account) {
+      if (env.record.newUserCreationBlocked) return { kind: "new_user_blocked" } as const
+      account = (yield* users.create({
+        workspaceId: txn.workspace_id, environmentId: txn.environment_id, email: row.email, emailVerified: true,
+        method: "email_otp", actor: { type: "end_user" },
+      })) ?? (yield* userByEmail(txn.environment_id, row.email_normalized))
+    }
+    if (!account) return yield* Effect.die(new Error("user vanished during first login"))
+    if (account.status !== "active") {
+      yield* repo.finishChallenge({ environmentId: txn.environment_id, id: row.id, status: "consumed", now: new Date(now) })
+      yield* loginFailed("user_blocked", row, account)
+      return { kind: "blocked" } as const
+    }
+    if (!account.email_verified) yield* markEmailVerified(account, new Date(now))
+    yield* repo.finishChallenge({ environmentId: txn.environment_id, id: row.id, status: "verified", now: new Date(now) })
+    const moved = yield* transactions.transition(txn.environment_id, txn.id, ["challenge_issued"], "authenticated", new Date(now), {
+      method: "email_otp", userId: account.id, authenticatedAt: new Date(now),
+    })
+    if (!moved) {
+      return yield* explainLostTransition(txn.id, () =>
+        Effect.fail(new InvalidTransactionState({ detail: "The transaction moved on before the code was verified" })))
+    }
+    yield* audit.append({
+      workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", id: account.id },
+      action: "login.authenticated", subjectType: "auth_transaction", subjectId: txn.id,
+      details: { method: "email_otp", challenge_id: row.id, client_id: txn.client_id },
+    })
+    return { kind: "authenticated" } as const
+  })).pipe(Effect.catchTag("SqlError", Effect.die))
+
+  switch (outcome.kind) {
+    case "authenticated":
+      return { transaction_id: txn.id, status: "authenticated" as const }
+    case "wrong":
+      return yield* new InvalidCode({ detail: outcome.invalidated ? "Wrong code; too many attempts, start again" : "Wrong code" })
+    case "expired":
+      return yield* new InvalidCode({ detail: "The code has expired; request a new one" })
+    case "dead":
+      return yield* new InvalidCode({ detail: "The code is no longer valid; start again" })
+    case "blocked":
+      return yield* new AccessDenied({ detail: "The user is blocked" })
+    case "new_user_blocked":
+      return yield* new NewUserCreationBlocked({ detail: "New users cannot be created in this Environment" })
+  }
+}).pipe(Effect.withSpan("login.verifyEmailOtp"))

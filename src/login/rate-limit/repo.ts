@@ -1,0 +1,25 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/**
+ * Adds one hit to a fixed-window counter and returns the count after it. Runs on its own
+ * (auto-committed) statement: callers invoke it outside their business transaction, so a
+ * counter sticks even when the request then fails (DESIGN: failure bookkeeping commits).
+ */
+export const hit = (c: { environmentId: string; bucket: string; subject: string; windowStart: Date; windowEnd: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql<{ hits: number }>`insert into rate_limit_counters
+      (environment_id, bucket, subject, window_start, window_end, hits)
+    values (${c.environmentId}, ${c.bucket}, ${c.subject}, ${c.windowStart}, ${c.windowEnd}, 1)
+    on conflict (environment_id, bucket, subject, window_start)
+      do update set hits = rate_limit_counters.hits + 1
+    returning hits`).pipe(Effect.map((rows) => rows[0]!.hits), Effect.orDie)
+
+/** The current count of a window (0 when nothing was counted). */
+export const peek = (c: { environmentId: string; bucket: string; subject: string; windowStart: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql<{ hits: number }>`select hits from rate_limit_counters
+    where environment_id = ${c.environmentId} and bucket = ${c.bucket} and subject = ${c.subject}
+      and window_start = ${c.windowStart}`).pipe(Effect.map((rows) => rows[0]?.hits ?? 0), Effect.orDie)
+
+/** Housekeeping: windows that have ended count nothing any more. */
+export const deleteEndedWindows = (now: Date) =>
+  SqlClient.SqlClient.use((sql) => sql`delete from rate_limit_counters where window_end <= ${now}`).pipe(Effect.orDie)

@@ -1,0 +1,43 @@
+import { Clock, Effect } from "effect"
+import { RateLimited } from "../../http/errors.js"
+import { Crypto, type makeCrypto } from "../../platform/crypto.js"
+import type { Limit } from "./limits.js"
+import * as repo from "./repo.js"
+
+const windowOf = (now: number, windowMs: number) => {
+  const start = Math.floor(now / windowMs) * windowMs
+  return { windowStart: new Date(start), windowEnd: new Date(start + windowMs), retryAfterSeconds: Math.ceil((start + windowMs - now) / 1000) }
+}
+
+/** Counters never hold a raw email or IP address: the subject is an HMAC under a master-key pepper. */
+const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: Limit, subject: string) =>
+  crypto.hmac("rate-limit", `${limit.bucket}\u0000${subject}`).toString("base64url")
+
+/**
+ * Counts one hit and refuses it with 429 `rate_limited` (with `Retry-After`: the end of the
+ * window) when the window already holds `limit` hits. The count commits on its own, even
+ * when the request is refused (call it outside the business transaction).
+ */
+export const consume = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  const w = windowOf(now, limit.windowMs)
+  const hits = yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...w })
+  if (hits > limit.limit) return yield* new RateLimited({ retryAfterSeconds: w.retryAfterSeconds })
+}).pipe(Effect.withSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
+
+/** Refuses when the window is already full, without counting (for limits on failures only). */
+export const ensureNotExhausted = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  const w = windowOf(now, limit.windowMs)
+  const hits = yield* repo.peek({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), windowStart: w.windowStart })
+  if (hits >= limit.limit) return yield* new RateLimited({ retryAfterSeconds: w.retryAfterSeconds })
+})
+
+/** Counts one hit without refusing anything (e.g. a wrong OTP, counted after the fact). */
+export const record = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...windowOf(now, limit.windowMs) })
+})

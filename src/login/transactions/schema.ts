@@ -1,0 +1,38 @@
+import { Schema } from "effect"
+
+/** Spec: Login transactions, "Create body". Shape only; the rules live in ../rules.ts. */
+export const CreateTransactionBody = Schema.Struct({
+  client_id: Schema.String,
+  redirect_uri: Schema.String,
+  code_challenge: Schema.String,
+  code_challenge_method: Schema.String,
+  state: Schema.String,
+  scope: Schema.String,
+  nonce: Schema.optionalKey(Schema.String),
+  resource: Schema.optionalKey(Schema.Array(Schema.String)),
+  response_mode: Schema.optionalKey(Schema.String),
+})
+
+export const TransactionParams = Schema.Struct({ transactionId: Schema.String })
+
+export const CreatedTransaction = Schema.Struct({
+  transaction_id: Schema.String,
+  expires_at: Schema.String,
+  available_methods: Schema.Array(Schema.String),
+})
+
+export const TransactionView = Schema.Struct({
+  transaction_id: Schema.String,
+  status: Schema.String,
+  expires_at: Schema.String,
+  available_methods: Schema.Array(Schema.String),
+  method: Schema.optionalKey(Schema.String),
+  pending_link: Schema.optionalKey(Schema.Unknown),
+})
+
+export const CompletedTransaction = Schema.Struct({
+  transaction_id: Schema.String,
+  authorization_code: Schema.String,
+  state: Schema.String,
+  redirect_uri: Schema.String,
+})

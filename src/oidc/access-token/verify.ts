@@ -1,0 +1,120 @@
+import { Cause, Clock, Effect, Option } from "effect"
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from "jose"
+import { Keys } from "../../platform/keys/service.js"
+import { AccessTokenRejected, UserUnavailable } from "./errors.js"
+import { type LiveState, liveState } from "./repo.js"
+
+/** The claims of one of our access tokens (spec: Authentication rule 8), as verified. */
+export interface AccessTokenClaims {
+  readonly iss: string
+  readonly sub: string
+  readonly aud: ReadonlyArray<string>
+  readonly exp: number
+  readonly iat: number
+  readonly jti: string
+  readonly sid: string
+  readonly client_id: string
+  readonly scope: string
+  readonly scopes: ReadonlyArray<string>
+  readonly amr: ReadonlyArray<string>
+  readonly acr: string
+  readonly auth_time: number
+  readonly sv: number
+}
+
+export interface VerifiedAccessToken {
+  readonly claims: AccessTokenClaims
+  /** The audience exactly as in the token (string or array), for introspection. */
+  readonly rawAud: string | ReadonlyArray<string>
+  readonly live: LiveState
+}
+
+export interface VerifyAccessTokenOptions {
+  readonly environmentId: string
+  /** The Environment's issuer: `iss` must equal it. */
+  readonly issuer: string
+  /** The caller's audience rule, e.g. "includes the issuer" (/me) or "any" (UserInfo). */
+  readonly audience: (aud: ReadonlyArray<string>) => boolean
+  /** Realm of the WWW-Authenticate challenge. */
+  readonly realm?: string
+}
+
+const challenge = (realm: string | undefined, description: string) =>
+  `Bearer ${realm ? `realm="${realm}", ` : ""}error="invalid_token", error_description="${description.replace(/["\\]/g, "")}"`
+
+const unavailable = (cause: Cause.Cause<unknown>) => Effect.logError("access-token state could not be read", cause).pipe(
+  Effect.andThen(Effect.fail(new UserUnavailable({ retryAfterSeconds: 1 }))))
+
+const str = (v: unknown): v is string => typeof v === "string" && v !== ""
+const int = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v)
+
+const shape = (p: JWTPayload): AccessTokenClaims | undefined => {
+  const aud = typeof p.aud === "string" ? [p.aud] : Array.isArray(p.aud) && p.aud.every(str) ? p.aud : undefined
+  const amr = (p as Record<string, unknown>)["amr"]
+  const r = p as Record<string, unknown>
+  if (!aud || aud.length === 0 || !str(p.iss) || !str(p.sub) || !int(p.exp) || !int(p.iat) || !str(p.jti)) return undefined
+  if (!str(r["sid"]) || !str(r["client_id"]) || typeof r["scope"] !== "string" || !str(r["acr"]) || !int(r["auth_time"]) || !int(r["sv"])) return undefined
+  if (!Array.isArray(amr) || !amr.every(str)) return undefined
+  const scope = r["scope"] as string
+  return {
+    iss: p.iss, sub: p.sub, aud, exp: p.exp, iat: p.iat, jti: p.jti, sid: r["sid"] as string, client_id: r["client_id"] as string,
+    scope, scopes: scope.split(" ").filter((s) => s !== ""), amr, acr: r["acr"] as string, auth_time: r["auth_time"] as number,
+    sv: r["sv"] as number,
+  }
+}
+
+/**
+ * THE access-token verifier (UserInfo, introspection, /me). Spec, Authentication rule 6:
+ * ES256 is fixed (the header `alg` is never trusted: any other value fails), `typ` must be
+ * at+jwt (RFC 9068 4), `kid` selects an Environment key (active, or retired and kept);
+ * then `iss`, the caller's `aud` rule and expiry against the Effect Clock. Then the live
+ * checks (UserInfo / Introspect): the user is active, `sv` equals the user's security
+ * version, and the session behind `sid` belongs to the user and is neither revoked nor
+ * expired. A database failure while reading that state is 503 user_unavailable, never 401.
+ */
+export const verifyAccessToken = (token: string, options: VerifyAccessTokenOptions) => Effect.gen(function* () {
+  const keys = yield* Keys
+  const nowMs = yield* Clock.currentTimeMillis
+  const reject = (description: string) => new AccessTokenRejected({ detail: description, wwwAuthenticate: challenge(options.realm, description) })
+
+  let header: ProtectedHeaderParameters
+  try {
+    header = decodeProtectedHeader(token)
+  } catch {
+    return yield* reject("The access token is malformed")
+  }
+  if (header.alg !== "ES256" || typeof header.kid !== "string") return yield* reject("The access token must be signed with ES256 and name its kid")
+  const key = yield* keys.verificationKey(options.environmentId, header.kid).pipe(Effect.catchCause(unavailable))
+  if (Option.isNone(key)) return yield* reject("The access token was not signed by a key of this issuer")
+  const verified = yield* Effect.tryPromise({
+    try: () => jwtVerify(token, key.value, {
+      algorithms: ["ES256"],
+      typ: "at+jwt",
+      issuer: options.issuer,
+      currentDate: new Date(nowMs),
+      requiredClaims: ["iss", "sub", "aud", "exp", "iat", "jti"],
+    }),
+    catch: (e) => e,
+  }).pipe(Effect.mapError((e) => {
+    if (e instanceof joseErrors.JWTExpired) return reject("The access token has expired")
+    if (e instanceof joseErrors.JWTClaimValidationFailed && e.claim === "iss") return reject("The access token was issued by another issuer")
+    if (e instanceof joseErrors.JWTClaimValidationFailed && e.claim === "typ") return reject("The token is not an access token (typ at+jwt)")
+    return reject("The access token is malformed or its signature is invalid")
+  }))
+  const claims = shape(verified.payload)
+  if (!claims) return yield* reject("The access token lacks required claims")
+  if (!options.audience(claims.aud)) return yield* reject("The access token is not meant for this audience")
+
+  const live = yield* liveState(options.environmentId, claims.sub, claims.sid).pipe(Effect.catchCause(unavailable))
+  if (!live || live.status !== "active") return yield* reject("The user is not active")
+  if (live.security_version !== claims.sv) return yield* reject("The access token was issued before a security change; sign in again")
+  if (live.session_id === null || live.session_revoked_at !== null) return yield* reject("The session of this access token has ended")
+  if (live.session_idle_expires_at!.getTime() <= nowMs || live.session_absolute_expires_at!.getTime() <= nowMs) {
+    return yield* reject("The session of this access token has expired")
+  }
+  return { claims, rawAud: verified.payload.aud as string | ReadonlyArray<string>, live } satisfies VerifiedAccessToken
+}).pipe(Effect.withSpan("oidc.verifyAccessToken"))
+
+/** Audience rules of the spec's decisions: UserInfo and introspection accept any audience; /me needs the issuer. */
+export const anyAudience = () => true
+export const audienceIncludes = (value: string) => (aud: ReadonlyArray<string>) => aud.includes(value)

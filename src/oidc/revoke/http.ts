@@ -1,0 +1,37 @@
+import { Clock, Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { CurrentEnvironment } from "../../http/current-environment.js"
+import { route } from "../../http/route.js"
+import { constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
+import { generationHash } from "../refresh/repo.js"
+import { revokeFamilyByToken } from "../refresh/service.js"
+import { parseRefreshToken } from "../refresh/token-format.js"
+import { failuresAsServerError, invalidRequest } from "../token/errors.js"
+import { readParams } from "../token/params.js"
+import { NO_STORE } from "../token/response.js"
+
+/**
+ * POST /oauth2/revoke (spec: Revoke; RFC 7009). No client authentication. The token's
+ * format is detected whatever `token_type_hint` says: a refresh token proven by its
+ * generation's secret revokes its whole family; unknown, malformed and access tokens get
+ * 200 `{}` (access tokens are not denylisted). Storage failure is 503 server_error.
+ */
+export const revocationEndpoint = Effect.gen(function* () {
+  const env = yield* CurrentEnvironment
+  const params = yield* readParams
+  const token = yield* params.one("token")
+  if (token === undefined) return yield* invalidRequest("token is required")
+  const refresh = parseRefreshToken(token)
+  if (refresh) {
+    const hash = yield* generationHash(env.record.id, refresh.familyId, refresh.generation)
+    if (hash !== undefined && constantTimeEqual(sha256Hex(refresh.secret), hash)) {
+      const now = new Date(yield* Clock.currentTimeMillis)
+      yield* revokeFamilyByToken(env.record.id, refresh.familyId, now)
+    }
+  }
+  return HttpServerResponse.jsonUnsafe({}, { headers: NO_STORE })
+}).pipe(failuresAsServerError, Effect.withSpan("oidc.revoke"))
+
+export const revocationRoutes = [
+  route("POST", "/oauth2/revoke", revocationEndpoint),
+]

@@ -1,0 +1,105 @@
+import { Clock, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Crypto, constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
+import { lockFamily, rotateFamily } from "../refresh/repo.js"
+import {
+  graceSealContext, newGenerationSecret, REFRESH_GRACE_MS, REFRESH_IDLE_MS, revokeSessionAndFamilies,
+} from "../refresh/service.js"
+import { parseRefreshToken } from "../refresh/token-format.js"
+import { ACR_BASIC } from "../codes/issue.js"
+import { mintTokens } from "../tokens/mint.js"
+import { MAX_RESOURCES, narrow, splitScope } from "./check-narrowing.js"
+import { checkGrantState } from "./check-user.js"
+import { invalidGrant, invalidRequest, invalidScope } from "./errors.js"
+import type { GrantContext } from "./grant.js"
+import { tokenResponseBody } from "./response.js"
+
+/**
+ * grant_type=refresh_token (spec: Token, "Refresh token family"; RFC 6749 6; RFC 9700 4.14.2).
+ * The family row is locked FOR UPDATE, so concurrent refreshes of one token queue:
+ * - the current generation rotates: a new token of the next generation, the old retired;
+ *   the response is sealed and kept for 5 seconds;
+ * - the generation just retired, within those 5 seconds, gets that same response again
+ *   (only that family and generation: the seal is bound to both);
+ * - any older generation proven by its secret, or the retired one after 5 seconds, is
+ *   reuse: the family and its login session are revoked (committed), then invalid_grant.
+ * Scope and resource may only narrow the original grant (invalid_scope otherwise); the
+ * family keeps the original grant. After a refresh, amr is ["refresh_token"] and acr basic;
+ * auth_time is unchanged.
+ */
+export const refreshTokenGrant = (ctx: GrantContext) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const crypto = yield* Crypto
+  const presented = yield* ctx.params.required("refresh_token")
+  const requestedScopes = splitScope(yield* ctx.params.one("scope"))
+  const requestedResources = ctx.params.many("resource")
+  if (requestedResources.length > MAX_RESOURCES) return yield* invalidRequest(`At most ${MAX_RESOURCES} resource values`)
+  const token = parseRefreshToken(presented)
+  if (!token) return yield* invalidGrant("The refresh token is invalid")
+
+  const outcome = yield* sql.withTransaction(Effect.gen(function* () {
+    const nowMs = yield* Clock.currentTimeMillis
+    const now = new Date(nowMs)
+    const family = yield* lockFamily(ctx.environmentId, token.familyId, token.generation)
+    if (!family || family.client_id !== ctx.client.id) return yield* invalidGrant("The refresh token is invalid")
+    // Only a holder of this generation's secret gets further (a guessed generation number
+    // must not revoke someone else's family).
+    if (family.presented_hash === null || !constantTimeEqual(sha256Hex(token.secret), family.presented_hash)) {
+      return yield* invalidGrant("The refresh token is invalid")
+    }
+    if (family.revoked_at !== null) return yield* invalidGrant("The refresh token has been revoked")
+    if (family.idle_expires_at.getTime() <= nowMs || family.absolute_expires_at.getTime() <= nowMs) {
+      return yield* invalidGrant("The refresh token has expired")
+    }
+
+    if (token.generation !== family.generation) {
+      const inGrace = token.generation === family.grace_generation && family.grace_response_sealed !== null &&
+        family.grace_until !== null && nowMs <= family.grace_until.getTime()
+      if (inGrace) {
+        const refused = checkGrantState(family, nowMs)
+        if (refused) return yield* refused
+        const replay = yield* crypto.open(graceSealContext(family.id, token.generation), family.grace_response_sealed!)
+        return { replay: replay.toString("utf8") } as const
+      }
+      yield* revokeSessionAndFamilies({
+        environmentId: ctx.environmentId, userId: family.user_id, sessionId: family.session_id,
+        reason: "refresh_token_reuse", familyReason: "refresh_token_reuse", actor: { type: "system" }, now,
+        audit: {
+          action: "token.refresh_reuse_detected",
+          details: { client_id: family.client_id, refresh_family_id: family.id, generation: token.generation, current_generation: family.generation },
+        },
+      })
+      return { error: invalidGrant("The refresh token was already used; the grant has been revoked") } as const
+    }
+
+    const refused = checkGrantState(family, nowMs)
+    if (refused) return yield* refused
+    const scopes = narrow(family.scopes, requestedScopes)
+    if (!scopes.ok) return yield* invalidScope(`scope beyond the original grant: ${scopes.outside.join(" ")}`)
+    const resources = narrow(family.resources, requestedResources)
+    if (!resources.ok) return yield* invalidScope(`resource beyond the original grant: ${resources.outside.join(" ")}`)
+
+    const tokens = yield* mintTokens({
+      issuer: ctx.issuer, environmentId: ctx.environmentId, clientId: family.client_id, userId: family.user_id,
+      sessionId: family.session_id, scopes: scopes.values, resources: resources.values, amr: "refresh_token", acr: ACR_BASIC,
+      authTime: family.auth_time, securityVersion: family.user_security_version, nonce: null,
+      user: { name: family.name, locale: family.locale, updated_at: family.user_updated_at, email: family.email, email_verified: family.email_verified },
+    }, nowMs)
+    const nextGeneration = family.generation + 1
+    const next = yield* newGenerationSecret(family.id, nextGeneration)
+    const body = JSON.stringify(tokenResponseBody({
+      accessToken: tokens.accessToken, idToken: tokens.idToken, refreshToken: next.token, scopes: scopes.values,
+    }))
+    yield* rotateFamily({
+      environmentId: ctx.environmentId, familyId: family.id, sessionId: family.session_id,
+      retiredGeneration: family.generation, nextGeneration, nextSecretHash: next.hash,
+      graceResponseSealed: yield* crypto.seal(graceSealContext(family.id, family.generation), body),
+      graceUntil: new Date(nowMs + REFRESH_GRACE_MS), now,
+      idleExpiresAt: new Date(Math.min(nowMs + REFRESH_IDLE_MS, family.absolute_expires_at.getTime())),
+      absoluteExpiresAt: family.absolute_expires_at,
+    })
+    return { body } as const
+  }))
+  if ("error" in outcome) return yield* outcome.error
+  return "replay" in outcome ? outcome.replay : outcome.body
+}).pipe(Effect.withSpan("oidc.token.refresh_token"))

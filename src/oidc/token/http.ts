@@ -1,0 +1,35 @@
+import { Effect } from "effect"
+import { CurrentEnvironment } from "../../http/current-environment.js"
+import { route } from "../../http/route.js"
+import { authenticateClient, presentedClient } from "./client-auth.js"
+import { failuresAsServerError, invalidRequest } from "./errors.js"
+import { authorizationCodeGrant } from "./grant-authorization-code.js"
+import { refreshTokenGrant } from "./grant-refresh-token.js"
+import { readParams } from "./params.js"
+import { tokenResponse } from "./response.js"
+
+/** Spec, Token: the two grants; every other grant_type is invalid_request (spec, Errors). */
+const GRANTS = {
+  authorization_code: authorizationCodeGrant,
+  refresh_token: refreshTokenGrant,
+} as const
+
+/**
+ * POST /oauth2/token. The steps, in protocol order: parse the form or JSON body, check
+ * grant_type, authenticate the client, run the grant, answer no-store JSON.
+ */
+export const tokenEndpoint = Effect.gen(function* () {
+  const env = yield* CurrentEnvironment
+  const params = yield* readParams
+  const grantType = yield* params.required("grant_type")
+  const grant = Object.hasOwn(GRANTS, grantType) ? GRANTS[grantType as keyof typeof GRANTS] : undefined
+  if (!grant) return yield* invalidRequest(`Unsupported grant_type: use authorization_code or refresh_token`)
+  const presented = yield* presentedClient(params)
+  const client = yield* authenticateClient(env.record.id, presented)
+  const body = yield* grant({ params, client, environmentId: env.record.id, issuer: env.urls.issuer })
+  return tokenResponse(body)
+}).pipe(failuresAsServerError, Effect.withSpan("oidc.token"))
+
+export const tokenRoutes = [
+  route("POST", "/oauth2/token", tokenEndpoint),
+]

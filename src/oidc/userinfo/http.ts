@@ -1,0 +1,34 @@
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { CurrentEnvironment } from "../../http/current-environment.js"
+import { InvalidRequest } from "../../http/errors.js"
+import { route } from "../../http/route.js"
+import { bearerToken } from "../access-token/bearer.js"
+import { anyAudience, verifyAccessToken } from "../access-token/verify.js"
+import { scopedUserClaims } from "../tokens/claims.js"
+
+const REALM = "userinfo"
+
+/**
+ * GET /oauth2/userinfo (spec: UserInfo; OIDC Core 5.3). Any valid `openid` access token of
+ * this issuer (decisions: UserInfo accepts any audience), with the live checks of the
+ * shared verifier. Always `sub`; `name`, `locale`, `updated_at` with `profile`; `email`,
+ * `email_verified` with `email`; values are the user's current ones.
+ */
+export const userinfoEndpoint = Effect.gen(function* () {
+  const env = yield* CurrentEnvironment
+  const token = yield* bearerToken(REALM)
+  const { claims, live } = yield* verifyAccessToken(token, {
+    environmentId: env.record.id, issuer: env.urls.issuer, audience: anyAudience, realm: REALM,
+  })
+  if (!claims.scopes.includes("openid")) {
+    return yield* new InvalidRequest({ detail: "The access token does not include the openid scope" })
+  }
+  return HttpServerResponse.jsonUnsafe({ sub: claims.sub, ...scopedUserClaims(claims.scopes, live) }, {
+    headers: { "cache-control": "no-store", pragma: "no-cache" },
+  })
+}).pipe(Effect.withSpan("oidc.userinfo"))
+
+export const userinfoRoutes = [
+  route("GET", "/oauth2/userinfo", userinfoEndpoint),
+]

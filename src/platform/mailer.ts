@@ -1,0 +1,80 @@
+import { Context, Effect, Layer, Schema } from "effect"
+import { createTransport } from "nodemailer"
+import { Config } from "./config.js"
+import { maskEmail } from "./events/schema.js"
+
+export interface MailMessage {
+  readonly to: string
+  readonly subject: string
+  readonly text: string
+  readonly html?: string | undefined
+}
+
+export interface SentMail extends MailMessage {
+  readonly from: string
+  readonly messageId: string
+}
+
+export class MailerError extends Schema.TaggedError<MailerError>()("MailerError", {
+  /** What went wrong, without the message content (it may hold a code). */
+  reason: Schema.String,
+}) {}
+
+/**
+ * Outgoing mail (DESIGN: platform services). With `SMTP_URL` set, messages go through
+ * nodemailer's SMTP transport; without it, a development mailer keeps them in memory and
+ * logs one line per message naming the masked recipient and the subject, never the body
+ * (OTP codes live there).
+ */
+export class Mailer extends Context.Service<Mailer, {
+  readonly send: (message: MailMessage) => Effect.Effect<{ readonly messageId: string }, MailerError>
+  /** Messages kept by the development mailer (empty with SMTP). */
+  readonly sent: () => ReadonlyArray<SentMail>
+  readonly kind: "smtp" | "dev"
+}>()("platform/Mailer") {}
+
+/** The development mailer keeps at most this many messages (oldest dropped first). */
+const DEV_MAILBOX_LIMIT = 1000
+
+export const makeDevMailer = (from: string) => {
+  const box: Array<SentMail> = []
+  let counter = 0
+  return Mailer.of({
+    kind: "dev",
+    sent: () => box.slice(),
+    send: (message) => Effect.gen(function* () {
+      counter += 1
+      const messageId = `<dev-${counter}@authservice.local>`
+      box.push({ ...message, from, messageId })
+      if (box.length > DEV_MAILBOX_LIMIT) box.shift()
+      yield* Effect.logInfo("dev mailer: message kept in memory (set SMTP_URL to deliver)", {
+        to: maskEmail(message.to), subject: message.subject,
+      })
+      return { messageId }
+    }),
+  })
+}
+
+export const makeSmtpMailer = (smtpUrl: string, from: string) => {
+  const transport = createTransport(smtpUrl)
+  return Mailer.of({
+    kind: "smtp",
+    sent: () => [],
+    send: (message) => Effect.tryPromise({
+      try: () => transport.sendMail({
+        from, to: message.to, subject: message.subject, text: message.text,
+        ...(message.html !== undefined ? { html: message.html } : {}),
+      }),
+      // The transport's error text names the server's reply, never our message body.
+      catch: (e) => new MailerError({ reason: e instanceof Error ? e.message : "SMTP delivery failed" }),
+    }).pipe(
+      Effect.map((info) => ({ messageId: String(info.messageId ?? "") })),
+      Effect.withSpan("Mailer.send"),
+    ),
+  })
+}
+
+export const MailerLive = Layer.effect(Mailer, Effect.gen(function* () {
+  const config = yield* Config
+  return config.smtpUrl === undefined ? makeDevMailer(config.mailFrom) : makeSmtpMailer(config.smtpUrl, config.mailFrom)
+}))
