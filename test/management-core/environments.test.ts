@@ -58,6 +58,16 @@ describe("POST /v1/environments", () => {
     expect(await query(app, "select count(*)::int as n from environments")).toEqual(before)
   })
 
+  it("an optional workspace_id must match the authenticated Workspace (400 naming X-Workspace-Id)", async () => {
+    const bad = await createEnv({ project_id: a.project_id, type: "test", name: "WS", workspace_id: b.workspace_id })
+    expectProblem(bad, 400, "invalid_request")
+    expect(bad.json.detail).toContain("X-Workspace-Id")
+    const list = await app.management(`/v1/environments?project_id=${a.project_id}&workspace_id=${b.workspace_id}`)
+    expectProblem(list, 400, "invalid_request")
+    expect((await createEnv({ project_id: a.project_id, type: "test", name: "WS ok", workspace_id: a.workspace_id })).status).toBe(201)
+    expect((await app.management(`/v1/environments?project_id=${a.project_id}&workspace_id=${a.workspace_id}`)).status).toBe(200)
+  })
+
   it("the Project must be a live Project of the caller's Workspace (404 otherwise)", async () => {
     expectProblem(await createEnv({ project_id: b.project_id, type: "test", name: "X" }), 404, "not_found")
     expectProblem(await createEnv({ project_id: "prj_doesnotexist", type: "test", name: "X" }), 404, "not_found")

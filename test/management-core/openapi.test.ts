@@ -61,6 +61,6 @@ describe("GET /v1/openapi.json (Management host)", () => {
     expect(idem("PUT /v1/environments/{id}/theme")).toBe(false)
     // The Environment body never offers the derived fields.
     const envBody = operation("POST /v1/environments")!.requestBody.content["application/json"].schema
-    expect(Object.keys(envBody.properties).sort()).toEqual(["name", "project_id", "type"])
+    expect(Object.keys(envBody.properties).sort()).toEqual(["name", "project_id", "type", "workspace_id"])
   })
 })

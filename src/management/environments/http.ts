@@ -66,7 +66,7 @@ export const environmentRoutes = [
     const config = yield* Config
     const query = yield* decodeQuery(ListEnvironmentsQuery)
     const page = yield* parsePage(query)
-    const rows = yield* service.listEnvironments({ ...page, project_id: query.project_id, type: query.type })
+    const rows = yield* service.listEnvironments({ ...page, project_id: query.project_id, type: query.type, workspace_id: query.workspace_id })
     return json(pageOf(rows, page, (r) => r.id, (r) => present(config, r)))
   })), {
     summary: "List the Environments of a Project", tags, scope: "environments:read", query: ListEnvironmentsQuery, response: EnvironmentList,

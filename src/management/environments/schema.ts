@@ -16,9 +16,14 @@ export const Environment = Schema.Struct({
 
 export const EnvironmentList = Schema.Struct({ data: Schema.Array(Environment), next_cursor: Schema.NullOr(Schema.String) })
 
-export const ListEnvironmentsQuery = Schema.Struct({ project_id: Schema.String, type: Schema.optionalKey(EnvironmentType), ...PageQuery })
+/** Optional here; when sent it must equal the authenticated Workspace (spec: common rule 5). */
+const WorkspaceId = Schema.optionalKey(Schema.String)
 
-export const CreateEnvironmentBody = Schema.Struct({ project_id: Schema.String, type: EnvironmentType, name: Name })
+export const ListEnvironmentsQuery = Schema.Struct({
+  project_id: Schema.String, type: Schema.optionalKey(EnvironmentType), workspace_id: WorkspaceId, ...PageQuery,
+})
+
+export const CreateEnvironmentBody = Schema.Struct({ project_id: Schema.String, type: EnvironmentType, name: Name, workspace_id: WorkspaceId })
 
 /** `deleted` is reached only through DELETE (spec: Environment status). */
 export const UpdateEnvironmentBody = Schema.Struct({

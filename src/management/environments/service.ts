@@ -7,6 +7,7 @@ import type { EnvironmentRecord } from "../../tenancy/schema.js"
 import { Tenancy } from "../../tenancy/service.js"
 import { environmentForCaller } from "../auth/access.js"
 import { CurrentCaller } from "../auth/caller.js"
+import { requireWorkspaceMatch } from "../auth/service.js"
 import { checkIfMatch, etagOf } from "../http/etag.js"
 import type { Page } from "../http/pagination.js"
 import { reachableProject } from "../projects/service.js"
@@ -27,7 +28,8 @@ const lockReachable = (environmentId: string) => Effect.gen(function* () {
   return locked ?? (yield* notFound())
 })
 
-export const listEnvironments = (query: { project_id: string; type?: string | undefined } & Page) => Effect.gen(function* () {
+export const listEnvironments = (query: { project_id: string; type?: string | undefined; workspace_id?: string | undefined } & Page) => Effect.gen(function* () {
+  yield* requireWorkspaceMatch(query.workspace_id)
   const caller = yield* CurrentCaller
   const project = yield* reachableProject(query.project_id)
   const ids = yield* repo.environmentIdsPage(caller.workspaceId, project.id, {
@@ -38,7 +40,8 @@ export const listEnvironments = (query: { project_id: string; type?: string | un
 })
 
 /** Creates an Environment and its first signing key (Tenancy.createEnvironment). */
-export const createEnvironment = (input: { project_id: string; type: "test" | "production"; name: string }) => Effect.gen(function* () {
+export const createEnvironment = (input: { project_id: string; type: "test" | "production"; name: string; workspace_id?: string | undefined }) => Effect.gen(function* () {
+  yield* requireWorkspaceMatch(input.workspace_id)
   const caller = yield* CurrentCaller
   const tenancy = yield* Tenancy
   const audit = yield* Audit
