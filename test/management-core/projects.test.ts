@@ -130,6 +130,22 @@ describe("PATCH and DELETE /v1/projects/{projectId}", () => {
     expect((await app.management(path, { method: "PATCH", body: { slug: "patched-slug" } })).json.slug).toBe("patched-slug")
   })
 
+  it("Idempotency-Key on PATCH: the replay returns the first answer and does not apply twice", async () => {
+    const p = await create({ workspace_id: a.workspace_id, name: "Idem patch" })
+    const path = `/v1/projects/${p.json.id}`
+    const headers = { "idempotency-key": `patch-${p.json.id}` }
+    const first = await app.management(path, { method: "PATCH", body: { name: "Once" }, headers })
+    expect(first.headers["etag"]).toBe(`"${p.json.id}.2"`)
+    const replay = await app.management(path, { method: "PATCH", body: { name: "Once" }, headers })
+    expect(replay.status).toBe(200)
+    expect(replay.json).toEqual(first.json)
+    expect(replay.headers["etag"]).toBe(`"${p.json.id}.2"`)
+    expect(replay.headers["idempotent-replayed"]).toBe("true")
+    expect((await app.management(path)).headers["etag"]).toBe(`"${p.json.id}.2"`)
+    expectProblem(await app.management(path, { method: "PATCH", body: { name: "Twice" }, headers }), 409, "idempotency_key_conflict")
+    expect((await app.management(path)).json.name).toBe("Once")
+  })
+
   it("concurrent DELETEs: exactly one wins; the loser finds it gone (404) or stale (412)", async () => {
     const p = await create({ workspace_id: a.workspace_id, name: "Race delete" })
     const etag = p.headers["etag"] as string
