@@ -79,6 +79,7 @@ export const mintCode = (app: TestApp, env: Bootstrapped, client: TestClient, us
   readonly method?: LoginMethod
   readonly verifier?: string
   readonly redirectUri?: string
+  readonly transactionId?: string
 } = {}): Promise<MintedCode> => app.run(Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const tenancy = yield* Tenancy
@@ -87,7 +88,7 @@ export const mintCode = (app: TestApp, env: Bootstrapped, client: TestClient, us
   const verifier = options.verifier ?? newVerifier()
   const nonce = options.nonce === undefined ? "n-" + randomBytes(8).toString("hex") : options.nonce
   const ids = yield* Ids
-  const transactionId = yield* ids.make("txn")
+  const transactionId = options.transactionId ?? (yield* ids.make("txn"))
   const issued = yield* sql.withTransaction(issueAuthorizationCode({
     workspaceId: record!.workspaceId, environmentId: env.environment_id, transactionId, clientId: client.id, userId: user.id,
     securityVersion: usersRow[0]!.security_version, redirectUri: options.redirectUri ?? client.redirectUri,
