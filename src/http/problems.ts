@@ -32,6 +32,9 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   RateLimited: { status: 429, code: "rate_limited", title: "Too many requests" },
   OriginNotAllowed: { status: 403, code: "origin_not_allowed", title: "Origin not allowed" },
   ServiceUnavailable: { status: 503, code: "service_unavailable", title: "Service unavailable" },
+  // OIDC issuer, back half (src/oidc/access-token): Bearer failures at UserInfo (and /me)
+  AccessTokenRejected: { status: 401, code: "invalid_token", title: "Invalid token" },
+  UserUnavailable: { status: 503, code: "user_unavailable", title: "User state temporarily unavailable" },
   // login, front half (src/login/transactions, src/login/email-otp)
   AuthTransactionNotFound: { status: 404, code: "auth_transaction_not_found", title: "Login transaction not found" },
   AuthTransactionExpired: { status: 410, code: "auth_transaction_expired", title: "Login transaction expired" },

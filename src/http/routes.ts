@@ -2,6 +2,7 @@ import { withPublicApiCors } from "../login/cors/cors.js"
 import { loginRoutes } from "../login/routes.js"
 import { discoveryRoutes } from "../oidc/discovery/http.js"
 import { jwksRoutes } from "../oidc/jwks/http.js"
+import { tokenSideRoutes } from "../oidc/issuer-routes.js"
 import { managementRoutes } from "../management/routes.js"
 import { openApiRoutes } from "../openapi/http.js"
 import type { AppConfig } from "../platform/config.js"
@@ -24,7 +25,7 @@ export const allRoutes = (config: AppConfig) => {
   ]
   return {
     management: [...management, ...openApiRoutes(documented)],
-    issuer: [...discoveryRoutes, ...jwksRoutes, ...publicApi],
+    issuer: [...discoveryRoutes, ...jwksRoutes, ...tokenSideRoutes, ...publicApi],
     interaction: [...publicApi],
   }
 }
