@@ -8,6 +8,7 @@ import { IdsLive } from "./platform/ids.js"
 import { KeysLive } from "./platform/keys/service.js"
 import { MailerLive } from "./platform/mailer.js"
 import { verifyMasterKey } from "./platform/master-key.js"
+import { PasskeysLive } from "./passkeys/service.js"
 import { installWorkerSchema } from "./platform/worker-schema.js"
 import { TenancyLive } from "./tenancy/service.js"
 import { UsersLive } from "./users/service.js"
@@ -28,7 +29,7 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
   const keys = KeysLive.pipe(Layer.provide(foundation))
   const platform = Layer.mergeAll(EventsLive, AuditLive, keys, TenancyLive.pipe(Layer.provide(keys))).pipe(Layer.provideMerge(foundation))
   // Feature services, each built on the platform services.
-  const features = Layer.mergeAll(UsersLive, MailerLive)
+  const features = Layer.mergeAll(UsersLive, PasskeysLive, MailerLive)
   return features.pipe(Layer.provideMerge(platform))
 }
 
