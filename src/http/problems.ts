@@ -32,6 +32,10 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   RateLimited: { status: 429, code: "rate_limited", title: "Too many requests" },
   OriginNotAllowed: { status: 403, code: "origin_not_allowed", title: "Origin not allowed" },
   ServiceUnavailable: { status: 503, code: "service_unavailable", title: "Service unavailable" },
+  // webhooks (src/webhooks/errors.ts)
+  InvalidWebhookUrl: { status: 400, code: "invalid_request", title: "Webhook URL not allowed" },
+  InvalidEventTypes: { status: 400, code: "invalid_request", title: "Invalid event types" },
+  WebhookNotFound: { status: 404, code: "not_found", title: "Webhook not found" },
   // OIDC issuer, back half (src/oidc/access-token): Bearer failures at UserInfo (and /me)
   AccessTokenRejected: { status: 401, code: "invalid_token", title: "Invalid token" },
   UserUnavailable: { status: 503, code: "user_unavailable", title: "User state temporarily unavailable" },

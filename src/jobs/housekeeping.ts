@@ -1,5 +1,7 @@
 import { Clock, Effect } from "effect"
 import { deleteExpiredKeys } from "../platform/keys/repo.js"
+import { pruneDeliveries } from "../webhooks/tasks.js"
+import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
 
 /**
  * Periodic clean-up, run by the worker's crontab. Each capability adds its own sweep
@@ -9,4 +11,10 @@ export const housekeeping = Effect.gen(function* () {
   const now = new Date(yield* Clock.currentTimeMillis)
   const keys = yield* deleteExpiredKeys(now)
   if (keys.length > 0) yield* Effect.logInfo("housekeeping: deleted expired signing keys", { count: keys.length })
+  const deliveries = yield* pruneDeliveries
+  if (deliveries > 0) yield* Effect.logInfo("housekeeping: deleted webhook delivery records older than 90 days", { count: deliveries })
+  // Every worker process also does this on each heartbeat; here it covers a pool whose
+  // processes all died and came back.
+  const released = yield* releaseStaleWorkers(DEFAULT_HEARTBEAT.staleAfterMs)
+  if (released.length > 0) yield* Effect.logWarning("housekeeping: released the jobs of workers that stopped beating", { worker_ids: released })
 }).pipe(Effect.orDie, Effect.withSpan("jobs.housekeeping"))

@@ -7,6 +7,7 @@ import { connectionRoutes } from "./connections/http.js"
 import { environmentRoutes } from "./environments/http.js"
 import { projectRoutes } from "./projects/http.js"
 import { workspaceRoutes } from "./workspaces/http.js"
+import { webhookRoutes } from "../webhooks/http.js"
 
 /** Every Management API route (host MANAGEMENT_HOST, prefix /v1). */
-export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes, ...userRoutes, ...auditEventRoutes]
+export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes]

@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { enqueueFanoutIfSubscribed } from "../../webhooks/repo.js"
 import { Ids } from "../ids.js"
 import { type Actor, CurrentRequest } from "../request-context.js"
 import { type EventPayload, type EventType, Envelope, strict } from "./schema.js"
@@ -15,7 +16,9 @@ export interface EmitInput<T extends EventType> {
 /**
  * Appends a domain event to the outbox on the caller's connection: inside the caller's
  * SQL transaction the event exists if and only if the change it reports commits.
- * The envelope is validated against the spec's schemas before it is stored.
+ * The envelope is validated against the spec's schemas before it is stored. When an active
+ * webhook subscribes to the type, the webhook fan-out job is enqueued in the same
+ * transaction: a rolled-back change emits nothing and delivers nothing.
  */
 export class Events extends Context.Service<Events, {
   readonly emit: <T extends EventType>(input: EmitInput<T>) => Effect.Effect<Envelope, never, SqlClient.SqlClient>
@@ -46,6 +49,9 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
       }, strict)
       yield* sql`insert into event_outbox (id, workspace_id, environment_id, type, envelope, occurred_at)
         values (${eventId}, ${input.workspaceId}, ${input.environmentId ?? null}, ${input.type}, ${JSON.stringify(envelope)}::jsonb, ${new Date(now)})`
+      yield* enqueueFanoutIfSubscribed({
+        eventId, workspaceId: input.workspaceId, environmentId: input.environmentId || undefined, type: input.type, runAt: new Date(now),
+      })
       return envelope
     }).pipe(Effect.orDie, Effect.withSpan("Events.emit", { attributes: { type: input.type } })),
   })

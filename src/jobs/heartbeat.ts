@@ -1,0 +1,48 @@
+import { Clock, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/**
+ * Worker liveness. graphile-worker frees the jobs of a worker that died (SIGKILL, OOM, lost
+ * host) only after 4 hours. Each worker process instead records, every few seconds, the ids
+ * of its graphile-worker workers; any worker process (and housekeeping) releases the jobs
+ * of processes that stopped beating with `graphile_worker.force_unlock_workers`, so an
+ * interrupted webhook attempt runs again within a minute (at least once).
+ */
+
+export interface HeartbeatOptions {
+  /** How often a process records that it is alive. */
+  readonly intervalMs: number
+  /** A process silent for this long is presumed dead and its jobs are released. */
+  readonly staleAfterMs: number
+}
+
+export const DEFAULT_HEARTBEAT: HeartbeatOptions = { intervalMs: 5_000, staleAfterMs: 30_000 }
+
+export const beat = (processId: string, workerIds: ReadonlyArray<string>) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const now = new Date(yield* Clock.currentTimeMillis)
+  yield* sql`insert into worker_heartbeats (process_id, worker_ids, beat_at)
+    values (${processId}, ${workerIds as Array<string>}::text[], ${now})
+    on conflict (process_id) do update set worker_ids = excluded.worker_ids, beat_at = excluded.beat_at`
+})
+
+/** A process that stops cleanly removes its row: its jobs were finished or handed back. */
+export const forget = (processId: string) =>
+  SqlClient.SqlClient.use((sql) => sql`delete from worker_heartbeats where process_id = ${processId}`)
+
+/**
+ * Releases the locked jobs of every process whose last beat is older than `staleAfterMs`.
+ * The rows are deleted in the same transaction, so of several processes sweeping at once
+ * exactly one releases each dead process. Returns the worker ids released.
+ */
+export const releaseStaleWorkers = (staleAfterMs: number) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const now = yield* Clock.currentTimeMillis
+  return yield* sql.withTransaction(Effect.gen(function* () {
+    const rows = yield* sql<{ worker_ids: ReadonlyArray<string> }>`delete from worker_heartbeats
+      where beat_at < ${new Date(now - staleAfterMs)} returning worker_ids`
+    const workerIds = rows.flatMap((r) => r.worker_ids)
+    if (workerIds.length > 0) yield* sql`select graphile_worker.force_unlock_workers(${workerIds as Array<string>}::text[])`
+    return workerIds
+  }))
+}).pipe(Effect.withSpan("jobs.releaseStaleWorkers"))

@@ -1,0 +1,207 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+// SQL only. Every query of webhooks / webhook_deliveries filters by Workspace or Environment,
+// except the worker's reads by a delivery id it was handed by its own job.
+
+export type WebhookStatus = "active" | "disabled"
+export type DeliveryStatus = "pending" | "delivered" | "failed" | "exhausted"
+
+export interface WebhookRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string
+  readonly url: string
+  readonly event_types: ReadonlyArray<string>
+  readonly status: WebhookStatus
+  readonly secret_sealed: string | null
+  readonly secret_rotated_at: Date | null
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly version: number
+}
+
+const webhookColumns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, url, event_types, status,
+  secret_sealed, secret_rotated_at, created_at, updated_at, version`
+
+export const insertWebhook = (w: {
+  id: string; workspaceId: string; environmentId: string; url: string; eventTypes: ReadonlyArray<string>; secretSealed: string; now: Date
+}) => SqlClient.SqlClient.use((sql) => sql<WebhookRow>`insert into webhooks (id, workspace_id, environment_id, url, event_types,
+    status, secret_sealed, created_at, updated_at)
+  values (${w.id}, ${w.workspaceId}, ${w.environmentId}, ${w.url}, ${w.eventTypes as Array<string>}::text[], 'active',
+    ${w.secretSealed}, ${w.now}, ${w.now})
+  returning ${webhookColumns(sql)}`).pipe(Effect.map((rows) => rows[0]!))
+
+/** A live (not deleted) webhook of the Workspace; `lock` holds its row until the transaction ends. */
+export const webhookById = (workspaceId: string, id: string, options: { lock?: boolean } = {}) =>
+  SqlClient.SqlClient.use((sql) => sql<WebhookRow>`select ${webhookColumns(sql)} from webhooks
+    where workspace_id = ${workspaceId} and id = ${id} and deleted_at is null
+    ${options.lock ? sql`for update` : sql``}`).pipe(Effect.map((rows) => rows[0]))
+
+export const listWebhooks = (environmentId: string, page: { limit: number; after: string | undefined }) =>
+  SqlClient.SqlClient.use((sql) => sql<WebhookRow>`select ${webhookColumns(sql)} from webhooks
+    where environment_id = ${environmentId} and deleted_at is null
+      ${page.after === undefined ? sql`` : sql`and id > ${page.after}`}
+    order by id limit ${page.limit + 1}`)
+
+export const updateWebhook = (u: {
+  workspaceId: string; id: string; url: string; eventTypes: ReadonlyArray<string>; status: WebhookStatus; now: Date
+}) => SqlClient.SqlClient.use((sql) => sql<WebhookRow>`update webhooks
+    set url = ${u.url}, event_types = ${u.eventTypes as Array<string>}::text[], status = ${u.status}, updated_at = ${u.now},
+      version = version + 1
+    where workspace_id = ${u.workspaceId} and id = ${u.id} and deleted_at is null
+    returning ${webhookColumns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+
+export const deleteWebhook = (workspaceId: string, id: string, now: Date) =>
+  SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update webhooks
+    set deleted_at = ${now}, updated_at = ${now}, secret_sealed = null, status = 'disabled', version = version + 1
+    where workspace_id = ${workspaceId} and id = ${id} and deleted_at is null
+    returning id`).pipe(Effect.map((rows) => rows.length === 1))
+
+export const replaceSecret = (workspaceId: string, id: string, secretSealed: string, now: Date) =>
+  SqlClient.SqlClient.use((sql) => sql<WebhookRow>`update webhooks
+    set secret_sealed = ${secretSealed}, secret_rotated_at = ${now}, updated_at = ${now}, version = version + 1
+    where workspace_id = ${workspaceId} and id = ${id} and deleted_at is null
+    returning ${webhookColumns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+
+// ---------------------------------------------------------------- deliveries
+
+export interface DeliveryRow {
+  readonly id: string
+  readonly webhook_id: string
+  readonly event_id: string
+  readonly event_type: string
+  readonly attempt: number
+  readonly status: DeliveryStatus
+  readonly response_status_code: number | null
+  readonly duration_ms: number | null
+  readonly occurred_at: Date
+}
+
+const deliveryColumns = (sql: SqlClient.SqlClient) => sql`id, webhook_id, event_id, event_type, attempt, status,
+  response_status_code, duration_ms, occurred_at`
+
+export interface DeliveryFilter {
+  readonly status?: DeliveryStatus | undefined
+  readonly occurredAfter?: Date | undefined
+  readonly occurredBefore?: Date | undefined
+}
+
+/** Newest first; the keyset is (occurred_at, id), so pages stay stable under new attempts. */
+export const listDeliveries = (
+  environmentId: string, webhookId: string, filter: DeliveryFilter,
+  page: { limit: number; after: { occurredAt: Date; id: string } | undefined },
+) => SqlClient.SqlClient.use((sql) => sql<DeliveryRow>`select ${deliveryColumns(sql)} from webhook_deliveries
+    where environment_id = ${environmentId} and webhook_id = ${webhookId}
+      ${filter.status === undefined ? sql`` : sql`and status = ${filter.status}`}
+      ${filter.occurredAfter === undefined ? sql`` : sql`and occurred_at > ${filter.occurredAfter}`}
+      ${filter.occurredBefore === undefined ? sql`` : sql`and occurred_at < ${filter.occurredBefore}`}
+      ${page.after === undefined ? sql`` : sql`and (occurred_at, id) < (${page.after.occurredAt}, ${page.after.id})`}
+    order by occurred_at desc, id desc limit ${page.limit + 1}`)
+
+/** An outbox event, as the fan-out needs it. */
+export interface OutboxEventRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string | null
+  readonly type: string
+}
+
+export const outboxEvent = (eventId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<OutboxEventRow>`select id, workspace_id, environment_id, type from event_outbox where id = ${eventId}`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+/**
+ * The active subscriptions of an event: same Environment (or, for a Workspace-level event
+ * without an Environment, every Environment of its Workspace) and subscribed to its type.
+ */
+export const subscriptionsOf = (event: OutboxEventRow) => SqlClient.SqlClient.use((sql) =>
+  sql<{ id: string; environment_id: string }>`select id, environment_id from webhooks
+    where workspace_id = ${event.workspace_id}
+      ${event.environment_id === null ? sql`` : sql`and environment_id = ${event.environment_id}`}
+      and status = 'active' and deleted_at is null and ${event.type} = any(event_types)
+    order by id`)
+
+export type NewDelivery = {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string
+  readonly webhook_id: string
+  readonly event_id: string
+  readonly event_type: string
+  readonly attempt: number
+  readonly status: "pending"
+  readonly occurred_at: Date
+  readonly scheduled_at: Date
+}
+
+/** Inserts attempt records; an attempt that already exists is skipped. Returns the ids inserted. */
+export const insertDeliveries = (rows: ReadonlyArray<NewDelivery>) => rows.length === 0
+  ? Effect.succeed([] as ReadonlyArray<string>)
+  : SqlClient.SqlClient.use((sql) => sql<{ id: string }>`insert into webhook_deliveries ${sql.insert(rows as unknown as readonly [Record<string, unknown>, ...Array<Record<string, unknown>>])}
+      on conflict (webhook_id, event_id, attempt) do nothing returning id`).pipe(Effect.map((r) => r.map((x) => x.id)))
+
+/** Everything one attempt needs: the record, its webhook and the stored envelope. */
+export interface AttemptRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string
+  readonly webhook_id: string
+  readonly event_id: string
+  readonly event_type: string
+  readonly attempt: number
+  readonly status: DeliveryStatus
+  readonly url: string
+  readonly webhook_status: WebhookStatus
+  readonly webhook_deleted: boolean
+  readonly secret_sealed: string | null
+  readonly envelope: unknown
+}
+
+export const attemptById = (deliveryId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<AttemptRow>`select d.id, d.workspace_id, d.environment_id, d.webhook_id, d.event_id, d.event_type, d.attempt, d.status,
+      w.url, w.status as webhook_status, (w.deleted_at is not null) as webhook_deleted, w.secret_sealed, e.envelope
+    from webhook_deliveries d
+      join webhooks w on w.id = d.webhook_id and w.environment_id = d.environment_id
+      join event_outbox e on e.id = d.event_id
+    where d.id = ${deliveryId}`).pipe(Effect.map((rows) => rows[0]))
+
+/** Records when the attempt is actually sent (it stays `pending` while in flight). */
+export const markSending = (deliveryId: string, now: Date) => SqlClient.SqlClient.use((sql) =>
+  sql`update webhook_deliveries set occurred_at = ${now} where id = ${deliveryId} and status = 'pending'`)
+
+/**
+ * Settles a pending attempt. Conditional on `pending`, so of two runs of the same attempt
+ * (a worker presumed dead that was not) exactly one records the outcome and schedules
+ * the next attempt.
+ */
+export const settleDelivery = (s: {
+  id: string; status: Exclude<DeliveryStatus, "pending">; responseStatusCode: number | null; durationMs: number | null
+  failureReason: string | null
+}) => SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update webhook_deliveries
+    set status = ${s.status}, response_status_code = ${s.responseStatusCode}, duration_ms = ${s.durationMs},
+      failure_reason = ${s.failureReason}
+    where id = ${s.id} and status = 'pending' returning id`).pipe(Effect.map((rows) => rows.length === 1))
+
+/** Delivery history retention (spec: 90 days). */
+export const deleteDeliveriesBefore = (cutoff: Date) => SqlClient.SqlClient.use((sql) =>
+  sql<{ n: number }>`with gone as (delete from webhook_deliveries where occurred_at < ${cutoff} returning 1)
+    select count(*)::int as n from gone`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+
+/**
+ * Enqueues the fan-out job of an event, in the caller's transaction, when at least one
+ * active subscription could want it (no job at all for events nobody subscribed to).
+ */
+export const enqueueFanoutIfSubscribed = (e: {
+  eventId: string; workspaceId: string; environmentId: string | undefined; type: string; runAt: Date
+}) => SqlClient.SqlClient.use((sql) => sql`select (graphile_worker.add_job(
+      identifier => 'webhooks.fanout',
+      payload => json_build_object('eventId', ${e.eventId}::text),
+      run_at => ${e.runAt}::timestamptz,
+      max_attempts => 25,
+      job_key => ${`webhooks.fanout:${e.eventId}`}::text
+    )).id::text as id
+    where exists (select 1 from webhooks
+      where workspace_id = ${e.workspaceId}
+        ${e.environmentId === undefined ? sql`` : sql`and environment_id = ${e.environmentId}`}
+        and status = 'active' and deleted_at is null and ${e.type} = any(event_types))`)

@@ -1,0 +1,81 @@
+import { Schema } from "effect"
+import { PageQuery } from "../management/http/pagination.js"
+
+// The wire of the Webhooks routes (spec: Management API, Webhooks; Resources, Webhook and
+// Webhook delivery record). Request schemas decode; the same schemas document the routes.
+
+export const WebhookParams = Schema.Struct({ webhookId: Schema.String })
+
+export const ListWebhooksQuery = Schema.Struct({
+  environment_id: Schema.String,
+  workspace_id: Schema.optionalKey(Schema.String),
+  ...PageQuery,
+})
+
+export const CreateWebhookBody = Schema.Struct({
+  environment_id: Schema.String,
+  workspace_id: Schema.optionalKey(Schema.String),
+  url: Schema.String,
+  event_types: Schema.Array(Schema.String),
+})
+
+export const WebhookStatus = Schema.Literals(["active", "disabled"])
+
+export const UpdateWebhookBody = Schema.Struct({
+  url: Schema.optionalKey(Schema.String),
+  event_types: Schema.optionalKey(Schema.Array(Schema.String)),
+  status: Schema.optionalKey(WebhookStatus),
+})
+
+export const TestWebhookBody = Schema.Struct({
+  event_type: Schema.optionalKey(Schema.String),
+})
+
+export const DeliveryStatus = Schema.Literals(["pending", "delivered", "failed", "exhausted"])
+
+export const ListDeliveriesQuery = Schema.Struct({
+  status: Schema.optionalKey(DeliveryStatus),
+  occurred_after: Schema.optionalKey(Schema.String),
+  occurred_before: Schema.optionalKey(Schema.String),
+  ...PageQuery,
+})
+
+export const Webhook = Schema.Struct({
+  id: Schema.String,
+  environment_id: Schema.String,
+  url: Schema.String,
+  event_types: Schema.Array(Schema.String),
+  status: WebhookStatus,
+  created_at: Schema.String,
+  updated_at: Schema.String,
+})
+
+/** Create returns the secret, once. */
+export const CreatedWebhook = Schema.Struct({ ...Webhook.fields, secret: Schema.String })
+
+export const WebhookList = Schema.Struct({ data: Schema.Array(Webhook), next_cursor: Schema.NullOr(Schema.String) })
+
+export const RotatedSecret = Schema.Struct({ id: Schema.String, secret: Schema.String, rotated_at: Schema.String })
+
+export const DeletedWebhook = Schema.Struct({ id: Schema.String, deleted: Schema.Literal(true) })
+
+export const TestResult = Schema.Struct({
+  delivered: Schema.Boolean,
+  response_status: Schema.NullOr(Schema.Number),
+  response_time_ms: Schema.NullOr(Schema.Number),
+  requested_at: Schema.String,
+})
+
+export const Delivery = Schema.Struct({
+  id: Schema.String,
+  webhook_id: Schema.String,
+  event_id: Schema.String,
+  event_type: Schema.String,
+  attempt: Schema.Number,
+  status: DeliveryStatus,
+  response_status_code: Schema.NullOr(Schema.Number),
+  duration_ms: Schema.NullOr(Schema.Number),
+  occurred_at: Schema.String,
+})
+
+export const DeliveryList = Schema.Struct({ data: Schema.Array(Delivery), next_cursor: Schema.NullOr(Schema.String) })
