@@ -168,3 +168,18 @@ export const queryRows = <T = Record<string, unknown>>(app: TestApp, text: strin
     const sql = yield* SqlClient.SqlClient
     return (yield* sql.unsafe(text, params as Array<unknown>)) as unknown as Array<T>
   }))
+
+/** An API key of the Environment's Workspace (optionally pinned to an Environment). */
+export const createApiKey = (app: TestApp, env: Bootstrapped, scopes: ReadonlyArray<string>, environmentId: string | null = null) =>
+  app.run(Effect.gen(function* () {
+    const tenancy = yield* Tenancy
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql.withTransaction(tenancy.createApiKey({ workspaceId: env.workspace_id, environmentId, name: "test key", scopes, expiresAt: null }))
+  }))
+
+/** A second Environment in the same Workspace and Project. */
+export const createSiblingEnvironment = (app: TestApp, env: Bootstrapped) => app.run(Effect.gen(function* () {
+  const tenancy = yield* Tenancy
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql.withTransaction(tenancy.createEnvironment({ workspaceId: env.workspace_id, projectId: env.project_id, type: "production", name: "Prod" }))
+}))
