@@ -4,6 +4,7 @@ import { type AppConfig, ConfigFrom } from "./platform/config.js"
 import { CryptoFromKeyring, type Keyring } from "./platform/crypto.js"
 import { DatabaseUrl, runMigrations, SqlLive } from "./platform/database.js"
 import { EventsLive } from "./platform/events/service.js"
+import { DnsResolverLive } from "./management/domains/dns.js"
 import { IdsLive } from "./platform/ids.js"
 import { KeysLive } from "./platform/keys/service.js"
 import { MailerLive } from "./platform/mailer.js"
@@ -29,7 +30,7 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
   const keys = KeysLive.pipe(Layer.provide(foundation))
   const platform = Layer.mergeAll(EventsLive, AuditLive, keys, TenancyLive.pipe(Layer.provide(keys))).pipe(Layer.provideMerge(foundation))
   // Feature services, each built on the platform services.
-  const features = Layer.mergeAll(UsersLive, PasskeysLive, MailerLive)
+  const features = Layer.mergeAll(UsersLive, DnsResolverLive, PasskeysLive, MailerLive)
   return features.pipe(Layer.provideMerge(platform))
 }
 

@@ -64,6 +64,7 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   InvalidRedirectUri: { status: 400, code: "invalid_redirect_uri", title: "Invalid redirect URI" },
   ConnectionNotFound: { status: 404, code: "connection_not_found", title: "Connection not found" },
   ConnectionAlreadyExists: { status: 409, code: "connection_already_exists", title: "Connection already exists" },
+  DomainAlreadyExists: { status: 409, code: "domain_already_exists", title: "Domain already registered" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

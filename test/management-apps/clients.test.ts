@@ -476,3 +476,30 @@ describe("Idempotency-Key on client writes", () => {
     expectProblem(await app.management(`/v1/clients/${y.id}/rotate-secret`, { method: "POST", headers: rotateHeaders }), 409, "idempotency_key_conflict")
   })
 })
+
+describe("OpenAPI", () => {
+  it("documents the Clients, Connections and Domains routes from the schemas that decode them", async () => {
+    const res = await app.management("/v1/openapi.json")
+    expect(res.status).toBe(200)
+    const paths = res.json.paths as Record<string, Record<string, { "x-required-scope"?: string; requestBody?: unknown; parameters?: Array<{ name: string }> }>>
+    const scopes = {
+      "/v1/clients": { get: "clients:read", post: "clients:write" },
+      "/v1/clients/{clientId}": { get: "clients:read", patch: "clients:write", delete: "clients:write" },
+      "/v1/clients/{clientId}/rotate-secret": { post: "clients:rotate_secret" },
+      "/v1/connections": { get: "connections:read", post: "connections:write" },
+      "/v1/connections/{connectionId}": { get: "connections:read", patch: "connections:write", delete: "connections:write" },
+      "/v1/domains": { get: "domains:read", post: "domains:write" },
+      "/v1/domains/{domainId}": { get: "domains:read", patch: "domains:write", delete: "domains:write" },
+      "/v1/domains/{domainId}/retry-validation": { post: "domains:write" },
+    } as const
+    for (const [path, methods] of Object.entries(scopes)) {
+      for (const [method, scope] of Object.entries(methods)) expect(paths[path]?.[method]?.["x-required-scope"]).toBe(scope)
+    }
+    expect(paths["/v1/clients"]!["post"]!.requestBody).toBeDefined()
+    expect(paths["/v1/clients"]!["get"]!.parameters!.map((p) => p.name)).toEqual(
+      expect.arrayContaining(["environment_id", "client_type", "limit", "cursor"]))
+    expect(paths["/v1/clients"]!["post"]!.parameters!.map((p) => p.name)).toContain("Idempotency-Key")
+    // The write-only provider secret is in the create body schema, never in the response schema.
+    expect(JSON.stringify(res.json.paths["/v1/connections"].post.responses)).not.toContain("provider_client_secret")
+  })
+})
