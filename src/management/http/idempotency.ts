@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { IdempotencyKeyConflict, InvalidRequest } from "../../http/errors.js"
+import { IdempotencyKeyConflict, InvalidRequest, type InvalidRequestBody, type PayloadTooLarge } from "../../http/errors.js"
 import { bodyText } from "../../http/route.js"
 import { canonicalJson } from "../../platform/canonical-json.js"
 import { Crypto, sha256Hex } from "../../platform/crypto.js"
@@ -31,30 +31,41 @@ const responseBytes = (response: HttpServerResponse.HttpServerResponse) =>
  * Only 2xx answers are kept (sealed, 24 h); a failed request changed nothing and its
  * transaction, key row included, rolls back, so a retry runs again.
  */
-export const withIdempotency = <E, R>(routePattern: string, handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  Effect.gen(function* () {
+export function withIdempotency<E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>): Effect.Effect<HttpServerResponse.HttpServerResponse, E | InvalidRequest | IdempotencyKeyConflict | PayloadTooLarge | InvalidRequestBody, R | HttpServerRequest.HttpServerRequest | SqlClient.SqlClient | CurrentCaller | Crypto>
+/** @deprecated the route is now always the request's own path and query; the first argument is ignored. */
+export function withIdempotency<E, R>(_route: string, handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>): Effect.Effect<HttpServerResponse.HttpServerResponse, E | InvalidRequest | IdempotencyKeyConflict | PayloadTooLarge | InvalidRequestBody, R | HttpServerRequest.HttpServerRequest | SqlClient.SqlClient | CurrentCaller | Crypto>
+export function withIdempotency<E, R>(
+  first: string | Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  second?: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+) {
+  const handler = typeof first === "string" ? second! : first
+  return Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
+    // The concrete path and query: a key reused for another resource is a conflict, never a replay.
+    const routePattern = request.url
     const key = request.headers["idempotency-key"]
     const sql = yield* SqlClient.SqlClient
     if (key === undefined) return yield* sql.withTransaction(handler)
     if (key.length < 1 || key.length > 255) return yield* new InvalidRequest({ detail: "Idempotency-Key must be 1 to 255 characters" })
     const caller = yield* CurrentCaller
+    // Dashboard calls without a Workspace (POST /workspaces) keep keys per platform user.
+    const namespace = caller.workspaceId !== "" ? caller.workspaceId : `dashboard:${caller.platformUserId ?? ""}`
     const crypto = yield* Crypto
     const bodyHash = bodyHashOf(yield* bodyText)
     const now = yield* Clock.currentTimeMillis
     return yield* sql.withTransaction(Effect.gen(function* () {
-      yield* sql`delete from idempotency_keys where workspace_id = ${caller.workspaceId} and key = ${key} and expires_at <= ${new Date(now)}`
+      yield* sql`delete from idempotency_keys where workspace_id = ${namespace} and key = ${key} and expires_at <= ${new Date(now)}`
       const inserted = yield* sql`insert into idempotency_keys (workspace_id, key, method, route, body_hash, created_at, expires_at)
-        values (${caller.workspaceId}, ${key}, ${request.method}, ${routePattern}, ${bodyHash}, ${new Date(now)}, ${new Date(now + RETENTION_MS)})
+        values (${namespace}, ${key}, ${request.method}, ${routePattern}, ${bodyHash}, ${new Date(now)}, ${new Date(now + RETENTION_MS)})
         on conflict (workspace_id, key) do nothing returning key`
       if (inserted.length === 0) {
         const [existing] = yield* sql<{ method: string; route: string; body_hash: string; response_status: number | null; response_sealed: string | null }>`
           select method, route, body_hash, response_status, response_sealed from idempotency_keys
-          where workspace_id = ${caller.workspaceId} and key = ${key}`
+          where workspace_id = ${namespace} and key = ${key}`
         if (!existing || existing.method !== request.method || existing.route !== routePattern || existing.body_hash !== bodyHash) {
           return yield* new IdempotencyKeyConflict()
         }
-        const stored = JSON.parse((yield* crypto.open(sealContext(caller.workspaceId, key), existing.response_sealed!).pipe(Effect.orDie)).toString("utf8")) as {
+        const stored = JSON.parse((yield* crypto.open(sealContext(namespace, key), existing.response_sealed!).pipe(Effect.orDie)).toString("utf8")) as {
           body: string; headers: Record<string, string>
         }
         return HttpServerResponse.text(stored.body, {
@@ -66,12 +77,13 @@ export const withIdempotency = <E, R>(routePattern: string, handler: Effect.Effe
         const headers: Record<string, string> = {}
         if (response.headers["etag"]) headers["etag"] = response.headers["etag"]
         if (response.headers["location"]) headers["location"] = response.headers["location"]
-        const sealed = yield* crypto.seal(sealContext(caller.workspaceId, key), JSON.stringify({ body: responseBytes(response), headers }))
+        const sealed = yield* crypto.seal(sealContext(namespace, key), JSON.stringify({ body: responseBytes(response), headers }))
         yield* sql`update idempotency_keys set response_status = ${response.status}, response_sealed = ${sealed}
-          where workspace_id = ${caller.workspaceId} and key = ${key}`
+          where workspace_id = ${namespace} and key = ${key}`
       } else {
-        yield* sql`delete from idempotency_keys where workspace_id = ${caller.workspaceId} and key = ${key}`
+        yield* sql`delete from idempotency_keys where workspace_id = ${namespace} and key = ${key}`
       }
       return response
     })).pipe(Effect.catchTag("SqlError", (e) => Effect.die(e)))
   })
+}
