@@ -1,4 +1,5 @@
 import { Clock, Effect } from "effect"
+import { sweepTokenSide } from "../oidc/refresh/housekeeping.js"
 import { deleteExpiredKeys } from "../platform/keys/repo.js"
 import { pruneDeliveries } from "../webhooks/tasks.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
@@ -11,6 +12,8 @@ export const housekeeping = Effect.gen(function* () {
   const now = new Date(yield* Clock.currentTimeMillis)
   const keys = yield* deleteExpiredKeys(now)
   if (keys.length > 0) yield* Effect.logInfo("housekeeping: deleted expired signing keys", { count: keys.length })
+  const tokenSide = yield* sweepTokenSide(now)
+  if (tokenSide.gracePurged + tokenSide.familiesDeleted + tokenSide.codesDeleted > 0) yield* Effect.logInfo("housekeeping: token side", tokenSide)
   const deliveries = yield* pruneDeliveries
   if (deliveries > 0) yield* Effect.logInfo("housekeeping: deleted webhook delivery records older than 90 days", { count: deliveries })
   // Every worker process also does this on each heartbeat; here it covers a pool whose
