@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createPlatformUser, mintDashboardSession } from "../../src/management/auth/dashboard.js"
 import { activeSocialProviders, usableConnection } from "../../src/management/connections/repo.js"
 import { openProviderClientSecret } from "../../src/management/connections/secret.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
@@ -256,6 +257,29 @@ describe("scopes and tenant isolation", () => {
     expectProblem(await create(env, body("apple"), { key: reader }), 403, "insufficient_scope")
     expectProblem(await app.management(`/v1/connections/${created.json.id}`, { method: "PATCH", body: { owner_confirmed: true }, key: reader }),
       403, "insufficient_scope")
+  })
+
+  it("Dashboard sessions: an Owner may confirm a generic_oidc connection, a Member only reads; X-Workspace-Id picks the Workspace", async () => {
+    const env = await makeEnvironment(app, a.workspace_id, a.project_id)
+    const oidc = (await create(env, body("generic_oidc"))).json
+    const session = async (role: "owner" | "member") => {
+      const userId = await app.run(createPlatformUser(`${role}.${oidc.id}@example.com`, { workspaceId: a.workspace_id, role }))
+      return app.run(mintDashboardSession(userId))
+    }
+    const as = (token: string, workspaceId = a.workspace_id) => ({ authorization: `Bearer ${token}`, "x-workspace-id": workspaceId })
+    const member = await session("member")
+    const owner = await session("owner")
+    expect((await app.management(`/v1/connections/${oidc.id}`, { headers: as(member) })).status).toBe(200)
+    expectProblem(await app.management(`/v1/connections/${oidc.id}`, { method: "PATCH", body: { owner_confirmed: true }, headers: as(member) }),
+      403, "insufficient_scope")
+    expectProblem(await app.management(`/v1/connections/${oidc.id}`, { method: "PATCH", body: { owner_confirmed: true }, headers: as(owner, b.workspace_id) }),
+      403, "forbidden")
+    const confirmed = await app.management(`/v1/connections/${oidc.id}`, { method: "PATCH", body: { owner_confirmed: true }, headers: as(owner) })
+    expect(confirmed.json.owner_confirmed).toBe(true)
+    expect(await providers(env)).toEqual(["generic_oidc"])
+    const [audit] = await query<{ actor_type: string }>(app,
+      "select actor_type from audit_events where subject_id = $1 and action = 'connection.owner_confirmed'", [oidc.id])
+    expect(audit!.actor_type).toBe("workspace_member")
   })
 
   it("Workspace B's key gets 404 for A's connections and cannot list A's Environment", async () => {
