@@ -48,6 +48,9 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   InvalidCode: { status: 400, code: "invalid_code", title: "Invalid code" },
   ResendTooSoon: { status: 429, code: "resend_too_soon", title: "Resend too soon" },
   NewUserCreationBlocked: { status: 403, code: "new_user_creation_blocked", title: "New user creation blocked" },
+  // passkeys and /me (src/passkeys, src/me)
+  WebAuthnVerificationFailed: { status: 400, code: "webauthn_verification_failed", title: "WebAuthn verification failed" },
+  ReauthenticationRequired: { status: 403, code: "reauthentication_required", title: "Fresh authentication required" },
   // Management users and audit events (src/management/users, src/users)
   UserNotFound: { status: 404, code: "user_not_found", title: "User not found" },
   UserPendingDeletion: { status: 409, code: "user_pending_deletion", title: "User is pending deletion" },
