@@ -1,15 +1,10 @@
-import { Effect } from "effect"
-import { HttpServerRequest, type HttpServerResponse } from "effect/http"
+import type { Effect } from "effect"
+import type { HttpServerResponse } from "effect/http"
 import { withIdempotency } from "../http/idempotency.js"
 
 /**
- * `withIdempotency` (one SQL transaction, Idempotency-Key replay) keyed by the concrete
- * request path: the spec compares "method, route, key and body", so one key sent to two
- * different resources with the same body is a conflict, never a replay of the other's answer.
- * Used by the Clients, Connections and Domains write routes.
+ * Idempotent Management write of the Clients, Connections and Domains routes: one SQL
+ * transaction, Idempotency-Key replay keyed by the concrete path and query (so one key sent to
+ * two resources with the same body is a conflict, never a replay of the other's answer).
  */
-export const idempotentWrite = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    return yield* withIdempotency(request.url.split("?")[0]!, handler)
-  })
+export const idempotentWrite = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) => withIdempotency(handler)
