@@ -1,4 +1,5 @@
 import { Clock, Effect } from "effect"
+import { sweepLogin } from "../login/housekeeping.js"
 import { sweepTokenSide } from "../oidc/refresh/housekeeping.js"
 import { deleteExpiredKeys } from "../platform/keys/repo.js"
 import { pruneDeliveries } from "../webhooks/tasks.js"
@@ -12,6 +13,8 @@ export const housekeeping = Effect.gen(function* () {
   const now = new Date(yield* Clock.currentTimeMillis)
   const keys = yield* deleteExpiredKeys(now)
   if (keys.length > 0) yield* Effect.logInfo("housekeeping: deleted expired signing keys", { count: keys.length })
+  const login = yield* sweepLogin(now)
+  if (login.expired + login.deleted > 0) yield* Effect.logInfo("housekeeping: login transactions", login)
   const tokenSide = yield* sweepTokenSide(now)
   if (tokenSide.gracePurged + tokenSide.familiesDeleted + tokenSide.codesDeleted > 0) yield* Effect.logInfo("housekeeping: token side", tokenSide)
   const deliveries = yield* pruneDeliveries

@@ -120,16 +120,5 @@ export const startSmtpSink = async () => {
 
 export type SmtpSink = Awaited<ReturnType<typeof startSmtpSink>>
 
-/** Waits until no graphile-worker job is left (the mail jobs of the requests so far ran). */
-export const drainJobs = async (app: TestApp, timeoutMs = 15_000) => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const n = await countRows(app, "graphile_worker.jobs", "task_identifier = 'send_login_code'")
-    if (n === 0) return
-    if (Date.now() > deadline) throw new Error("mail jobs did not drain")
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
-
 let emailCounter = 0
 export const uniqueEmail = (label = "user") => `${label}.${process.pid}.${++emailCounter}.${randomBytes(3).toString("hex")}@example.com`

@@ -1,4 +1,6 @@
+import { Clock, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { sweepLogin } from "../../src/login/housekeeping.js"
 import { markTransactionConsumed } from "../../src/login/transactions/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
@@ -185,5 +187,23 @@ describe("markTransactionConsumed (for the token endpoint)", () => {
     expect(await transactionStatus(app, id)).toBe("consumed")
     expect(await app.run(markTransactionConsumed(b.environment_id, id))).toBe(false)
     expect(await app.run(markTransactionConsumed("env_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", id))).toBe(false)
+  })
+})
+
+describe("housekeeping", () => {
+  it("expires active transactions past 10 minutes and deletes them (with their challenges) a day later", async () => {
+    const id = await createTransaction(app, b, client)
+    const start = await publicApi(app, b, `/auth/transactions/${id}/email/start`, { body: { email: "sweep@example.com" } })
+    expect(start.status).toBe(202)
+    await app.advance("10 minutes")
+    const first = await app.run(Effect.flatMap(Clock.currentTimeMillis, (now) => sweepLogin(new Date(now))))
+    expect(first.expired).toBeGreaterThanOrEqual(1)
+    expect(await transactionStatus(app, id)).toBe("expired")
+    expect(await countRows(app, "rate_limit_counters", "environment_id = $1", [b.environment_id])).toBe(0)
+    await app.advance("1 day")
+    await app.advance("1 second")
+    await app.run(Effect.flatMap(Clock.currentTimeMillis, (now) => sweepLogin(new Date(now))))
+    expect(await countRows(app, "auth_transactions", "id = $1", [id])).toBe(0)
+    expect(await countRows(app, "email_challenges", "transaction_id = $1", [id])).toBe(0)
   })
 })

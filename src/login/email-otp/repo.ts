@@ -28,7 +28,7 @@ const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_
  * SQL transaction ends, so "one active code" holds under concurrent starts.
  */
 export const lockEmail = (environmentId: string, emailNormalized: string, purpose: string) => SqlClient.SqlClient.use((sql) =>
-  sql`select pg_advisory_xact_lock(hashtextextended(${`email-otp\u0000${environmentId}\u0000${purpose}\u0000${emailNormalized}`}, 0))`)
+  sql`select pg_advisory_xact_lock(hashtextextended(${`email-otp:${environmentId}:${purpose}:${emailNormalized}`}, 0))`)
 
 /** Ends the active challenge of this email (one valid code at a time) and any active one of the transaction. */
 export const supersedeActive = (c: { environmentId: string; emailNormalized: string; purpose: string; transactionId: string; now: Date }) =>
