@@ -2,7 +2,7 @@ import { Clock, Effect } from "effect"
 import { decodeJsonBody, decodeParams, decodeQuery, json, route } from "../../http/route.js"
 import { withCaller } from "../auth/service.js"
 import { pageOf, parsePage } from "../http/pagination.js"
-import { idempotentWrite } from "../workspaces/idempotent.js"
+import { withIdempotency } from "../http/idempotency.js"
 import type { ApiKeyRow } from "./repo.js"
 import { ApiKey, ApiKeyList, ApiKeyParams, CreateApiKeyBody, CreatedApiKey, ListApiKeysQuery } from "./schema.js"
 import * as service from "./service.js"
@@ -30,7 +30,7 @@ export const apiKeyRoutes = [
     return json(pageOf(rows, page, (r) => r.id, (r) => present(r, now)))
   })), { summary: "List API keys (never their secrets)", tags, scope: "api_keys:read", query: ListApiKeysQuery, response: ApiKeyList }),
 
-  route("POST", "/v1/api-keys", withCaller("api_keys:write", idempotentWrite(Effect.gen(function* () {
+  route("POST", "/v1/api-keys", withCaller("api_keys:write", withIdempotency(Effect.gen(function* () {
     const body = yield* decodeJsonBody(CreateApiKeyBody)
     const { row, secret } = yield* service.createApiKey(body)
     const now = yield* Clock.currentTimeMillis
@@ -40,7 +40,7 @@ export const apiKeyRoutes = [
     scope: "api_keys:write", body: CreateApiKeyBody, response: CreatedApiKey, status: 201, idempotent: true,
   }),
 
-  route("POST", "/v1/api-keys/:apiKeyId/revoke", withCaller("api_keys:write", idempotentWrite(Effect.gen(function* () {
+  route("POST", "/v1/api-keys/:apiKeyId/revoke", withCaller("api_keys:write", withIdempotency(Effect.gen(function* () {
     const { apiKeyId } = yield* decodeParams(ApiKeyParams)
     const row = yield* service.revokeApiKey(apiKeyId)
     return json(present(row, yield* Clock.currentTimeMillis))

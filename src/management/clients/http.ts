@@ -3,7 +3,7 @@ import { decodeJsonBody, decodeParams, decodeQuery, json, route } from "../../ht
 import { withCaller } from "../auth/service.js"
 import { withEtag } from "../http/etag.js"
 import { pageOf, parsePage } from "../http/pagination.js"
-import { idempotentWrite } from "./idempotent.js"
+import { withIdempotency } from "../http/idempotency.js"
 import type { ClientRow } from "./repo.js"
 import {
   Client, ClientList, ClientParams, ClientWithSecret, CreateClientBody, Deleted, ListClientsQuery, UpdateClientBody,
@@ -48,7 +48,7 @@ export const clientRoutes = [
 
   route("POST", "/v1/clients", withCaller("clients:write", Effect.gen(function* () {
     const body = yield* decodeJsonBody(CreateClientBody)
-    return yield* idempotentWrite(Effect.gen(function* () {
+    return yield* withIdempotency(Effect.gen(function* () {
       const { row, secret } = yield* service.createClient(body)
       return withEtag(json(withSecret(row, secret), 201, { ...noStore, location: `/v1/clients/${row.id}` }), row.id, row.version)
     }))
@@ -66,7 +66,7 @@ export const clientRoutes = [
   route("PATCH", "/v1/clients/:clientId", withCaller("clients:write", Effect.gen(function* () {
     const { clientId } = yield* decodeParams(ClientParams)
     const body = yield* decodeJsonBody(UpdateClientBody)
-    return yield* idempotentWrite(Effect.gen(function* () {
+    return yield* withIdempotency(Effect.gen(function* () {
       const row = yield* service.updateClient(clientId, body)
       return withEtag(json(presentClient(row)), row.id, row.version)
     }))
@@ -77,7 +77,7 @@ export const clientRoutes = [
 
   route("DELETE", "/v1/clients/:clientId", withCaller("clients:write", Effect.gen(function* () {
     const { clientId } = yield* decodeParams(ClientParams)
-    return yield* idempotentWrite(Effect.gen(function* () {
+    return yield* withIdempotency(Effect.gen(function* () {
       const id = yield* service.deleteClient(clientId)
       return json({ id, deleted: true })
     }))
@@ -88,7 +88,7 @@ export const clientRoutes = [
 
   route("POST", "/v1/clients/:clientId/rotate-secret", withCaller("clients:rotate_secret", Effect.gen(function* () {
     const { clientId } = yield* decodeParams(ClientParams)
-    return yield* idempotentWrite(Effect.gen(function* () {
+    return yield* withIdempotency(Effect.gen(function* () {
       const { row, secret } = yield* service.rotateClientSecret(clientId)
       return withEtag(json(withSecret(row, secret), 200, noStore), row.id, row.version)
     }))

@@ -4,7 +4,7 @@ import { type AppConfig, Config } from "../../platform/config.js"
 import type { EnvironmentRecord } from "../../tenancy/schema.js"
 import { environmentUrls } from "../../tenancy/urls.js"
 import { withCaller } from "../auth/service.js"
-import { idempotentWrite } from "../clients/idempotent.js"
+import { withIdempotency } from "../http/idempotency.js"
 import { withEtag } from "../http/etag.js"
 import { pageOf, parsePage } from "../http/pagination.js"
 import type { ConnectionRow } from "./repo.js"
@@ -63,7 +63,7 @@ export const connectionRoutes = [
 
   route("POST", "/v1/connections", withCaller("connections:write", Effect.gen(function* () {
     const body = yield* decodeJsonBody(CreateConnectionBody)
-    return yield* idempotentWrite(Effect.flatMap(service.createConnection(body), (r) => one(r, 201)))
+    return yield* withIdempotency(Effect.flatMap(service.createConnection(body), (r) => one(r, 201)))
   })), {
     summary: "Create a Connection (provider_client_secret is write-only)", tags, scope: "connections:write",
     body: CreateConnectionBody, response: Connection, status: 201, idempotent: true,
@@ -77,7 +77,7 @@ export const connectionRoutes = [
   route("PATCH", "/v1/connections/:connectionId", withCaller("connections:write", Effect.gen(function* () {
     const { connectionId } = yield* decodeParams(ConnectionParams)
     const body = yield* decodeJsonBody(UpdateConnectionBody)
-    return yield* idempotentWrite(Effect.flatMap(service.updateConnection(connectionId, body), (r) => one(r)))
+    return yield* withIdempotency(Effect.flatMap(service.updateConnection(connectionId, body), (r) => one(r)))
   })), {
     summary: "Update a Connection; owner_confirmed true confirms a generic_oidc connection, a changed issuer clears it (If-Match supported)",
     tags, scope: "connections:write", params: ConnectionParams, body: UpdateConnectionBody, response: Connection, idempotent: true,
@@ -85,7 +85,7 @@ export const connectionRoutes = [
 
   route("DELETE", "/v1/connections/:connectionId", withCaller("connections:write", Effect.gen(function* () {
     const { connectionId } = yield* decodeParams(ConnectionParams)
-    return yield* idempotentWrite(Effect.map(service.deleteConnection(connectionId), (id) => json({ id, deleted: true })))
+    return yield* withIdempotency(Effect.map(service.deleteConnection(connectionId), (id) => json({ id, deleted: true })))
   })), {
     summary: "Delete a Connection (logical; If-Match supported)", tags, scope: "connections:write", params: ConnectionParams,
     response: Deleted, idempotent: true,

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { decodeJsonBody, decodeParams, decodeQuery, json, route } from "../../http/route.js"
 import { Tenancy } from "../../tenancy/service.js"
 import { withCaller } from "../auth/service.js"
-import { idempotentWrite } from "../clients/idempotent.js"
+import { withIdempotency } from "../http/idempotency.js"
 import { withEtag } from "../http/etag.js"
 import { pageOf, parsePage } from "../http/pagination.js"
 import type { DomainRow } from "./repo.js"
@@ -33,7 +33,7 @@ const one = (row: DomainRow, status = 200) =>
  */
 const committedThenForget = <E, R>(environmentOf: Effect.Effect<string | undefined, never, R>, write: Effect.Effect<any, E, R>) =>
   Effect.gen(function* () {
-    const response = yield* idempotentWrite(write)
+    const response = yield* withIdempotency(write)
     const environmentId = yield* environmentOf
     if (environmentId !== undefined) (yield* Tenancy).forgetEnvironment(environmentId)
     return response
@@ -49,7 +49,7 @@ export const domainRoutes = [
 
   route("POST", "/v1/domains", withCaller("domains:write", Effect.gen(function* () {
     const body = yield* decodeJsonBody(CreateDomainBody)
-    return yield* idempotentWrite(Effect.map(service.createDomain(body), (row) => one(row, 201)))
+    return yield* withIdempotency(Effect.map(service.createDomain(body), (row) => one(row, 201)))
   })), {
     summary: "Register a custom Domain (status pending; publish the verification TXT record, then retry-validation)",
     tags, scope: "domains:write", body: CreateDomainBody, response: Domain, status: 201, idempotent: true,

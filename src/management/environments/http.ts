@@ -12,7 +12,7 @@ import { withCaller } from "../auth/service.js"
 import { withEtag } from "../http/etag.js"
 import { pageOf, parsePage } from "../http/pagination.js"
 import { refuseBodyFields } from "../workspaces/fields.js"
-import { idempotentWrite } from "../workspaces/idempotent.js"
+import { withIdempotency } from "../http/idempotency.js"
 import {
   CreateEnvironmentBody, DisableLegacyBody, Environment, EnvironmentList, EnvironmentParams, ListEnvironmentsQuery, RpMigration,
   Settings, UpdateEnvironmentBody, UpdateSettingsBody,
@@ -72,7 +72,7 @@ export const environmentRoutes = [
     summary: "List the Environments of a Project", tags, scope: "environments:read", query: ListEnvironmentsQuery, response: EnvironmentList,
   }),
 
-  route("POST", "/v1/environments", withCaller("environments:write", idempotentWrite(Effect.gen(function* () {
+  route("POST", "/v1/environments", withCaller("environments:write", withIdempotency(Effect.gen(function* () {
     yield* refuseBodyFields(DERIVED)
     const body = yield* decodeJsonBody(CreateEnvironmentBody)
     return yield* one(yield* service.createEnvironment(body), 201)
@@ -88,7 +88,7 @@ export const environmentRoutes = [
 
   route("PATCH", "/v1/environments/:environmentId", withCaller("environments:write", Effect.gen(function* () {
     const { environmentId } = yield* decodeParams(EnvironmentParams)
-    return yield* forgetAfter(environmentId, idempotentWrite(Effect.gen(function* () {
+    return yield* forgetAfter(environmentId, withIdempotency(Effect.gen(function* () {
       yield* refuseBodyFields(DERIVED)
       yield* refuseDeletedStatus
       const body = yield* decodeJsonBody(UpdateEnvironmentBody)
@@ -101,7 +101,7 @@ export const environmentRoutes = [
 
   route("DELETE", "/v1/environments/:environmentId", withCaller("environments:write", Effect.gen(function* () {
     const { environmentId } = yield* decodeParams(EnvironmentParams)
-    return yield* forgetAfter(environmentId, idempotentWrite(Effect.flatMap(service.deleteEnvironment(environmentId), (env) => one(env))))
+    return yield* forgetAfter(environmentId, withIdempotency(Effect.flatMap(service.deleteEnvironment(environmentId), (env) => one(env))))
   })), {
     summary: "Delete an Environment (status becomes deleted; If-Match supported)", tags, scope: "environments:write",
     params: EnvironmentParams, response: Environment, idempotent: true,
@@ -157,7 +157,7 @@ export const environmentRoutes = [
   route("POST", "/v1/environments/:environmentId/rp-migration/disable-legacy", withCaller("environments:write", Effect.gen(function* () {
     const { environmentId } = yield* decodeParams(EnvironmentParams)
     const config = yield* Config
-    return yield* forgetAfter(environmentId, idempotentWrite(Effect.gen(function* () {
+    return yield* forgetAfter(environmentId, withIdempotency(Effect.gen(function* () {
       const body = yield* decodeJsonBody(DisableLegacyBody)
       return json(yield* service.disableLegacyRp(environmentId, body.confirm_rp_id, activeRpIdOf(config)))
     })))

@@ -4,7 +4,7 @@ import { Tenancy } from "../../tenancy/service.js"
 import { withCaller } from "../auth/service.js"
 import { withEtag } from "../http/etag.js"
 import { pageOf, parsePage } from "../http/pagination.js"
-import { idempotentWrite } from "../workspaces/idempotent.js"
+import { withIdempotency } from "../http/idempotency.js"
 import type { ProjectRow } from "./repo.js"
 import { CreateProjectBody, DeletedProject, ListProjectsQuery, Project, ProjectList, ProjectParams, UpdateProjectBody } from "./schema.js"
 import * as service from "./service.js"
@@ -26,7 +26,7 @@ export const projectRoutes = [
     return json(pageOf(rows, page, (r) => r.id, present))
   })), { summary: "List the Projects of a Workspace", tags, scope: "projects:read", query: ListProjectsQuery, response: ProjectList }),
 
-  route("POST", "/v1/projects", withCaller("projects:write", idempotentWrite(Effect.gen(function* () {
+  route("POST", "/v1/projects", withCaller("projects:write", withIdempotency(Effect.gen(function* () {
     const body = yield* decodeJsonBody(CreateProjectBody)
     return one(yield* service.createProject(body), 201)
   }))), {
@@ -38,7 +38,7 @@ export const projectRoutes = [
     return one(yield* service.reachableProject(projectId))
   })), { summary: "Get a Project", tags, scope: "projects:read", params: ProjectParams, response: Project }),
 
-  route("PATCH", "/v1/projects/:projectId", withCaller("projects:write", idempotentWrite(Effect.gen(function* () {
+  route("PATCH", "/v1/projects/:projectId", withCaller("projects:write", withIdempotency(Effect.gen(function* () {
     const { projectId } = yield* decodeParams(ProjectParams)
     const body = yield* decodeJsonBody(UpdateProjectBody)
     return one(yield* service.updateProject(projectId, body))
@@ -51,7 +51,7 @@ export const projectRoutes = [
     const { projectId } = yield* decodeParams(ProjectParams)
     const tenancy = yield* Tenancy
     let deletedEnvironments: ReadonlyArray<string> = []
-    const response = yield* idempotentWrite(Effect.gen(function* () {
+    const response = yield* withIdempotency(Effect.gen(function* () {
       deletedEnvironments = yield* service.deleteProject(projectId)
       return json({ id: projectId, deleted: true as const })
     }))

@@ -6,7 +6,7 @@ import { withEtag } from "../http/etag.js"
 import { InsufficientScope } from "../../http/errors.js"
 import { pageOf, parsePage } from "../http/pagination.js"
 import { refuseBodyFields } from "./fields.js"
-import { idempotentWrite } from "./idempotent.js"
+import { withIdempotency } from "../http/idempotency.js"
 import type { MemberRow, WorkspaceRow } from "./repo.js"
 import {
   CreateWorkspaceBody, ListWorkspacesQuery, Member, MemberList, MembersQuery, UpdateWorkspaceBody, Workspace, WorkspaceList,
@@ -51,7 +51,7 @@ export const workspaceRoutes = [
     const caller = yield* CurrentCaller
     // Idempotency keys of Workspace creation belong to the Dashboard user (there is no
     // Workspace yet): one user's key can never replay another user's answer.
-    return yield* Effect.provideService(idempotentWrite(Effect.gen(function* () {
+    return yield* Effect.provideService(withIdempotency(Effect.gen(function* () {
       const body = yield* decodeJsonBody(CreateWorkspaceBody)
       const row = yield* Effect.provideService(service.createWorkspace(body), CurrentCaller, caller)
       return one(row, 201)
@@ -66,7 +66,7 @@ export const workspaceRoutes = [
     return one(yield* service.getWorkspace(workspaceId))
   })), { summary: "Get a Workspace", tags, scope: "workspaces:read", params: WorkspaceParams, response: Workspace }),
 
-  route("PATCH", "/v1/workspaces/:workspaceId", withCaller("workspaces:write", idempotentWrite(Effect.gen(function* () {
+  route("PATCH", "/v1/workspaces/:workspaceId", withCaller("workspaces:write", withIdempotency(Effect.gen(function* () {
     const { workspaceId } = yield* decodeParams(WorkspaceParams)
     yield* refuseBodyFields({ status: "cannot be changed through the Management API" })
     const body = yield* decodeJsonBody(UpdateWorkspaceBody)
