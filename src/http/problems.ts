@@ -51,6 +51,9 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   // passkeys and /me (src/passkeys, src/me)
   WebAuthnVerificationFailed: { status: 400, code: "webauthn_verification_failed", title: "WebAuthn verification failed" },
   ReauthenticationRequired: { status: 403, code: "reauthentication_required", title: "Fresh authentication required" },
+  BearerTokenMissing: { status: 401, code: "unauthorized", title: "Unauthorized" },
+  PasskeyNotFound: { status: 400, code: "passkey_not_found", title: "Passkey not found" },
+  LastFactorDeletionRequiresConfirmation: { status: 400, code: "last_factor_deletion_requires_confirmation", title: "Last authentication method" },
   // Management users and audit events (src/management/users, src/users)
   UserNotFound: { status: 404, code: "user_not_found", title: "User not found" },
   UserPendingDeletion: { status: 409, code: "user_pending_deletion", title: "User is pending deletion" },

@@ -1,5 +1,6 @@
 import { withPublicApiCors } from "../login/cors/cors.js"
 import { loginRoutes } from "../login/routes.js"
+import { meRoutes } from "../me/routes.js"
 import { transactionPasskeyRoutes } from "../passkeys/http.js"
 import { discoveryRoutes } from "../oidc/discovery/http.js"
 import { jwksRoutes } from "../oidc/jwks/http.js"
@@ -10,7 +11,7 @@ import type { AppConfig } from "../platform/config.js"
 import type { Route } from "./route.js"
 
 /** The Public Authentication API: served under `/v1` on the Interaction Domain and at `{issuer}/v1`. */
-export const publicApiRoutes = (): ReadonlyArray<Route> => [...loginRoutes, ...transactionPasskeyRoutes]
+export const publicApiRoutes = (): ReadonlyArray<Route> => [...loginRoutes, ...transactionPasskeyRoutes, ...meRoutes]
 
 const underV1 = (routes: ReadonlyArray<Route>): Array<Route> =>
   routes.map((r) => ({ ...r, path: `/v1${r.path}` as const }))

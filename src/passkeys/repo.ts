@@ -40,6 +40,13 @@ export const passkeysOfUser = (environmentId: string, userId: string) => SqlClie
   sql<PasskeyRow>`select ${columns(sql)} from passkeys where environment_id = ${environmentId} and user_id = ${userId}
     order by created_at, id`)
 
+/** One page (keyset on id) of a user's passkeys. */
+export const passkeysOfUserPage = (environmentId: string, userId: string, page: { after: string | undefined; limit: number }) =>
+  SqlClient.SqlClient.use((sql) => sql<PasskeyRow>`select ${columns(sql)} from passkeys
+    where environment_id = ${environmentId} and user_id = ${userId}
+      ${page.after === undefined ? sql`` : sql`and id > ${page.after}`}
+    order by id limit ${page.limit + 1}`)
+
 export interface NewPasskey {
   readonly id: string
   readonly workspaceId: string

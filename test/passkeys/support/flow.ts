@@ -37,13 +37,15 @@ export interface Transaction {
   readonly nonce: string
 }
 
-export const startTransaction = async (app: TestApp, b: Bootstrapped, client: FlowClient): Promise<Transaction> => {
+export const startTransaction = async (app: TestApp, b: Bootstrapped, client: FlowClient,
+  extra: { scope?: string; resource?: ReadonlyArray<string> } = {}): Promise<Transaction> => {
   const verifier = randomBytes(32).toString("base64url")
   const nonce = randomBytes(8).toString("hex")
   const res = await publicApi(app, b, "/auth/transactions", {
     body: {
       client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge_method: "S256",
-      code_challenge: createHash("sha256").update(verifier).digest("base64url"), state: "s-1", nonce, scope: "openid email",
+      code_challenge: createHash("sha256").update(verifier).digest("base64url"), state: "s-1", nonce, scope: extra.scope ?? "openid email",
+      ...(extra.resource ? { resource: extra.resource } : {}),
     },
   })
   expect(res.status, res.text).toBe(201)
@@ -68,8 +70,18 @@ export const completeAndExchange = async (app: TestApp, b: Bootstrapped, client:
   })
   expect(token.status, token.text).toBe(200)
   return {
-    tokens: token.json as { access_token: string; id_token: string },
+    tokens: token.json as { access_token: string; id_token: string; refresh_token?: string },
     access: decodeJwt(token.json.access_token),
     id: decodeJwt(token.json.id_token),
   }
+}
+
+/** grant_type=refresh_token for a public client. */
+export const refreshTokens = async (app: TestApp, b: Bootstrapped, client: FlowClient, refreshToken: string) => {
+  const form = new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: client.client_id })
+  const res = await app.issuer(b.environment_id, "/oauth2/token", {
+    method: "POST", body: form.toString(), headers: { "content-type": "application/x-www-form-urlencoded" },
+  })
+  expect(res.status, res.text).toBe(200)
+  return res.json as { access_token: string; refresh_token: string }
 }
