@@ -1,6 +1,7 @@
 import { Clock, Effect } from "effect"
 import { sweepLogin } from "../login/housekeeping.js"
 import { sweepTokenSide } from "../oidc/refresh/housekeeping.js"
+import { sweepPasskeys } from "../passkeys/housekeeping.js"
 import { deleteExpiredKeys } from "../platform/keys/repo.js"
 import { pruneDeliveries } from "../webhooks/tasks.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
@@ -17,6 +18,8 @@ export const housekeeping = Effect.gen(function* () {
   if (login.expired + login.deleted > 0) yield* Effect.logInfo("housekeeping: login transactions", login)
   const tokenSide = yield* sweepTokenSide(now)
   if (tokenSide.gracePurged + tokenSide.familiesDeleted + tokenSide.codesDeleted > 0) yield* Effect.logInfo("housekeeping: token side", tokenSide)
+  const passkeys = yield* sweepPasskeys(now)
+  if (passkeys.challengesDeleted > 0) yield* Effect.logInfo("housekeeping: WebAuthn challenges", passkeys)
   const deliveries = yield* pruneDeliveries
   if (deliveries > 0) yield* Effect.logInfo("housekeeping: deleted webhook delivery records older than 90 days", { count: deliveries })
   // Every worker process also does this on each heartbeat; here it covers a pool whose

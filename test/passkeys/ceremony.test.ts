@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Passkeys, type CeremonyScope } from "../../src/passkeys/service.js"
+import { sweepPasskeys } from "../../src/passkeys/housekeeping.js"
 import { androidOrigin } from "../../src/passkeys/origins.js"
 import type { UserRow } from "../../src/users/repo.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
@@ -409,5 +410,23 @@ describe("origins and RP IDs (rule 5, RP migration)", () => {
     const otherScope = await scopeOf(app, boot, { clientId: other })
     expect(await failureOf(app, authenticate(otherScope, authenticator.get(await request(otherScope), { origin: expected }))))
       .toMatchObject({ _tag: "WebAuthnVerificationFailed" })
+  })
+})
+
+describe("housekeeping", () => {
+  it("deletes consumed and expired challenges, keeps open ones", async () => {
+    const user = await createUser(app, boot, "sweep@example.com")
+    const consumed = await scopeOf(app, boot)
+    await creation(consumed, user)
+    await failureOf(app, register(consumed, user, { id: "AA", rawId: "AA", type: "public-key", response: { clientDataJSON: "AA", attestationObject: "AA" } }))
+    const expiring = await scopeOf(app, boot)
+    await request(expiring)
+    await app.advance("5 minutes")
+    const open = await scopeOf(app, boot)
+    await request(open)
+    const ids = [consumed, expiring, open].map((s) => (s.context as { transactionId: string }).transactionId)
+    await app.run(sweepPasskeys(new Date(app.now())))
+    const left = await query<{ transaction_id: string }>(app, "select transaction_id from webauthn_challenges where transaction_id = any($1)", [ids])
+    expect(left.map((r) => r.transaction_id)).toEqual([ids[2]])
   })
 })

@@ -70,4 +70,4 @@ export const consumeChallenge = (environmentId: string, contextKey: string, cere
 /** Housekeeping: challenges expired or consumed before `before` have no further use. */
 export const deleteStaleChallenges = (before: Date) => SqlClient.SqlClient.use((sql) =>
   sql<{ id: string }>`delete from webauthn_challenges
-    where expires_at < ${before} or consumed_at < ${before} returning id`)
+    where expires_at <= ${before} or consumed_at <= ${before} returning id`)
