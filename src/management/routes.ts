@@ -9,6 +9,7 @@ import { environmentRoutes } from "./environments/http.js"
 import { projectRoutes } from "./projects/http.js"
 import { workspaceRoutes } from "./workspaces/http.js"
 import { webhookRoutes } from "../webhooks/http.js"
+import { usageRoutes } from "./usage/http.js"
 
 /** Every Management API route (host MANAGEMENT_HOST, prefix /v1). */
-export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes, ...domainRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes]
+export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes, ...domainRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes, ...usageRoutes]

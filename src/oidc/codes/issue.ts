@@ -5,6 +5,7 @@ import { Crypto, sha256Hex } from "../../platform/crypto.js"
 import { Events } from "../../platform/events/service.js"
 import { Ids } from "../../platform/ids.js"
 import { insertSession } from "../../sessions/repo.js"
+import { recordMonthlyActiveUser } from "../../usage/mau.js"
 
 /** Spec, Limits: authorization code 60 s; login session 7 days idle / 30 days absolute. */
 export const CODE_TTL_MS = 60_000
@@ -78,5 +79,6 @@ export const issueAuthorizationCode = (login: CompletedLogin) => Effect.gen(func
     workspaceId: login.workspaceId, environmentId: login.environmentId, actor, action: "login.succeeded",
     subjectType: "user", subjectId: login.userId, details: { session_id: sessionId, client_id: login.clientId, method: login.method },
   })
+  yield* recordMonthlyActiveUser({ workspaceId: login.workspaceId, environmentId: login.environmentId, userId: login.userId })
   return { code, sessionId }
 }).pipe(Effect.orDie, Effect.withSpan("oidc.issueAuthorizationCode"))

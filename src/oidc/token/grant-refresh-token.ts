@@ -6,6 +6,7 @@ import {
   graceSealContext, newGenerationSecret, REFRESH_GRACE_MS, REFRESH_IDLE_MS, revokeSessionAndFamilies,
 } from "../refresh/service.js"
 import { parseRefreshToken } from "../refresh/token-format.js"
+import { recordMonthlyActiveUser } from "../../usage/mau.js"
 import { ACR_BASIC } from "../codes/issue.js"
 import { mintTokens } from "../tokens/mint.js"
 import { MAX_RESOURCES, narrow, splitScope } from "./check-narrowing.js"
@@ -98,6 +99,7 @@ export const refreshTokenGrant = (ctx: GrantContext) => Effect.gen(function* () 
       idleExpiresAt: new Date(Math.min(nowMs + REFRESH_IDLE_MS, family.absolute_expires_at.getTime())),
       absoluteExpiresAt: family.absolute_expires_at,
     })
+    yield* recordMonthlyActiveUser({ workspaceId: ctx.client.workspace_id, environmentId: ctx.environmentId, userId: family.user_id })
     return { body } as const
   }))
   if ("error" in outcome) return yield* outcome.error
