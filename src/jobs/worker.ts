@@ -31,10 +31,12 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     for (const [name, task] of Object.entries(tasks)) {
       taskList[name] = (payload) => Effect.runPromiseWith(context)(task(payload))
     }
-    // The ids graphile-worker gives this process's workers, for the heartbeat row.
+    // The ids this process's jobs are locked under, for the heartbeat row: graphile-worker
+    // 0.18 locks by pool id (batched job fetch) and may lock by worker id.
     const processId = `wkp_${yield* crypto.randomToken(16)}`
     const workerIds: Array<string> = []
     const events = new EventEmitter() as WorkerEvents
+    events.on("pool:create", ({ workerPool }) => { workerIds.push(workerPool.id) })
     events.on("worker:create", ({ worker }) => { workerIds.push(worker.workerId) })
     const runner = yield* Effect.acquireRelease(
       Effect.promise(() => run({
