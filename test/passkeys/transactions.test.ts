@@ -239,6 +239,49 @@ describe("authentication options (rule 3; challenge_issued)", () => {
   })
 })
 
+describe("native apps (rule 5: rp_id, Android origin)", () => {
+  it("a react_native client: rp_id of its universal_link_host, iOS origin https://<rp_id>, Android apk-key-hash origin", async () => {
+    const fingerprint = Array.from({ length: 32 }, (_, i) => (i * 11 % 256).toString(16).padStart(2, "0").toUpperCase()).join(":")
+    const androidOrigin = `android:apk-key-hash:${Buffer.from(fingerprint.replace(/:/g, ""), "hex").toString("base64url")}`
+    const native = await registerClient(app, b, {
+      client_type: "react_native", redirect_uris: ["com.example.app:/callback"], allowed_origins: [],
+      mobile_app: {
+        app_scheme: "com.example.app", ios_bundle_id: "com.example.app", ios_team_id: "ABCDE12345",
+        android_package_name: "com.example.app", android_sha256_fingerprints: [fingerprint], universal_link_host: "links.example.com",
+      },
+    })
+    const nativeClient = { client_id: native.client_id, redirect_uri: "com.example.app:/callback" }
+    const user = await createUser(app, b, "native-http@example.com")
+    const txn = await startTransaction(app, b, nativeClient)
+    await query(app, `update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3
+      where id = $1`, [txn.id, user.id, new Date(app.now())])
+    expectProblem(await passkeyCall(app, b, txn.id, "registration/options", { rp_id: "other.example.com" }), 400, "invalid_request")
+    const options = await passkeyCall(app, b, txn.id, "registration/options", { rp_id: "links.example.com" })
+    expect(options.status, options.text).toBe(200)
+    expect(options.json.rp.id).toBe("links.example.com")
+    const authenticator = new SoftwareAuthenticator()
+    const registered = await passkeyCall(app, b, txn.id, "registration/verify", {
+      credential: authenticator.create(options.json, { origin: "https://links.example.com" }),
+    })
+    expect(registered.status, registered.text).toBe(200)
+    expect(registered.json.rp_id).toBe("links.example.com")
+
+    const login = await startTransaction(app, b, nativeClient)
+    const request = await passkeyCall(app, b, login.id, "authentication/options", { rp_id: "links.example.com" })
+    expect(request.json.rpId).toBe("links.example.com")
+    const verified = await passkeyCall(app, b, login.id, "authentication/verify", { credential: authenticator.get(request.json, { origin: androidOrigin }) })
+    expect(verified.status, verified.text).toBe(200)
+    // the web client's transactions never accept the app's origins
+    const web = await startTransaction(app, b, client)
+    expectProblem(await passkeyCall(app, b, web.id, "authentication/options", { rp_id: "links.example.com" }), 400, "invalid_request")
+    const webOptions = await passkeyCall(app, b, web.id, "authentication/options", {})
+    const credentialId = [...authenticator.credentials.keys()][0]!
+    expectProblem(await passkeyCall(app, b, web.id, "authentication/verify", {
+      credential: authenticator.get(webOptions.json, { origin: androidOrigin, credentialId, rpId: webOptions.json.rpId }),
+    }), 400, "webauthn_verification_failed")
+  })
+})
+
 describe("authentication verify (rules 4 and 6)", () => {
   const refusals: Array<[string, (a: SoftwareAuthenticator, options: any) => unknown]> = [
     ["a wrong origin", (a, o) => a.get(o, { origin: "https://evil.example" })],
