@@ -2,6 +2,8 @@ import { withPublicApiCors } from "../login/cors/cors.js"
 import { loginRoutes } from "../login/routes.js"
 import { meRoutes } from "../me/routes.js"
 import { transactionPasskeyRoutes } from "../passkeys/http.js"
+import { hostedLoginRoutes } from "../hosted-login/http.js"
+import { authorizeRoutes } from "../oidc/authorize/http.js"
 import { discoveryRoutes } from "../oidc/discovery/http.js"
 import { jwksRoutes } from "../oidc/jwks/http.js"
 import { tokenSideRoutes } from "../oidc/issuer-routes.js"
@@ -27,7 +29,7 @@ export const allRoutes = (config: AppConfig) => {
   ]
   return {
     management: [...management, ...openApiRoutes(documented)],
-    issuer: [...discoveryRoutes, ...jwksRoutes, ...tokenSideRoutes, ...publicApi],
-    interaction: [...publicApi],
+    issuer: [...discoveryRoutes, ...jwksRoutes, ...authorizeRoutes, ...tokenSideRoutes, ...publicApi],
+    interaction: [...hostedLoginRoutes, ...publicApi],
   }
 }

@@ -90,6 +90,8 @@ export const loadTransactionForUse = (transactionId: string) => Effect.gen(funct
   const row = yield* repo.transactionById(env.record.id, transactionId).pipe(Effect.orDie)
   if (!row) return yield* new AuthTransactionNotFound({})
   if (row.source === "authorize") {
+    // Its cookie lives on the Interaction Domain only; the {issuer}/v1 alias never drives it.
+    if (env.via !== "interaction") return yield* new AuthTransactionNotFound({})
     const binding = yield* requestBindingHash
     if (binding === undefined || row.browser_binding_hash === null || binding !== row.browser_binding_hash) {
       return yield* new AuthTransactionNotFound({})

@@ -1,0 +1,247 @@
+// Hosted Login: drives the Public Authentication API (same origin, /v1) for the one
+// transaction this page was rendered for (its cookie binds it to this browser).
+// No framework, no inline script (strict CSP); the DOM is built with createElement only.
+"use strict"
+;(function () {
+  var root = document.getElementById("login")
+  if (!root) return
+  var transactionId = root.getAttribute("data-transaction-id")
+  var clientId = root.getAttribute("data-client-id")
+  var initialStatus = root.getAttribute("data-status")
+  var methodsBox = document.getElementById("methods")
+  var statusBox = document.getElementById("status")
+  var errorBox = document.getElementById("error")
+  var legalBox = document.getElementById("legal")
+  var txnPath = "/v1/auth/transactions/" + encodeURIComponent(transactionId)
+
+  // ---- small helpers ---------------------------------------------------------------
+  function h(tag, attrs) {
+    var el = document.createElement(tag)
+    for (var k in attrs || {}) {
+      if (k === "text") el.textContent = attrs[k]
+      else if (k.slice(0, 2) === "on") el.addEventListener(k.slice(2), attrs[k])
+      else el.setAttribute(k, attrs[k])
+    }
+    for (var i = 2; i < arguments.length; i++) if (arguments[i]) el.appendChild(arguments[i])
+    return el
+  }
+  function clear(el) { while (el.firstChild) el.removeChild(el.firstChild) }
+  function say(text) { statusBox.textContent = text || "" }
+  function fail(text) {
+    errorBox.textContent = text || ""
+    errorBox.hidden = !text
+  }
+  function busy(form, on) {
+    var controls = form.querySelectorAll("button, input")
+    for (var i = 0; i < controls.length; i++) controls[i].disabled = on
+    form.setAttribute("aria-busy", on ? "true" : "false")
+  }
+
+  /** fetch + JSON; rejects with {code, status, retryAfter} on a Problem Details answer. */
+  function api(method, path, body) {
+    return fetch(path, {
+      method: method,
+      headers: body === undefined ? { accept: "application/json" } : { "content-type": "application/json", accept: "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+      cache: "no-store",
+    }).then(function (res) {
+      return res.text().then(function (text) {
+        var json = null
+        try { json = text ? JSON.parse(text) : null } catch (e) { json = null }
+        if (res.ok) return json
+        var retry = Number(res.headers.get("retry-after") || "0")
+        throw { status: res.status, code: (json && json.code) || "error", retryAfter: retry }
+      })
+    }, function () { throw { status: 0, code: "network_error", retryAfter: 0 } })
+  }
+
+  var MESSAGES = {
+    invalid_code: "That code is not valid. Check it, or send a new code.",
+    invalid_request: "That did not work. Check what you entered and try again.",
+    rate_limited: "Too many attempts. Try again in {s} seconds.",
+    resend_too_soon: "Please wait {s} seconds before sending a new code.",
+    auth_transaction_expired: "This sign-in has expired. Return to the application and start again.",
+    auth_transaction_not_found: "This sign-in is no longer available. Return to the application and start again.",
+    invalid_transaction_state: "This sign-in cannot continue. Return to the application and start again.",
+    new_user_creation_blocked: "New accounts cannot be created here.",
+    access_denied: "This account cannot sign in.",
+    network_error: "The network is unavailable. Check your connection and try again.",
+  }
+  function explain(err) {
+    var text = MESSAGES[err && err.code] || "Something went wrong. Please try again."
+    return text.replace("{s}", String(Math.max(1, (err && err.retryAfter) || 1)))
+  }
+
+  // ---- the end of every method: complete and return to the client -------------------
+  function completeAndReturn() {
+    say("Signing you in…")
+    return api("POST", txnPath + "/complete").then(function (res) {
+      // redirect_uri is registered without a fragment; the code and state are appended as query parameters.
+      var sep = res.redirect_uri.indexOf("?") === -1 ? "?" : "&"
+      var target = res.redirect_uri + sep + "code=" + encodeURIComponent(res.authorization_code) +
+        "&state=" + encodeURIComponent(res.state)
+      window.location.assign(target)
+    })
+  }
+
+  // ---- Email OTP -------------------------------------------------------------------
+  function renderEmailOtp(box) {
+    var input = h("input", { id: "email", name: "email", type: "email", autocomplete: "email", required: "required", "aria-describedby": "email-help" })
+    var form = h("form", { id: "email-form", novalidate: "novalidate" },
+      h("label", { for: "email", text: "Email address" }),
+      input,
+      h("p", { id: "email-help", class: "muted", text: "We will email you a 6-digit code." }),
+      h("button", { type: "submit", class: "primary", text: "Continue with email" }))
+    form.addEventListener("submit", function (event) {
+      event.preventDefault()
+      var email = input.value.trim()
+      if (!email || email.indexOf("@") < 1) {
+        fail("Enter your email address.")
+        input.focus()
+        return
+      }
+      fail("")
+      busy(form, true)
+      say("Sending a code…")
+      api("POST", txnPath + "/email/start", { email: email }).then(function (res) {
+        renderCodeStep(email, res.challenge_id)
+      }, function (err) {
+        busy(form, false)
+        say("")
+        fail(explain(err))
+      })
+    })
+    box.appendChild(form)
+  }
+
+  function renderCodeStep(email, challengeId) {
+    clear(methodsBox)
+    var code = h("input", {
+      id: "code", name: "code", inputmode: "numeric", autocomplete: "one-time-code", pattern: "[0-9]{6}",
+      maxlength: "6", required: "required", "aria-describedby": "code-help",
+    })
+    var sentTo = h("p", { id: "code-help" })
+    sentTo.appendChild(document.createTextNode("We sent a 6-digit code to "))
+    sentTo.appendChild(h("strong", { text: email }))
+    sentTo.appendChild(document.createTextNode(". It expires in 5 minutes."))
+    var resend = h("button", { type: "button", id: "resend", class: "link", text: "Send a new code" })
+    var change = h("button", { type: "button", id: "change-email", class: "link", text: "Use another email" })
+    var form = h("form", { id: "code-form", novalidate: "novalidate" },
+      sentTo,
+      h("label", { for: "code", text: "Code" }),
+      code,
+      h("button", { type: "submit", class: "primary", text: "Verify" }),
+      h("div", { class: "row" }, resend, change))
+    form.addEventListener("submit", function (event) {
+      event.preventDefault()
+      var value = code.value.replace(/\s+/g, "")
+      if (!/^[0-9]{6}$/.test(value)) {
+        fail("Enter the 6-digit code from the email.")
+        code.focus()
+        return
+      }
+      fail("")
+      busy(form, true)
+      say("Checking the code…")
+      api("POST", txnPath + "/email/verify", { challenge_id: challengeId, code: value })
+        .then(afterAuthenticated)
+        .then(null, function (err) {
+          busy(form, false)
+          say("")
+          fail(explain(err))
+          code.select()
+          code.focus()
+        })
+    })
+    resend.addEventListener("click", function () {
+      fail("")
+      busy(form, true)
+      api("POST", txnPath + "/email/resend", { challenge_id: challengeId }).then(function () {
+        busy(form, false)
+        say("A new code is on its way. Earlier codes no longer work.")
+        code.value = ""
+        code.focus()
+      }, function (err) {
+        busy(form, false)
+        fail(err.code === "invalid_request" ? "This code can no longer be renewed. Use your email address again." : explain(err))
+      })
+    })
+    change.addEventListener("click", function () {
+      fail("")
+      say("")
+      renderMethods(lastConfig)
+    })
+    methodsBox.appendChild(form)
+    say("Code sent.")
+    code.focus()
+  }
+
+  // ---- methods ---------------------------------------------------------------------
+  // One renderer per entry of /config `available_methods`. Passkey and social providers
+  // are added here later (e.g. METHODS.passkey, METHODS.google); entries without a
+  // renderer are not shown.
+  var METHODS = {
+    email_otp: renderEmailOtp,
+  }
+
+  // Methods and steps contributed by other scripts of this page, loaded before this one
+  // (/login/assets/passkey.js): window.HostedLoginExtensions = { methods: { name: render(box, kit) },
+  // afterAuthenticated(kit) -> Promise }. Without it, a verified sign-in completes at once.
+  var extensions = window.HostedLoginExtensions || {}
+  var kit = { h: h, api: api, txnPath: txnPath, say: say, fail: fail, explain: explain, completeAndReturn: completeAndReturn }
+  Object.keys(extensions.methods || {}).forEach(function (name) {
+    var render = extensions.methods[name]
+    METHODS[name] = function (box) { render(box, kit) }
+  })
+  function afterAuthenticated() {
+    return extensions.afterAuthenticated ? extensions.afterAuthenticated(kit) : completeAndReturn()
+  }
+
+  var lastConfig = null
+  function renderMethods(config) {
+    clear(methodsBox)
+    methodsBox.setAttribute("aria-busy", "false")
+    var shown = 0
+    ;(config.available_methods || []).forEach(function (method) {
+      var render = METHODS[method]
+      if (!render) return
+      var section = h("section", { class: "method", "data-method": method })
+      render(section)
+      methodsBox.appendChild(section)
+      shown++
+    })
+    if (shown === 0) methodsBox.appendChild(h("p", { class: "error", text: "No sign-in method is available." }))
+    var first = methodsBox.querySelector("input")
+    if (first) first.focus()
+  }
+
+  function applyTheme(theme) {
+    var color = theme && theme.primary_color
+    // CSSOM property writes are allowed by the CSP (no inline style attribute is used).
+    if (typeof color === "string" && /^#[0-9a-fA-F]{6}$/.test(color)) document.documentElement.style.setProperty("--accent", color)
+  }
+
+  function renderLegal(legal) {
+    if (!legal || (!legal.terms_url && !legal.privacy_url)) return
+    clear(legalBox)
+    if (legal.terms_url) legalBox.appendChild(h("a", { href: legal.terms_url, rel: "noopener noreferrer", target: "_blank", text: "Terms" }))
+    if (legal.privacy_url) legalBox.appendChild(h("a", { href: legal.privacy_url, rel: "noopener noreferrer", target: "_blank", text: "Privacy" }))
+    legalBox.hidden = false
+  }
+
+  api("GET", "/v1/config?client_id=" + encodeURIComponent(clientId)).then(function (config) {
+    lastConfig = config
+    applyTheme(config.theme)
+    renderLegal(config.legal)
+    if (initialStatus === "authenticated") {
+      // A reload after verification: finish the sign-in.
+      return completeAndReturn()
+    }
+    renderMethods(config)
+  }).then(null, function (err) {
+    methodsBox.setAttribute("aria-busy", "false")
+    clear(methodsBox)
+    fail(explain(err))
+  })
+})()

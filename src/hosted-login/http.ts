@@ -1,0 +1,78 @@
+import { readFileSync } from "node:fs"
+import { Clock, Effect } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { CurrentEnvironment } from "../http/current-environment.js"
+import { route } from "../http/route.js"
+import { loginClient } from "../login/clients.js"
+import { requestBindingHash, setBindingCookie } from "../login/transactions/binding.js"
+import * as transactions from "../login/transactions/repo.js"
+import { Config } from "../platform/config.js"
+import { Crypto, sha256Hex } from "../platform/crypto.js"
+import { errorPage, loginPage, PAGE_HEADERS } from "./page.js"
+import { ERROR_PATH, HANDOFF_PATH, HOSTED_LOGIN_PATH } from "./urls.js"
+
+const asset = (name: string) => readFileSync(new URL(`./assets/${name}`, import.meta.url), "utf8")
+const LOGIN_JS = asset("login.js")
+const LOGIN_CSS = asset("login.css")
+
+const queryParam = (url: string, name: string) =>
+  new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "").get(name) ?? undefined
+
+const seeOther = (location: string) => HttpServerResponse.redirect(location, { status: 303, headers: PAGE_HEADERS })
+
+/**
+ * The hand-off from /oauth2/authorize (docs/decisions.md): the one-time token in the URL is
+ * exchanged, once and within 60 s, for a fresh 256-bit secret in an HttpOnly, SameSite=Lax
+ * cookie (Secure except over http on localhost); the transaction keeps the secret's
+ * SHA-256. Then the browser goes to the clean page URL, without the token.
+ */
+const handoff = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const env = yield* CurrentEnvironment
+  const config = yield* Config
+  const crypto = yield* Crypto
+  const token = queryParam(request.url, "handoff")
+  if (token === undefined || token === "") return yield* Effect.succeed(errorPage("login_link_expired"))
+  const secret = yield* crypto.randomToken(32)
+  const now = yield* Clock.currentTimeMillis
+  const claimed = yield* transactions.claimHandoff(env.record.id, sha256Hex(token), sha256Hex(secret), new Date(now)).pipe(Effect.orDie)
+  if (claimed === undefined) return errorPage("login_link_expired")
+  return setBindingCookie(seeOther(HOSTED_LOGIN_PATH), config.publicScheme, secret)
+})
+
+/** The sign-in page: only for the transaction bound to this browser's cookie (no transaction fixation). */
+const page = Effect.gen(function* () {
+  const env = yield* CurrentEnvironment
+  const binding = yield* requestBindingHash
+  if (binding === undefined) return errorPage("no_login_session")
+  const txn = yield* transactions.transactionByBinding(env.record.id, binding).pipe(Effect.orDie)
+  if (!txn) return errorPage("no_login_session")
+  const now = yield* Clock.currentTimeMillis
+  if (txn.status === "expired" || txn.expires_at.getTime() <= now) {
+    yield* transactions.expireIfDue(env.record.id, txn.id, new Date(now)).pipe(Effect.orDie)
+    return errorPage("login_expired")
+  }
+  if (!transactions.ACTIVE_STATUSES.includes(txn.status)) return errorPage("login_finished")
+  const client = yield* loginClient(env.record.id, txn.client_id)
+  return loginPage({ transactionId: txn.id, clientId: txn.client_id, clientName: client?.name ?? "the application", status: txn.status })
+})
+
+const errorRoute = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  return errorPage(queryParam(request.url, "error") ?? "unknown")
+})
+
+const ASSET_HEADERS = { "cache-control": "no-cache", "x-content-type-options": "nosniff" }
+
+/** Hosted Login on the Interaction Domain: HTML pages plus their script and stylesheet (same origin). */
+export const hostedLoginRoutes = [
+  route("GET", HOSTED_LOGIN_PATH, page),
+  route("GET", HANDOFF_PATH, handoff),
+  route("GET", ERROR_PATH, errorRoute),
+  route("GET", "/login/assets/login.js", Effect.succeed(HttpServerResponse.text(LOGIN_JS, {
+    contentType: "text/javascript; charset=utf-8", headers: ASSET_HEADERS,
+  }))),
+  route("GET", "/login/assets/login.css", Effect.succeed(HttpServerResponse.text(LOGIN_CSS, {
+    contentType: "text/css; charset=utf-8", headers: ASSET_HEADERS,
+  }))),
+]

@@ -1,0 +1,89 @@
+import { HttpServerResponse } from "effect/http"
+
+/**
+ * Response headers of every Hosted Login page (DESIGN: strict CSP without inline script,
+ * `frame-ancestors 'none'`, `Referrer-Policy: no-referrer`, `Cache-Control: no-store`).
+ * Script and styles are separate files of the same origin; the page calls only its own
+ * origin's Public API (`connect-src 'self'`).
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join("; ")
+
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": CONTENT_SECURITY_POLICY,
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-store",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "cross-origin-opener-policy": "same-origin",
+}
+
+const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }
+export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ENTITIES[c]!)
+
+const layout = (title: string, body: string) => `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<title>${escapeHtml(title)}</title>
+<link rel="stylesheet" href="/login/assets/login.css">
+<script src="/login/assets/passkey.js" defer></script>
+<script src="/login/assets/login.js" defer></script>
+</head>
+<body>
+${body}
+</body>
+</html>
+`
+
+export const htmlPage = (title: string, body: string, status = 200) =>
+  HttpServerResponse.text(layout(title, body), { status, contentType: "text/html; charset=utf-8", headers: PAGE_HEADERS })
+
+/**
+ * The sign-in page of one transaction. The script reads the transaction and client from
+ * `data-` attributes, loads `/v1/config` and renders one control per available method
+ * it knows (the hook where passkey and social buttons are added).
+ */
+export const loginPage = (p: { transactionId: string; clientId: string; clientName: string; status: string }) => htmlPage("Sign in", `<main id="login" class="card"
+  data-transaction-id="${escapeHtml(p.transactionId)}" data-client-id="${escapeHtml(p.clientId)}" data-status="${escapeHtml(p.status)}">
+  <h1>Sign in</h1>
+  <p class="subtitle">to continue to <strong>${escapeHtml(p.clientName)}</strong></p>
+  <p id="status" class="status" role="status" aria-live="polite"></p>
+  <p id="error" class="error" role="alert" hidden></p>
+  <div id="methods" aria-busy="true"><p class="muted">Loading…</p></div>
+  <p id="legal" class="legal" hidden></p>
+  <noscript><p class="error">JavaScript is required to sign in.</p></noscript>
+</main>`)
+
+/** What each error of the Hosted Login says to a person (the `error` query parameter). */
+export const ERROR_MESSAGES: Readonly<Record<string, { title: string; text: string }>> = {
+  unknown_client: { title: "Unknown application", text: "The application that sent you here is not registered. Contact its owner." },
+  client_disabled: { title: "Application unavailable", text: "The application that sent you here is currently disabled." },
+  redirect_uri_mismatch: { title: "Invalid sign-in request", text: "The application asked to return you to an address it has not registered, so the sign-in was stopped." },
+  scope_not_allowed: { title: "Invalid sign-in request", text: "The application asked for permissions it is not allowed to request." },
+  resource_not_allowed: { title: "Invalid sign-in request", text: "The application asked for access to a service it is not allowed to use." },
+  nonce_required: { title: "Invalid sign-in request", text: "The application's sign-in request is incomplete (a nonce is required)." },
+  login_link_expired: { title: "Sign-in link expired", text: "This sign-in link was already used or has expired. Return to the application and start again." },
+  no_login_session: { title: "No sign-in in progress", text: "Your browser has no sign-in in progress here. Return to the application and start again." },
+  login_expired: { title: "Sign-in expired", text: "This sign-in took too long and has expired. Return to the application and start again." },
+  login_finished: { title: "Sign-in finished", text: "This sign-in is already finished or was cancelled. Return to the application to continue." },
+}
+
+export const errorPage = (code: string) => {
+  const message = ERROR_MESSAGES[code] ?? { title: "Sign-in error", text: "The sign-in request could not be processed. Return to the application and start again." }
+  return htmlPage(message.title, `<main id="login-error" class="card" data-error="${escapeHtml(ERROR_MESSAGES[code] ? code : "unknown")}">
+  <h1>${escapeHtml(message.title)}</h1>
+  <p>${escapeHtml(message.text)}</p>
+</main>`, 400)
+}
