@@ -71,6 +71,11 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   ConnectionNotFound: { status: 404, code: "connection_not_found", title: "Connection not found" },
   ConnectionAlreadyExists: { status: 409, code: "connection_already_exists", title: "Connection already exists" },
   DomainAlreadyExists: { status: 409, code: "domain_already_exists", title: "Domain already registered" },
+  // user import / export jobs (src/management/user-data-jobs)
+  UserDataJobNotFound: { status: 404, code: "job_not_found", title: "Job not found" },
+  InvalidSourceUrl: { status: 400, code: "invalid_request", title: "Source URL not allowed" },
+  ExportExpired: { status: 410, code: "export_expired", title: "Export download expired" },
+  ExportNotReady: { status: 409, code: "export_not_ready", title: "Export not completed" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

@@ -1,15 +1,18 @@
-import type { Effect } from "effect"
+import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import { SEND_LOGIN_CODE_TASK, sendLoginCode } from "../login/email-otp/mail-job.js"
 import { webhookTasks } from "../webhooks/tasks.js"
 import { housekeeping } from "./housekeeping.js"
+import { purgeExpiredExports } from "../management/user-data-jobs/export-service.js"
 
 /** Every graphile-worker task, by identifier. Payloads are validated by each task. */
 export const tasks: Record<string, (payload: unknown) => Effect.Effect<void, never, SqlClient.SqlClient | any>> = {
   housekeeping: () => housekeeping,
   ...webhookTasks,
   [SEND_LOGIN_CODE_TASK]: sendLoginCode,
+  // Export artifacts past their 15-minute download window are wiped.
+  "user_exports.purge": () => Effect.asVoid(purgeExpiredExports),
 }
 
-/** graphile-worker crontab: housekeeping every 5 minutes. */
-export const crontab = "*/5 * * * * housekeeping ?max=1"
+/** graphile-worker crontab: housekeeping and the export purge every 5 minutes. */
+export const crontab = "*/5 * * * * housekeeping ?max=1\n*/5 * * * * user_exports.purge ?max=1"

@@ -10,6 +10,7 @@ import { projectRoutes } from "./projects/http.js"
 import { workspaceRoutes } from "./workspaces/http.js"
 import { webhookRoutes } from "../webhooks/http.js"
 import { usageRoutes } from "./usage/http.js"
+import { userDataJobRoutes } from "./user-data-jobs/http.js"
 
 /** Every Management API route (host MANAGEMENT_HOST, prefix /v1). */
-export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes, ...domainRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes, ...usageRoutes]
+export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes, ...domainRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes, ...usageRoutes, ...userDataJobRoutes]

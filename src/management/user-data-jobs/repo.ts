@@ -1,0 +1,120 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { IdentityRow, PasskeySummaryRow } from "../users/repo.js"
+import type { SessionRow } from "../../sessions/repo.js"
+import type { RowError } from "./parse-source.js"
+
+// SQL of the import / export jobs (sql/0060_user_data_jobs.sql). Jobs are read by id within
+// the caller's Workspace; the Environment check is the service's.
+
+export type JobStatus = "pending" | "processing" | "completed" | "failed"
+
+export interface ImportJobRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string
+  readonly format: "json" | "csv"
+  readonly source_url: string
+  readonly status: JobStatus
+  readonly total_rows: number
+  readonly imported_count: number
+  readonly skipped_count: number
+  readonly failed_count: number
+  readonly failure_code: string | null
+  readonly failure_message: string | null
+  readonly created_at: Date
+  readonly started_at: Date | null
+  readonly completed_at: Date | null
+}
+
+const importColumns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, format, source_url, status, total_rows,
+  imported_count, skipped_count, failed_count, failure_code, failure_message, created_at, started_at, completed_at`
+
+export const insertImportJob = (j: ImportJobRow & { readonly created_by_type: string; readonly created_by_id: string | null }) =>
+  SqlClient.SqlClient.use((sql) => sql<ImportJobRow>`insert into user_import_jobs (id, workspace_id, environment_id, format, source_url,
+      status, total_rows, imported_count, skipped_count, failed_count, failure_code, failure_message, created_by_type, created_by_id,
+      created_at, started_at, completed_at)
+    values (${j.id}, ${j.workspace_id}, ${j.environment_id}, ${j.format}, ${j.source_url}, ${j.status}, ${j.total_rows},
+      ${j.imported_count}, ${j.skipped_count}, ${j.failed_count}, ${j.failure_code}, ${j.failure_message}, ${j.created_by_type},
+      ${j.created_by_id}, ${j.created_at}, ${j.started_at}, ${j.completed_at})
+    returning ${importColumns(sql)}`).pipe(Effect.map((rows) => rows[0]!))
+
+/** Row errors in one statement per 1,000 (arrays unnested by Postgres). */
+export const insertImportErrors = (jobId: string, errors: ReadonlyArray<RowError>) => SqlClient.SqlClient.use((sql) =>
+  Effect.forEach(chunks(errors, 1000), (part) => sql`insert into user_import_job_errors (job_id, row_number, code, field, message)
+    select ${jobId}, * from unnest(${part.map((e) => e.row)}::int[], ${part.map((e) => e.code)}::text[],
+      ${part.map((e) => e.field)}::text[], ${part.map((e) => e.message)}::text[])`, { discard: true }))
+
+const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<Array<A>> => {
+  const out: Array<Array<A>> = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
+}
+
+export const importJobById = (workspaceId: string, id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<ImportJobRow>`select ${importColumns(sql)} from user_import_jobs where workspace_id = ${workspaceId} and id = ${id}`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+export interface ImportErrorRow {
+  readonly row_number: number
+  readonly code: RowError["code"]
+  readonly field: string | null
+  readonly message: string
+}
+
+/** Keyset page of a job's row errors, by row number (limit + 1 rows: the extra tells whether more exist). */
+export const importErrorsPage = (jobId: string, page: { readonly afterRow: number | undefined; readonly limit: number }) =>
+  SqlClient.SqlClient.use((sql) => sql<ImportErrorRow>`select row_number, code, field, message from user_import_job_errors
+    where job_id = ${jobId} ${page.afterRow === undefined ? sql`` : sql`and row_number > ${page.afterRow}`}
+    order by row_number limit ${page.limit + 1}`)
+
+export interface ExportJobRow {
+  readonly id: string
+  readonly workspace_id: string
+  readonly environment_id: string
+  readonly target_user_id: string
+  readonly status: JobStatus
+  readonly artifact_sealed: string | null
+  readonly artifact_bytes: number | null
+  readonly failure_code: string | null
+  readonly failure_message: string | null
+  readonly created_at: Date
+  readonly completed_at: Date | null
+  readonly download_expires_at: Date | null
+}
+
+const exportColumns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, target_user_id, status, artifact_sealed,
+  artifact_bytes, failure_code, failure_message, created_at, completed_at, download_expires_at`
+
+export const insertExportJob = (j: ExportJobRow & { readonly created_by_type: string; readonly created_by_id: string | null }) =>
+  SqlClient.SqlClient.use((sql) => sql<ExportJobRow>`insert into user_export_jobs (id, workspace_id, environment_id, target_user_id,
+      status, artifact_sealed, artifact_bytes, failure_code, failure_message, created_by_type, created_by_id, created_at, completed_at,
+      download_expires_at)
+    values (${j.id}, ${j.workspace_id}, ${j.environment_id}, ${j.target_user_id}, ${j.status}, ${j.artifact_sealed}, ${j.artifact_bytes},
+      ${j.failure_code}, ${j.failure_message}, ${j.created_by_type}, ${j.created_by_id}, ${j.created_at}, ${j.completed_at},
+      ${j.download_expires_at})
+    returning ${exportColumns(sql)}`).pipe(Effect.map((rows) => rows[0]!))
+
+export const exportJobById = (workspaceId: string, id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<ExportJobRow>`select ${exportColumns(sql)} from user_export_jobs where workspace_id = ${workspaceId} and id = ${id}`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+/** Wipes the artifacts whose download window has passed; returns how many. */
+export const purgeExpiredArtifacts = (now: Date) => SqlClient.SqlClient.use((sql) =>
+  sql<{ id: string }>`update user_export_jobs set artifact_sealed = null, artifact_purged_at = ${now}
+    where artifact_sealed is not null and download_expires_at <= ${now} returning id`).pipe(Effect.map((rows) => rows.length))
+
+// ---- the user's data, for the export artifact (every row of the user, not a page) ----------
+
+export const identitiesForExport = (environmentId: string, userId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<IdentityRow>`select id, user_id, provider, connection_id, email, linked_at, last_used_at
+    from identities where environment_id = ${environmentId} and user_id = ${userId} order by id`)
+
+export const passkeysForExport = (environmentId: string, userId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<PasskeySummaryRow>`select id, user_id, name, aaguid, device_type, backed_up, rp_id, created_at, last_used_at
+    from passkeys where environment_id = ${environmentId} and user_id = ${userId} order by id`)
+
+export const sessionsForExport = (environmentId: string, userId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<SessionRow>`select id, workspace_id, environment_id, user_id, client_id, device_name, method, acr, auth_time, security_version,
+      created_at, last_active_at, idle_expires_at, absolute_expires_at, revoked_at, revoked_reason
+    from login_sessions where environment_id = ${environmentId} and user_id = ${userId} order by created_at, id`)
