@@ -166,22 +166,29 @@ export const attemptById = (deliveryId: string) => SqlClient.SqlClient.use((sql)
       join event_outbox e on e.id = d.event_id
     where d.id = ${deliveryId}`).pipe(Effect.map((rows) => rows[0]))
 
-/** Records when the attempt is actually sent (it stays `pending` while in flight). */
-export const markSending = (deliveryId: string, now: Date) => SqlClient.SqlClient.use((sql) =>
-  sql`update webhook_deliveries set occurred_at = ${now} where id = ${deliveryId} and status = 'pending'`)
-
 /**
- * Settles a pending attempt. Conditional on `pending`, so of two runs of the same attempt
- * (a worker presumed dead that was not) exactly one records the outcome and schedules
- * the next attempt.
+ * Settles a pending attempt (it stays `pending` while in flight) and records when it was
+ * sent. Conditional on `pending`, so of two runs of the same attempt (a worker presumed
+ * dead that was not) exactly one records the outcome and schedules the next attempt.
  */
 export const settleDelivery = (s: {
   id: string; status: Exclude<DeliveryStatus, "pending">; responseStatusCode: number | null; durationMs: number | null
-  failureReason: string | null
+  failureReason: string | null; sentAt: Date | null
 }) => SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update webhook_deliveries
     set status = ${s.status}, response_status_code = ${s.responseStatusCode}, duration_ms = ${s.durationMs},
-      failure_reason = ${s.failureReason}
+      failure_reason = ${s.failureReason}, occurred_at = coalesce(${s.sentAt}::timestamptz, occurred_at)
     where id = ${s.id} and status = 'pending' returning id`).pipe(Effect.map((rows) => rows.length === 1))
+
+/**
+ * One `webhooks.deliver` job per attempt record, due at `runAt` (computed from the Clock),
+ * keyed by the record so an attempt never has two jobs; one statement for any number.
+ */
+export const enqueueAttempts = (deliveryIds: ReadonlyArray<string>, runAt: Date, maxAttempts: number) => deliveryIds.length === 0
+  ? Effect.succeed(0)
+  : SqlClient.SqlClient.use((sql) => sql<{ n: number }>`select count(*)::int as n from graphile_worker.add_jobs(array(
+      select row('webhooks.deliver', json_build_object('deliveryId', id), null, ${runAt}::timestamptz, ${maxAttempts}::smallint,
+        'webhooks.deliver:' || id, null, null)::graphile_worker.job_spec
+      from unnest(${deliveryIds as Array<string>}::text[]) as id))`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
 
 /** Delivery history retention (spec: 90 days). */
 export const deleteDeliveriesBefore = (cutoff: Date) => SqlClient.SqlClient.use((sql) =>

@@ -3,7 +3,6 @@ import { SqlClient } from "effect/sql"
 import { canonicalJson } from "../platform/canonical-json.js"
 import { Crypto } from "../platform/crypto.js"
 import { Ids } from "../platform/ids.js"
-import { addJob } from "../platform/jobs.js"
 import { WebhookSender } from "./delivery/send.js"
 import { deliveryHeaders, signatureOf } from "./delivery/signing.js"
 import * as repo from "./repo.js"
@@ -21,10 +20,8 @@ export const DELIVER_TASK = "webhooks.deliver"
 /** graphile-worker's own retries cover crashes and database failures, not HTTP failures. */
 const JOB_MAX_ATTEMPTS = 25
 
-const deliverJobKey = (deliveryId: string) => `${DELIVER_TASK}:${deliveryId}`
-
-const enqueueAttempt = (deliveryId: string, runAt: Date) =>
-  addJob(DELIVER_TASK, { deliveryId }, { runAt, jobKey: deliverJobKey(deliveryId), maxAttempts: JOB_MAX_ATTEMPTS })
+/** Job key of an attempt's job (see repo.enqueueAttempts): `webhooks.deliver:<dlv id>`. */
+export const deliverJobKey = (deliveryId: string) => `${DELIVER_TASK}:${deliveryId}`
 
 /**
  * Fan-out of one event: one `pending` attempt-1 record and one delivery job per active
@@ -47,7 +44,7 @@ export const fanOut = (eventId: string) => Effect.gen(function* () {
       })
     }
     const inserted = yield* repo.insertDeliveries(rows)
-    for (const id of inserted) yield* enqueueAttempt(id, now)
+    yield* repo.enqueueAttempts(inserted, now, JOB_MAX_ATTEMPTS)
     return inserted
   }))
 }).pipe(Effect.orDie, Effect.withSpan("webhooks.fanOut", { attributes: { eventId } }))
@@ -63,7 +60,8 @@ export interface AttemptReport {
 /**
  * One send of one delivery. A settled record (duplicate job) is left alone; a disabled or
  * deleted webhook gets no further sends (the record ends `exhausted`). The send happens
- * outside any transaction; its outcome is settled in one.
+ * outside any transaction; its outcome is settled by a conditional UPDATE, in one
+ * transaction with the next attempt's record and job when a retry is due.
  */
 export const deliverAttempt = (deliveryId: string) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -76,7 +74,7 @@ export const deliverAttempt = (deliveryId: string) => Effect.gen(function* () {
   }
   if (row.webhook_deleted || row.webhook_status !== "active" || row.secret_sealed === null) {
     const why = row.webhook_deleted ? "webhook_deleted" as const : "webhook_disabled" as const
-    yield* repo.settleDelivery({ id: row.id, status: "exhausted", responseStatusCode: null, durationMs: null, failureReason: why })
+    yield* repo.settleDelivery({ id: row.id, status: "exhausted", responseStatusCode: null, durationMs: null, failureReason: why, sentAt: null })
     yield* Effect.logInfo("webhook attempt not sent", { delivery_id: row.id, attempt: row.attempt, reason: why })
     return { deliveryId, attempt: row.attempt, verdict: { status: "exhausted", why } } satisfies AttemptReport as AttemptReport
   }
@@ -85,29 +83,29 @@ export const deliverAttempt = (deliveryId: string) => Effect.gen(function* () {
   const body = canonicalJson(row.envelope)
   const now = yield* Clock.currentTimeMillis
   const timestampSeconds = Math.floor(now / 1000)
-  yield* repo.markSending(row.id, new Date(now))
   const outcome = yield* sender.send({
     url: row.url, body,
     headers: deliveryHeaders({ eventId: row.event_id, timestampSeconds, signature: signatureOf(secret, timestampSeconds, body) }),
   })
   const verdict = yield* decide(row.attempt, outcome.kind === "response" ? { kind: "response", status: outcome.status } : { kind: "no_response" })
-  const nextDeliveryId = yield* sql.withTransaction(Effect.gen(function* () {
-    const settled = yield* repo.settleDelivery({
-      id: row.id, status: verdict.status,
-      responseStatusCode: outcome.kind === "response" ? outcome.status : null,
-      durationMs: outcome.durationMs,
-      failureReason: outcome.kind === "failure" ? outcome.reason : verdict.status === "exhausted" ? verdict.why : null,
-    })
-    if (!settled || verdict.status !== "failed") return undefined
+  const settle = repo.settleDelivery({
+    id: row.id, status: verdict.status, sentAt: new Date(now),
+    responseStatusCode: outcome.kind === "response" ? outcome.status : null,
+    durationMs: outcome.durationMs,
+    failureReason: outcome.kind === "failure" ? outcome.reason : verdict.status === "exhausted" ? verdict.why : null,
+  })
+  // A final outcome is one conditional UPDATE; a retry also creates the next attempt and its
+  // job, all in one transaction.
+  const nextDeliveryId = verdict.status !== "failed" ? yield* Effect.as(settle, undefined) : yield* sql.withTransaction(Effect.gen(function* () {
+    if (!(yield* settle)) return undefined
     const next = yield* ids.make("dlv")
     const inserted = yield* repo.insertDeliveries([{
       id: next, workspace_id: row.workspace_id, environment_id: row.environment_id, webhook_id: row.webhook_id,
       event_id: row.event_id, event_type: row.event_type, attempt: verdict.nextAttempt, status: "pending",
       occurred_at: verdict.runAt, scheduled_at: verdict.runAt,
     }])
-    if (inserted.length === 0) return undefined
-    yield* enqueueAttempt(next, verdict.runAt)
-    return next
+    yield* repo.enqueueAttempts(inserted, verdict.runAt, JOB_MAX_ATTEMPTS)
+    return inserted[0]
   }))
   yield* Effect.logInfo("webhook attempt", {
     delivery_id: row.id, webhook_id: row.webhook_id, event_id: row.event_id, attempt: row.attempt, status: verdict.status,

@@ -91,7 +91,11 @@ it("a SIGKILLed worker's in-flight attempt is completed by another worker after 
   }))
 
   const first = startWorker("a")
-  const held = await until("the first delivery to reach the receiver", async () => receiver.received[0], 60_000)
+  const held = await until("the first delivery to reach the receiver", async () => receiver.received[0], 60_000).catch(async (e) => {
+    console.log("diagnostics: first worker output:", first.output())
+    console.log(await sqlRows(app, "select id, key, task_identifier, locked_by, attempts, run_at, last_error from graphile_worker.jobs"))
+    throw e
+  })
   const heldEventId = held.headers["x-auth-event-id"] as string
   expect(eventIds).toContain(heldEventId)
   // The attempt is in flight: recorded pending, its job locked by the worker about to die.
