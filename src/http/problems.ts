@@ -76,6 +76,9 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   InvalidSourceUrl: { status: 400, code: "invalid_request", title: "Source URL not allowed" },
   ExportExpired: { status: 410, code: "export_expired", title: "Export download expired" },
   ExportNotReady: { status: 409, code: "export_not_ready", title: "Export not completed" },
+  // impersonation (src/management/impersonation)
+  ImpersonationDisabled: { status: 403, code: "impersonation_disabled", title: "Impersonation disabled" },
+  ImpersonationTargetBlocked: { status: 409, code: "user_blocked", title: "User is blocked" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

@@ -1,0 +1,43 @@
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { decodeJsonBody, decodeQuery, json, route } from "../../http/route.js"
+import { Config } from "../../platform/config.js"
+import { environmentForCaller } from "../auth/access.js"
+import { withCaller } from "../auth/service.js"
+import { Impersonation, StartBody, StartQuery, Stopped } from "./schema.js"
+import { impersonationCookieName, startImpersonation, stopImpersonation } from "./service.js"
+
+// Management API, "Other Management routes": impersonation. No Idempotency-Key on these
+// routes (spec common rule 2): a sent key is ignored; each start is a new impersonation.
+
+const tags = ["Impersonation"]
+
+const cookieOptions = (scheme: "http" | "https") =>
+  ({ httpOnly: true, sameSite: "strict", secure: scheme === "https", path: "/" }) as const
+
+export const impersonationRoutes = [
+  route("POST", "/v1/impersonation", withCaller("impersonation:create", Effect.gen(function* () {
+    const { environment_id } = yield* decodeQuery(StartQuery)
+    const env = yield* environmentForCaller(environment_id)
+    const body = yield* decodeJsonBody(StartBody)
+    const started = yield* startImpersonation(env, body)
+    const config = yield* Config
+    const response = json(started.body, 201, { "cache-control": "no-store" })
+    return HttpServerResponse.setCookieUnsafe(response, impersonationCookieName(config.publicScheme), started.cookieSecret, {
+      ...cookieOptions(config.publicScheme), maxAge: `${started.cookieMaxAgeSeconds} seconds`,
+    })
+  }), { dashboardOnly: true }), {
+    summary: "Start impersonating a user (Owner/Admin Dashboard session only; Environment setting impersonation_enabled): sets the impersonation cookie, returns a short-lived access token with an act claim",
+    tags, scope: "impersonation:create", query: StartQuery, body: StartBody, response: Impersonation, status: 201,
+  }),
+
+  route("POST", "/v1/impersonation/stop", withCaller(undefined, Effect.gen(function* () {
+    const stopped = yield* stopImpersonation
+    const config = yield* Config
+    return HttpServerResponse.setCookieUnsafe(json(stopped, 200, { "cache-control": "no-store" }), impersonationCookieName(config.publicScheme), "", {
+      ...cookieOptions(config.publicScheme), maxAge: "0 seconds",
+    })
+  }), { noWorkspace: true }), {
+    summary: "Stop the active impersonation and clear its cookie (any authenticated caller)", tags, response: Stopped,
+  }),
+]
