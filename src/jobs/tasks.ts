@@ -11,8 +11,8 @@ export const tasks: Record<string, (payload: unknown) => Effect.Effect<void, nev
   ...webhookTasks,
   [SEND_LOGIN_CODE_TASK]: sendLoginCode,
   // Export artifacts past their 15-minute download window are wiped.
-  "user_exports.purge": () => Effect.asVoid(purgeExpiredExports),
+  user_exports_purge: () => Effect.asVoid(purgeExpiredExports),
 }
 
 /** graphile-worker crontab: housekeeping and the export purge every 5 minutes. */
-export const crontab = "*/5 * * * * housekeeping ?max=1\n*/5 * * * * user_exports.purge ?max=1"
+export const crontab = "*/5 * * * * housekeeping ?max=1\n*/5 * * * * user_exports_purge ?max=1"
