@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { tasks, crontab } from "../../src/jobs/tasks.js"
 import { purgeExpiredExports } from "../../src/management/user-data-jobs/export-service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { auditRows, expectProblem, makeEnvironment, makeKey, query } from "./helpers.js"
@@ -101,11 +102,16 @@ describe("user export", () => {
     expectProblem(await app.management(path, { key: w.api_key }), 410, "export_expired")
     // The job itself stays readable, with its (now past) expiry.
     expect((await app.management(`/v1/user-export-jobs/${job.id}`, { key: w.api_key })).json).toMatchObject({ status: "completed", download_expires_at: job.download_expires_at })
-    expect(await app.run(purgeExpiredExports)).toBeGreaterThanOrEqual(1)
+    // The worker task of the crontab (src/jobs/tasks.ts) runs the purge.
+    await app.run(tasks["user_exports_purge"]!({}))
     const [row] = await query<{ artifact_sealed: string | null; artifact_purged_at: Date | null }>(app,
       "select artifact_sealed, artifact_purged_at from user_export_jobs where id = $1", [job.id])
     expect(row).toMatchObject({ artifact_sealed: null, artifact_purged_at: expect.any(Date) })
     expectProblem(await app.management(path, { key: w.api_key }), 410, "export_expired")
+  })
+
+  it("the purge task is on the worker's crontab", () => {
+    expect(crontab.split("\n")).toContain("*/5 * * * * user_exports_purge ?max=1")
   })
 
   it("purge leaves artifacts still inside their window", async () => {
