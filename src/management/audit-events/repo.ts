@@ -28,13 +28,17 @@ export interface AuditFilter {
   readonly createdBefore?: Date | undefined
 }
 
+export interface AuditPage {
+  readonly after: { readonly at: string; readonly id: string } | undefined
+  readonly limit: number
+}
+
 /**
  * One page, newest first: keyset on (created_at desc, id desc), served by the indexes
  * audit_events_env_page / _env_action / _env_subject (sql/0002) and _env_subject_id,
  * _env_actor (sql/0007), whose column order is the sort order.
  */
-export const listAuditEvents = (f: AuditFilter, page: { after: { at: string; id: string } | undefined; limit: number }) =>
-  SqlClient.SqlClient.use((sql) => {
+export const listAuditEventsStatement = (sql: SqlClient.SqlClient, f: AuditFilter, page: AuditPage) => {
     const where = [sql`environment_id = ${f.environmentId}`]
     if (f.actorType !== undefined) where.push(sql`actor_type = ${f.actorType}`)
     if (f.action !== undefined) where.push(sql`action = ${f.action}`)
@@ -49,4 +53,7 @@ export const listAuditEvents = (f: AuditFilter, page: { after: { at: string; id:
         to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
       from audit_events where ${sql.and(where)}
       order by created_at desc, id desc limit ${page.limit + 1}`
-  })
+}
+
+export const listAuditEvents = (f: AuditFilter, page: AuditPage) =>
+  SqlClient.SqlClient.use((sql) => listAuditEventsStatement(sql, f, page))

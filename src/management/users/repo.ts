@@ -22,19 +22,41 @@ export interface UserFilter {
 }
 
 /**
- * One page of users. `search` matches an email prefix (index users_env_email_prefix,
- * text_pattern_ops on the lower-cased email) or a name substring (trigram index
- * users_name_trgm on lower(name), sql/0006).
+ * One page of users (keyset on id). `search` matches an email prefix OR a name substring.
+ * An OR of the two LIKEs leaves the planner a sequential scan, so each arm is its own
+ * top-(limit+1) subquery the planner can serve from its index: the email prefix from
+ * users_env_email_prefix (text_pattern_ops on the lower-cased email, sql/0004), the name
+ * substring from users_name_trgm (trigram on lower(name), sql/0006) or, for broad terms, a
+ * walk of users_env_page that stops early. The first limit+1 ids of the union are exactly
+ * the first limit+1 ids of the OR.
+ */
+export const listUsersStatement = (sql: SqlClient.SqlClient, f: UserFilter) => {
+  const status = f.status === undefined ? sql`` : sql`and status = ${f.status}`
+  const after = f.after === undefined ? sql`` : sql`and id > ${f.after}`
+  if (f.search === undefined) {
+    return sql<UserRow>`select ${userColumns(sql)} from users
+      where environment_id = ${f.environmentId} ${status} ${after}
+      order by id limit ${f.limit + 1}`
+  }
+  const prefix = `${likeEscape(f.search)}%`
+  const substring = `%${likeEscape(f.search)}%`
+  return sql<UserRow>`select ${userColumns(sql)} from users
+    where environment_id = ${f.environmentId} and id in (
+      (select id from users where environment_id = ${f.environmentId} ${status} ${after}
+        and email_normalized like ${prefix} order by id limit ${f.limit + 1})
+      union all
+      (select id from users where environment_id = ${f.environmentId} ${status} ${after}
+        and lower(name) like ${substring} order by id limit ${f.limit + 1}))
+    order by id limit ${f.limit + 1}`
+}
+
+/**
+ * A search runs unprepared: a cached prepared statement would drift to a generic plan, in
+ * which the LIKE pattern is an unknown parameter and can use neither index.
  */
 export const listUsers = (f: UserFilter) => SqlClient.SqlClient.use((sql) => {
-  const search = f.search === undefined ? sql`` : sql`and (email_normalized like ${`${likeEscape(f.search)}%`}
-    or lower(name) like ${`%${likeEscape(f.search)}%`})`
-  return sql<UserRow>`select ${userColumns(sql)} from users
-    where environment_id = ${f.environmentId}
-      ${f.status === undefined ? sql`` : sql`and status = ${f.status}`}
-      ${search}
-      ${f.after === undefined ? sql`` : sql`and id > ${f.after}`}
-    order by id limit ${f.limit + 1}`
+  const statement = listUsersStatement(sql, f)
+  return f.search === undefined ? statement : statement.unprepared
 })
 
 export interface IdentityRow {
