@@ -1,6 +1,7 @@
 import { withPublicApiCors } from "../login/cors/cors.js"
 import { loginRoutes } from "../login/routes.js"
 import { meRoutes } from "../me/routes.js"
+import { hostedLoginPasskeyRoutes } from "../passkeys/hosted-login/http.js"
 import { transactionPasskeyRoutes } from "../passkeys/http.js"
 import { hostedLoginRoutes } from "../hosted-login/http.js"
 import { authorizeRoutes } from "../oidc/authorize/http.js"
@@ -30,6 +31,6 @@ export const allRoutes = (config: AppConfig) => {
   return {
     management: [...management, ...openApiRoutes(documented)],
     issuer: [...discoveryRoutes, ...jwksRoutes, ...authorizeRoutes, ...tokenSideRoutes, ...publicApi],
-    interaction: [...hostedLoginRoutes, ...publicApi],
+    interaction: [...hostedLoginRoutes, ...hostedLoginPasskeyRoutes, ...publicApi],
   }
 }
