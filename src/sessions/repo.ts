@@ -71,3 +71,10 @@ export const revokeLiveSessions = (filter: { environmentId: string; userId: stri
     where environment_id = ${filter.environmentId} and user_id = ${filter.userId} and ${live(sql, now)}
       ${filter.sessionId === undefined ? sql`` : sql`and id = ${filter.sessionId}`}
     returning id, user_id, workspace_id`)
+
+/** Ids of the user's live sessions (or of one), without locking: the families are locked first. */
+export const liveSessionIds = (filter: { environmentId: string; userId: string; sessionId?: string | undefined }, now: Date) =>
+  SqlClient.SqlClient.use((sql) => sql<{ id: string }>`select id from login_sessions
+    where environment_id = ${filter.environmentId} and user_id = ${filter.userId} and ${live(sql, now)}
+      ${filter.sessionId === undefined ? sql`` : sql`and id = ${filter.sessionId}`}
+    order by id`).pipe(Effect.map((rows) => rows.map((r) => r.id)))

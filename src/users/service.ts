@@ -5,6 +5,7 @@ import { Events } from "../platform/events/service.js"
 import { maskEmail } from "../platform/events/schema.js"
 import { Ids } from "../platform/ids.js"
 import type { Actor } from "../platform/request-context.js"
+import * as refresh from "../oidc/refresh/repo.js"
 import * as sessions from "../sessions/repo.js"
 import * as repo from "./repo.js"
 
@@ -72,6 +73,11 @@ export const UsersLive = Layer.effect(Users, Effect.gen(function* () {
 
   const revokeSessions = (input: RevokeSessionsInput) => Effect.gen(function* () {
     const now = new Date(yield* Clock.currentTimeMillis)
+    // A revoked session takes its refresh families with it (DESIGN decisions). Families are
+    // locked before sessions: the lock order of the refresh path, so the two never deadlock.
+    for (const sessionId of yield* sessions.liveSessionIds(input, now)) {
+      yield* refresh.revokeFamiliesOfSession(input.environmentId, sessionId, "revoked", now)
+    }
     const revoked = yield* sessions.revokeLiveSessions(
       { environmentId: input.environmentId, userId: input.userId, sessionId: input.sessionId }, input.reason, now)
     for (const session of revoked) {

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { expect } from "vitest"
+import { insertFamily } from "../../src/oidc/refresh/repo.js"
 import { insertSession } from "../../src/sessions/repo.js"
 import { Tenancy } from "../../src/tenancy/service.js"
 import type { TestApp } from "../support/app.js"
@@ -97,4 +98,19 @@ export const seedPasskey = async (app: TestApp, input: { workspaceId: string; en
     values ($1, $2, $3, $4, $5, $6, 42, '00000000-0000-0000-0000-000000000000', true, 'multiDevice', 'localhost', 'handle', 'My laptop', $7)`,
   [id, input.workspaceId, input.environmentId, input.userId, credentialId, Buffer.from("public-key-bytes"), new Date(app.now())])
   return { id, credentialId }
+}
+
+/** A refresh family (with a public client) behind a session, as the token endpoint makes it. */
+export const seedRefreshFamily = async (app: TestApp, input: { workspaceId: string; environmentId: string; userId: string; sessionId: string }) => {
+  const clientId = randomId("cli")
+  const familyId = randomId("fam")
+  const now = new Date(app.now())
+  await query(app, `insert into clients (id, workspace_id, environment_id, client_type, name, token_endpoint_auth_method, created_at, updated_at)
+    values ($1, $2, $3, 'web_spa', 'spa', 'none', $4, $4)`, [clientId, input.workspaceId, input.environmentId, now])
+  await app.run(insertFamily({
+    id: familyId, workspaceId: input.workspaceId, environmentId: input.environmentId, clientId, userId: input.userId,
+    sessionId: input.sessionId, scopes: ["openid", "offline_access"], resources: [], authTime: now, secretHash: "0".repeat(64), now,
+    idleExpiresAt: new Date(now.getTime() + 30 * 86400_000), absoluteExpiresAt: new Date(now.getTime() + 90 * 86400_000),
+  }))
+  return familyId
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
-import { auditRows, events, expectProblem, query, seedSession, snapshot } from "./helpers.js"
+import { auditRows, events, expectProblem, query, seedRefreshFamily, seedSession, snapshot } from "./helpers.js"
 
 let app: TestApp
 let a: Bootstrapped
@@ -90,6 +90,36 @@ describe("POST /v1/users/{userId}/block", () => {
 
   it("an unknown user is 404 user_not_found", async () => {
     expectProblem(await call("POST", "/v1/users/usr_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/block"), 404, "user_not_found")
+  })
+})
+
+describe("refresh families end with their sessions", () => {
+  const familyState = async (id: string) =>
+    (await query<{ revoked_at: Date | null; revoked_reason: string | null }>(app, "select revoked_at, revoked_reason from refresh_families where id = $1", [id]))[0]!
+
+  it("block, DELETE and session revocation revoke the refresh families behind the revoked sessions", async () => {
+    const owner = (userId: string) => ({ workspaceId: a.workspace_id, environmentId: a.environment_id, userId })
+    const blocked = (await newUser()).json
+    const s1 = await sessionsOf(blocked.id)
+    const f1 = await seedRefreshFamily(app, { ...owner(blocked.id), sessionId: s1 })
+    await call("POST", `/v1/users/${blocked.id}/block`)
+    expect(await familyState(f1)).toEqual({ revoked_at: expect.any(Date), revoked_reason: "revoked" })
+
+    const deleted = (await newUser()).json
+    const f2 = await seedRefreshFamily(app, { ...owner(deleted.id), sessionId: await sessionsOf(deleted.id) })
+    await call("DELETE", `/v1/users/${deleted.id}`)
+    expect((await familyState(f2)).revoked_at).toEqual(expect.any(Date))
+
+    const user = (await newUser()).json
+    const kept = await sessionsOf(user.id)
+    const ended = await sessionsOf(user.id)
+    const fKept = await seedRefreshFamily(app, { ...owner(user.id), sessionId: kept })
+    const fEnded = await seedRefreshFamily(app, { ...owner(user.id), sessionId: ended })
+    await call("DELETE", `/v1/users/${user.id}/sessions/${ended}`)
+    expect((await familyState(fEnded)).revoked_at).toEqual(expect.any(Date))
+    expect((await familyState(fKept)).revoked_at).toBeNull()
+    await call("DELETE", `/v1/users/${user.id}/sessions`)
+    expect((await familyState(fKept)).revoked_at).toEqual(expect.any(Date))
   })
 })
 
