@@ -8,7 +8,7 @@ import { requestBindingHash, setBindingCookie } from "../login/transactions/bind
 import * as transactions from "../login/transactions/repo.js"
 import { Config } from "../platform/config.js"
 import { Crypto, sha256Hex } from "../platform/crypto.js"
-import { errorPage, loginPage, PAGE_HEADERS } from "./page.js"
+import { errorPage, loginPage } from "./page.js"
 import { ERROR_PATH, HANDOFF_PATH, HOSTED_LOGIN_PATH } from "./urls.js"
 
 const asset = (name: string) => readFileSync(new URL(`./assets/${name}`, import.meta.url), "utf8")
@@ -18,13 +18,32 @@ const LOGIN_CSS = asset("login.css")
 const queryParam = (url: string, name: string) =>
   new URLSearchParams(url.includes("?") ? url.slice(url.indexOf("?") + 1) : "").get(name) ?? undefined
 
-const seeOther = (location: string) => HttpServerResponse.redirect(location, { status: 303, headers: PAGE_HEADERS })
+/** The page of one transaction, or the error page its status calls for. */
+const pageFor = (txn: transactions.TransactionRow) => Effect.gen(function* () {
+  const now = yield* Clock.currentTimeMillis
+  if (txn.status === "expired" || txn.expires_at.getTime() <= now) {
+    yield* transactions.expireIfDue(txn.environment_id, txn.id, new Date(now)).pipe(Effect.orDie)
+    return errorPage("login_expired")
+  }
+  if (!transactions.ACTIVE_STATUSES.includes(txn.status)) return errorPage("login_finished")
+  const client = yield* loginClient(txn.environment_id, txn.client_id)
+  return loginPage({ transactionId: txn.id, clientId: txn.client_id, clientName: client?.name ?? "the application", status: txn.status })
+})
+
+/** The transaction this browser's cookie is bound to, if any. */
+const boundTransaction = Effect.gen(function* () {
+  const env = yield* CurrentEnvironment
+  const binding = yield* requestBindingHash
+  if (binding === undefined) return undefined
+  return yield* transactions.transactionByBinding(env.record.id, binding).pipe(Effect.orDie)
+})
 
 /**
  * The hand-off from /oauth2/authorize (docs/decisions.md): the one-time token in the URL is
  * exchanged, once and within 60 s, for a fresh 256-bit secret in an HttpOnly, SameSite=Lax
  * cookie (Secure except over http on localhost); the transaction keeps the secret's
- * SHA-256. Then the browser goes to the clean page URL, without the token.
+ * SHA-256. The page is answered at once (the script then shows `/login` in the address
+ * bar); a reload of this URL shows the page again only to the browser that holds the cookie.
  */
 const handoff = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -32,29 +51,24 @@ const handoff = Effect.gen(function* () {
   const config = yield* Config
   const crypto = yield* Crypto
   const token = queryParam(request.url, "handoff")
-  if (token === undefined || token === "") return yield* Effect.succeed(errorPage("login_link_expired"))
+  if (token === undefined || token === "") return errorPage("login_link_expired")
+  const tokenHash = sha256Hex(token)
   const secret = yield* crypto.randomToken(32)
   const now = yield* Clock.currentTimeMillis
-  const claimed = yield* transactions.claimHandoff(env.record.id, sha256Hex(token), sha256Hex(secret), new Date(now)).pipe(Effect.orDie)
-  if (claimed === undefined) return errorPage("login_link_expired")
-  return setBindingCookie(seeOther(HOSTED_LOGIN_PATH), config.publicScheme, secret)
+  const claimed = yield* transactions.claimHandoff(env.record.id, tokenHash, sha256Hex(secret), new Date(now)).pipe(Effect.orDie)
+  if (claimed !== undefined) {
+    const txn = yield* transactions.transactionById(env.record.id, claimed).pipe(Effect.orDie)
+    return setBindingCookie(yield* pageFor(txn!), config.publicScheme, secret)
+  }
+  const bound = yield* boundTransaction
+  if (bound && bound.handoff_token_hash === tokenHash) return yield* pageFor(bound)
+  return errorPage("login_link_expired")
 })
 
 /** The sign-in page: only for the transaction bound to this browser's cookie (no transaction fixation). */
 const page = Effect.gen(function* () {
-  const env = yield* CurrentEnvironment
-  const binding = yield* requestBindingHash
-  if (binding === undefined) return errorPage("no_login_session")
-  const txn = yield* transactions.transactionByBinding(env.record.id, binding).pipe(Effect.orDie)
-  if (!txn) return errorPage("no_login_session")
-  const now = yield* Clock.currentTimeMillis
-  if (txn.status === "expired" || txn.expires_at.getTime() <= now) {
-    yield* transactions.expireIfDue(env.record.id, txn.id, new Date(now)).pipe(Effect.orDie)
-    return errorPage("login_expired")
-  }
-  if (!transactions.ACTIVE_STATUSES.includes(txn.status)) return errorPage("login_finished")
-  const client = yield* loginClient(env.record.id, txn.client_id)
-  return loginPage({ transactionId: txn.id, clientId: txn.client_id, clientName: client?.name ?? "the application", status: txn.status })
+  const txn = yield* boundTransaction
+  return txn ? yield* pageFor(txn) : errorPage("no_login_session")
 })
 
 const errorRoute = Effect.gen(function* () {

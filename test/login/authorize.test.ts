@@ -45,11 +45,12 @@ const beginHostedLogin = async (overrides: Record<string, string | Array<string>
   expect(res.status, res.text).toBe(302)
   const location = new URL(String(res.headers["location"]))
   const hand = await app.request(b.interaction_domain, `${location.pathname}${location.search}`)
-  expect(hand.status).toBe(303)
+  expect(hand.status).toBe(200)
   const cookie = cookieOf(hand)
   const page = await app.request(b.interaction_domain, "/login", { headers: { cookie } })
   expect(page.status).toBe(200)
   const txn = /data-transaction-id="(txn_[a-z2-7]{32})"/.exec(page.text)![1]!
+  expect(hand.text).toContain(`data-transaction-id="${txn}"`)
   return { cookie, txn, handoff: `${location.pathname}${location.search}` }
 }
 
@@ -134,12 +135,14 @@ describe("GET /oauth2/authorize: success", () => {
     expect(rows[0]).toEqual({ resources: [RESOURCE, `${RESOURCE}/v2`], status: "created", browser_binding_hash: null })
   })
 
-  it("the hand-off sets an HttpOnly, SameSite=Lax cookie (not Secure on http localhost) once, and leads to the page", async () => {
+  it("the hand-off sets an HttpOnly, SameSite=Lax cookie (not Secure on http localhost) once, and answers the page", async () => {
     const res = await authorize(params())
     const location = new URL(String(res.headers["location"]))
     const hand = await app.request(b.interaction_domain, `${location.pathname}${location.search}`)
-    expect(hand.status).toBe(303)
-    expect(hand.headers["location"]).toBe("/login")
+    expect(hand.status).toBe(200)
+    expect(hand.headers["content-type"]).toBe("text/html; charset=utf-8")
+    expect(hand.headers["referrer-policy"]).toBe("no-referrer")
+    expect(hand.text).toMatch(/data-transaction-id="txn_[a-z2-7]{32}"/)
     const setCookie = String(([] as Array<string>).concat(hand.headers["set-cookie"] ?? [])[0])
     expect(setCookie).toMatch(/^authservice_login=[A-Za-z0-9_-]{43};/)
     expect(setCookie).toContain("HttpOnly")
@@ -151,11 +154,15 @@ describe("GET /oauth2/authorize: success", () => {
     // only the hash of the cookie's secret is stored
     const secret = setCookie.split(";")[0]!.split("=")[1]!
     expect(await countRows(app, "auth_transactions", "browser_binding_hash = $1", [secret])).toBe(0)
-    // single use
+    // single use: another browser gets nothing; the browser holding the cookie gets its page back on reload
     const again = await app.request(b.interaction_domain, `${location.pathname}${location.search}`)
     expect(again.status).toBe(400)
     expect(again.text).toContain('data-error="login_link_expired"')
     expect(again.headers["set-cookie"]).toBeUndefined()
+    const reload = await app.request(b.interaction_domain, `${location.pathname}${location.search}`, { headers: { cookie: setCookie.split(";")[0]! } })
+    expect(reload.status).toBe(200)
+    expect(reload.headers["set-cookie"]).toBeUndefined()
+    expect(reload.text).toContain("data-transaction-id=")
   })
 
   it("the hand-off token lives 60 seconds", async () => {

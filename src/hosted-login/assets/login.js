@@ -5,6 +5,11 @@
 ;(function () {
   var root = document.getElementById("login")
   if (!root) return
+  // Arriving from /oauth2/authorize the address holds the (already used) hand-off token:
+  // show the plain page address instead; /login serves this browser's transaction on reload.
+  if (window.location.pathname !== "/login" && window.history && window.history.replaceState) {
+    window.history.replaceState(null, "", "/login")
+  }
   var transactionId = root.getAttribute("data-transaction-id")
   var clientId = root.getAttribute("data-client-id")
   var initialStatus = root.getAttribute("data-status")

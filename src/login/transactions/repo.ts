@@ -33,13 +33,14 @@ export interface TransactionRow {
   readonly pending_link: unknown
   readonly source: "api" | "authorize"
   readonly browser_binding_hash: string | null
+  readonly handoff_token_hash: string | null
   readonly created_at: Date
   readonly expires_at: Date
 }
 
 const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, client_id, redirect_uri, code_challenge,
   state, nonce, scopes, resources, response_mode, status, method, user_id, authenticated_at, pending_link, source,
-  browser_binding_hash, created_at, expires_at`
+  browser_binding_hash, handoff_token_hash, created_at, expires_at`
 
 const textArray = (values: ReadonlyArray<string>) => values as Array<string>
 const statusList = (statuses: ReadonlyArray<TransactionStatus>) => statuses as Array<string>
