@@ -314,4 +314,16 @@ describe("Idempotency-Key", () => {
     expect(results.reduce((n, r) => n + r.json.skipped_count, 0)).toBe(60)
     expect((await counts(w.environment_id)).users).toBe(20)
   })
+
+  it("concurrent imports of overlapping files in opposite orders neither deadlock nor fail", async () => {
+    const w = await app.bootstrap()
+    const emails = Array.from({ length: 30 }, () => unique("cross"))
+    const forward = files.serve("/forward.json", { body: JSON.stringify(emails.map((email) => ({ email }))) })
+    const backward = files.serve("/backward.json", { body: JSON.stringify([...emails].reverse().map((email) => ({ email }))) })
+    const results = await Promise.all([forward, backward, forward, backward].map((url) =>
+      startImport({ environment_id: w.environment_id, format: "json", source_url: url }, { key: w.api_key })))
+    expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201])
+    expect(results.reduce((n, r) => n + r.json.imported_count, 0)).toBe(30)
+    expect((await counts(w.environment_id)).users).toBe(30)
+  })
 })

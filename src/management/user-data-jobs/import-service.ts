@@ -9,7 +9,7 @@ import { redactUrl } from "../../webhooks/url-policy.js"
 import { CurrentCaller } from "../auth/caller.js"
 import type { Page } from "../http/pagination.js"
 import type { FetchOutcome } from "./fetch-source.js"
-import { parseSource, type RowError } from "./parse-source.js"
+import { type ImportUser, parseSource, type RowError } from "./parse-source.js"
 import * as repo from "./repo.js"
 import { reachableJob } from "./reachable.js"
 
@@ -47,7 +47,9 @@ export const runImport = (input: ImportRequest) => Effect.gen(function* () {
   else if (parsed && !parsed.ok) failure = { code: parsed.code, message: parsed.message }
   else if (parsed && parsed.ok) {
     total = parsed.rows.length
+    // File order decides which of two rows with one email is the duplicate ...
     const seen = new Set<string>()
+    const candidates: Array<{ readonly row: number; readonly key: string; readonly user: ImportUser }> = []
     for (const row of parsed.rows) {
       if (!row.ok) {
         errors.push({ row: row.row, code: row.code, field: row.field, message: row.message })
@@ -60,15 +62,21 @@ export const runImport = (input: ImportRequest) => Effect.gen(function* () {
         continue
       }
       seen.add(key)
+      candidates.push({ row: row.row, key, user: row.user })
+    }
+    // ... and users are inserted in email order: concurrent imports then take the unique
+    // index's locks in one order and cannot deadlock on overlapping files.
+    candidates.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    for (const { row, user } of candidates) {
       const created = yield* users.create({
-        workspaceId: env.workspaceId, environmentId: env.id, email: row.user.email, emailVerified: row.user.email_verified ?? false,
-        name: row.user.name, avatarUrl: row.user.avatar_url, locale: row.user.locale, timezone: row.user.timezone,
-        metadata: row.user.metadata, method: "email_otp", actor: caller.actor,
+        workspaceId: env.workspaceId, environmentId: env.id, email: user.email, emailVerified: user.email_verified ?? false,
+        name: user.name, avatarUrl: user.avatar_url, locale: user.locale, timezone: user.timezone,
+        metadata: user.metadata, method: "email_otp", actor: caller.actor,
       })
       if (created) imported++
       else {
         skipped++
-        errors.push({ row: row.row, code: "email_already_registered", field: "email", message: "A user with this email already exists in the Environment" })
+        errors.push({ row, code: "email_already_registered", field: "email", message: "A user with this email already exists in the Environment" })
       }
     }
   }
