@@ -8,6 +8,7 @@ import { requestBindingHash, setBindingCookie } from "../login/transactions/bind
 import * as transactions from "../login/transactions/repo.js"
 import { Config } from "../platform/config.js"
 import { Crypto, sha256Hex } from "../platform/crypto.js"
+import { devMailboxRoutes } from "./dev-mailbox.js"
 import { errorPage, loginPage } from "./page.js"
 import { ERROR_PATH, HANDOFF_PATH, HOSTED_LOGIN_PATH } from "./urls.js"
 
@@ -89,4 +90,5 @@ export const hostedLoginRoutes = [
   route("GET", "/login/assets/login.css", Effect.succeed(HttpServerResponse.text(LOGIN_CSS, {
     contentType: "text/css; charset=utf-8", headers: ASSET_HEADERS,
   }))),
+  ...devMailboxRoutes,
 ]

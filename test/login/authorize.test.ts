@@ -279,6 +279,8 @@ describe("Secure cookie when the public scheme is https", () => {
       expect(setCookie).toMatch(/^__Host-authservice_login=/)
       expect(setCookie).toContain("Secure")
       expect(setCookie).toContain("HttpOnly")
+      // public hosts that may not be local: no development mailbox, even without SMTP
+      expect((await secure.request(sb.interaction_domain, "/login/dev-mailbox")).status).toBe(404)
     } finally {
       await secure.close()
     }

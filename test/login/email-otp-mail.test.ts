@@ -120,3 +120,19 @@ describe("no enumeration at start (spec: Email OTP rule 1; DESIGN)", () => {
     expect(lines.join("\n")).not.toContain(email)
   })
 })
+
+describe("development mailbox (local development without SMTP)", () => {
+  it("shows the dev mailer's messages, codes included, on the Interaction Domain", async () => {
+    const email = uniqueEmail("mailbox")
+    const txn = await createTransaction(app, b, client)
+    const res = await publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email } })
+    const [job] = await jobsFor(res.json.challenge_id)
+    await app.run(sendLoginCode(job!.payload))
+    const code = /sign-in code is (\d{6})/.exec((await devMail()).at(-1)!.text)![1]!
+    const page = await app.request(b.interaction_domain, "/login/dev-mailbox")
+    expect(page.status).toBe(200)
+    expect(page.headers["content-security-policy"]).toContain("frame-ancestors 'none'")
+    expect(page.text).toContain(email)
+    expect(page.text).toContain(code)
+  })
+})

@@ -45,6 +45,11 @@ const events = (type: string, sinceMs = 0) =>
     "select envelope from event_outbox where environment_id = $1 and type = $2 and occurred_at >= $3 order by occurred_at, id",
     [b.environment_id, type, new Date(sinceMs)])
 
+it("no development mailbox when SMTP_URL is set", async () => {
+  const res = await app.request(b.interaction_domain, "/login/dev-mailbox")
+  expect([res.status, res.json.code]).toEqual([404, "not_found"])
+})
+
 describe("start", () => {
   it("202 {challenge_id, expires_at}: 5 minutes; the transaction is challenge_issued; the code arrives by SMTP", async () => {
     const txn = await createTransaction(app, b, client)
