@@ -116,6 +116,8 @@ describe("npm start with embedded Postgres", () => {
       if (!ready) await new Promise((r) => setTimeout(r, 250))
     }
     expect(ready).toBe(true)
+    // The banner is written once the listener is up; it may trail the first answer slightly.
+    while (!stdout.includes(`http://api.localhost:${port}/v1`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
     expect(stdout).toContain(`http://api.localhost:${port}/v1`)
     expect(existsSync(join(dataDir, "postgres.url"))).toBe(true)
     expect(existsSync(join(dataDir, "master.key"))).toBe(true)

@@ -208,7 +208,7 @@ describe("POST /impersonation", () => {
     expect(second.json.id).not.toBe(first.json.id)
     expect(cookieValue(second)).not.toBe(cookieValue(first))
     const stored = await rows(w.environment_id)
-    expect(stored.map((r) => [r.id, r.end_reason])).toEqual([[first.json.id, "replaced"], [second.json.id, null]])
+    expect(Object.fromEntries(stored.map((r) => [r.id, r.end_reason]))).toEqual({ [first.json.id]: "replaced", [second.json.id]: null })
     expect((await auditRows(app, w.workspace_id, "impersonation.stopped")).map((a) => a.details)).toEqual([
       { impersonation_id: first.json.id, reason: "replaced", impersonator_id: wAdmin.id },
     ])
