@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { clientInEnvironment } from "../management/clients/repo.js"
 
-/** What login needs of a client registration (src/management/clients owns the full row). */
+/** What login needs of a client registration (src/management/clients owns the full row, `ClientRow`). */
 export interface LoginClient {
   readonly id: string
   readonly workspace_id: string
@@ -17,13 +18,11 @@ export interface LoginClient {
 
 /**
  * A registered, not deleted client of THIS Environment (the Environment comes from the
- * host): a client of another Environment does not exist here. Its status is the caller's check.
+ * host): a client of another Environment does not exist here. Its status is the caller's
+ * check. The row comes from the clients capability's repository.
  */
-export const loginClient = (environmentId: string, clientId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<LoginClient>`select id, workspace_id, environment_id, name, client_type, status, redirect_uris, allowed_origins,
-      allowed_scopes, allowed_resources
-    from clients where environment_id = ${environmentId} and id = ${clientId} and deleted_at is null`)
-  .pipe(Effect.map((rows) => rows[0]), Effect.orDie)
+export const loginClient = (environmentId: string, clientId: string): Effect.Effect<LoginClient | undefined, never, SqlClient.SqlClient> =>
+  clientInEnvironment(environmentId, clientId).pipe(Effect.orDie)
 
 /** Is `origin` registered by any active client of the Environment (CORS preflight)? */
 export const originRegisteredInEnvironment = (environmentId: string, origin: string) => SqlClient.SqlClient.use((sql) =>
