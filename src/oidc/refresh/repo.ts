@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 /** Revocation reasons recorded on a family (sql/0030). */
 export type FamilyRevokedReason = "revoked" | "refresh_token_reuse" | "code_replayed" | "user_logout"
 
-export interface NewFamily {
+export interface NewFamilyRow {
   readonly id: string
   readonly workspaceId: string
   readonly environmentId: string
@@ -21,11 +21,12 @@ export interface NewFamily {
 }
 
 /**
- * Creates a family at generation 1 and its first token row, and stretches the session's
- * expiry to the family's (a session with a live family stays alive while the family does).
- * One statement: the caller's transaction holds the code row lock.
+ * Creates a family at generation 1 with its first token row and stretches the session's
+ * expiry to the family's. The token endpoint writes the same rows inside the code's
+ * consumption (src/oidc/token/code-repo.ts); this standalone form serves fixtures of other
+ * capabilities (test/management-users).
  */
-export const insertFamily = (f: NewFamily) => SqlClient.SqlClient.use((sql) => sql`
+export const insertFamily = (f: NewFamilyRow) => SqlClient.SqlClient.use((sql) => sql`
   with family as (
     insert into refresh_families (id, workspace_id, environment_id, client_id, user_id, session_id, scopes, resources,
       auth_time, generation, created_at, last_used_at, idle_expires_at, absolute_expires_at)
@@ -41,8 +42,8 @@ export const insertFamily = (f: NewFamily) => SqlClient.SqlClient.use((sql) => s
     absolute_expires_at = greatest(absolute_expires_at, ${f.absoluteExpiresAt})
   where environment_id = ${f.environmentId} and id = ${f.sessionId}`)
 
-/** A family locked for a refresh, with everything the refresh decides on (one round trip). */
-export interface LockedFamily {
+/** A family with everything a refresh decides on (one round trip). */
+export interface FamilyState {
   readonly id: string
   readonly workspace_id: string
   readonly client_id: string
@@ -74,11 +75,11 @@ export interface LockedFamily {
 }
 
 /**
- * Locks the family row (FOR UPDATE OF the family only): concurrent refreshes of one family
- * queue here, so exactly one rotates and the others see its result.
+ * Reads the family, its user and session, and the stored hash of the presented generation.
+ * No lock: the rotation itself is a compare-and-set on `generation` (rotateFamily).
  */
-export const lockFamily = (environmentId: string, familyId: string, presentedGeneration: number) =>
-  SqlClient.SqlClient.use((sql) => sql<LockedFamily>`
+export const readFamily = (environmentId: string, familyId: string, presentedGeneration: number) =>
+  SqlClient.SqlClient.use((sql) => sql<FamilyState>`
     select f.id, f.workspace_id, f.client_id, f.user_id, f.session_id, f.scopes, f.resources, f.auth_time, f.generation,
       f.idle_expires_at, f.absolute_expires_at, f.grace_generation, f.grace_response_sealed, f.grace_until, f.revoked_at,
       t.secret_hash as presented_hash,
@@ -90,8 +91,7 @@ export const lockFamily = (environmentId: string, familyId: string, presentedGen
       join users u on u.environment_id = f.environment_id and u.id = f.user_id
       join login_sessions s on s.environment_id = f.environment_id and s.id = f.session_id
       left join refresh_tokens t on t.family_id = f.id and t.generation = ${presentedGeneration}
-    where f.environment_id = ${environmentId} and f.id = ${familyId}
-    for update of f`).pipe(Effect.map((rows) => rows[0]))
+    where f.environment_id = ${environmentId} and f.id = ${familyId}`).pipe(Effect.map((rows) => rows[0]))
 
 export interface Rotation {
   readonly environmentId: string
@@ -108,23 +108,28 @@ export interface Rotation {
 }
 
 /**
- * Rotates in one statement: next generation, the winner's sealed response kept for the
- * grace window (overwriting, i.e. purging, the previous one), the new token row, and the
- * session's activity renewed to the family's expiry.
+ * Rotates in one statement, as a compare-and-set: only while the family is live and still
+ * at the retired generation (the UPDATE takes the row lock; a concurrent rotation that got
+ * there first makes this one match no row, and its caller re-reads to find the winner's
+ * response). It moves to the next generation, keeps the winner's sealed response for the
+ * grace window (overwriting, i.e. purging, the previous one), adds the new token row and
+ * renews the session's activity to the family's expiry. Returns whether it rotated.
  */
-export const rotateFamily = (r: Rotation) => SqlClient.SqlClient.use((sql) => sql`
+export const rotateFamily = (r: Rotation) => SqlClient.SqlClient.use((sql) => sql<{ rotated: number }>`
   with family as (
     update refresh_families set generation = ${r.nextGeneration}, last_used_at = ${r.now}, idle_expires_at = ${r.idleExpiresAt},
       grace_generation = ${r.retiredGeneration}, grace_response_sealed = ${r.graceResponseSealed}, grace_until = ${r.graceUntil}
-    where environment_id = ${r.environmentId} and id = ${r.familyId}
+    where environment_id = ${r.environmentId} and id = ${r.familyId} and generation = ${r.retiredGeneration} and revoked_at is null
     returning id
   ), token as (
     insert into refresh_tokens (family_id, generation, environment_id, secret_hash, issued_at)
     select id, ${r.nextGeneration}, ${r.environmentId}, ${r.nextSecretHash}, ${r.now} from family
+  ), session as (
+    update login_sessions set last_active_at = ${r.now}, idle_expires_at = greatest(idle_expires_at, ${r.idleExpiresAt}),
+      absolute_expires_at = greatest(absolute_expires_at, ${r.absoluteExpiresAt})
+    where environment_id = ${r.environmentId} and id = ${r.sessionId} and exists (select 1 from family)
   )
-  update login_sessions set last_active_at = ${r.now}, idle_expires_at = greatest(idle_expires_at, ${r.idleExpiresAt}),
-    absolute_expires_at = greatest(absolute_expires_at, ${r.absoluteExpiresAt})
-  where environment_id = ${r.environmentId} and id = ${r.sessionId}`)
+  select count(*)::int as rotated from family`).pipe(Effect.map((rows) => (rows[0]?.rotated ?? 0) > 0))
 
 export interface RevokedFamily {
   readonly id: string

@@ -26,22 +26,25 @@ export const newGenerationSecret = (familyId: string, generation: number) => Eff
   return { token: formatRefreshToken(familyId, generation, secret), hash: sha256Hex(secret) }
 })
 
-/**
- * Creates a refresh family at generation 1 for a code exchange (only when `offline_access`
- * is granted), in the caller's transaction. Returns the family id and the first token.
- */
-export const createFamily = (input: Omit<repo.NewFamily, "id" | "secretHash" | "idleExpiresAt" | "absoluteExpiresAt">) =>
-  Effect.gen(function* () {
-    const ids = yield* Ids
-    const id = yield* ids.make("fam")
-    const first = yield* newGenerationSecret(id, 1)
-    const nowMs = input.now.getTime()
-    yield* repo.insertFamily({
-      ...input, id, secretHash: first.hash,
-      idleExpiresAt: new Date(nowMs + REFRESH_IDLE_MS), absoluteExpiresAt: new Date(nowMs + REFRESH_ABSOLUTE_MS),
-    })
-    return { familyId: id, refreshToken: first.token }
-  })
+/** A new family's id, its first (generation 1) token and the family's expiry, for a code exchange. */
+export interface NewFamily {
+  readonly familyId: string
+  readonly refreshToken: string
+  readonly secretHash: string
+  readonly idleExpiresAt: Date
+  readonly absoluteExpiresAt: Date
+}
+
+/** Prepares a family for a code exchange that grants `offline_access` (written with the code's consumption). */
+export const newFamily = (nowMs: number) => Effect.gen(function* () {
+  const ids = yield* Ids
+  const familyId = yield* ids.make("fam")
+  const first = yield* newGenerationSecret(familyId, 1)
+  return {
+    familyId, refreshToken: first.token, secretHash: first.hash,
+    idleExpiresAt: new Date(nowMs + REFRESH_IDLE_MS), absoluteExpiresAt: new Date(nowMs + REFRESH_ABSOLUTE_MS),
+  } satisfies NewFamily
+})
 
 type SessionRevocationReason = "user_logout" | "refresh_token_reuse"
 

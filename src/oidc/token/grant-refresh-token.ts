@@ -1,13 +1,12 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Crypto, constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
-import { lockFamily, rotateFamily } from "../refresh/repo.js"
+import { ACR_BASIC } from "../codes/issue.js"
+import { type FamilyState, readFamily, rotateFamily } from "../refresh/repo.js"
 import {
   graceSealContext, newGenerationSecret, REFRESH_GRACE_MS, REFRESH_IDLE_MS, revokeSessionAndFamilies,
 } from "../refresh/service.js"
-import { parseRefreshToken } from "../refresh/token-format.js"
-import { recordMonthlyActiveUser } from "../../usage/mau.js"
-import { ACR_BASIC } from "../codes/issue.js"
+import { type ParsedRefreshToken, parseRefreshToken } from "../refresh/token-format.js"
 import { mintTokens } from "../tokens/mint.js"
 import { MAX_RESOURCES, narrow, splitScope } from "./check-narrowing.js"
 import { checkGrantState } from "./check-user.js"
@@ -15,33 +14,34 @@ import { invalidGrant, invalidRequest, invalidScope } from "./errors.js"
 import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
 
-/**
- * grant_type=refresh_token (spec: Token, "Refresh token family"; RFC 6749 6; RFC 9700 4.14.2).
- * The family row is locked FOR UPDATE, so concurrent refreshes of one token queue:
- * - the current generation rotates: a new token of the next generation, the old retired;
- *   the response is sealed and kept for 5 seconds;
- * - the generation just retired, within those 5 seconds, gets that same response again
- *   (only that family and generation: the seal is bound to both);
- * - any older generation proven by its secret, or the retired one after 5 seconds, is
- *   reuse: the family and its login session are revoked (committed), then invalid_grant.
- * Scope and resource may only narrow the original grant (invalid_scope otherwise); the
- * family keeps the original grant. After a refresh, amr is ["refresh_token"] and acr basic;
- * auth_time is unchanged.
- */
-export const refreshTokenGrant = (ctx: GrantContext) => Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const crypto = yield* Crypto
-  const presented = yield* ctx.params.required("refresh_token")
-  const requestedScopes = splitScope(yield* ctx.params.one("scope"))
-  const requestedResources = ctx.params.many("resource")
-  if (requestedResources.length > MAX_RESOURCES) return yield* invalidRequest(`At most ${MAX_RESOURCES} resource values`)
-  const token = parseRefreshToken(presented)
-  if (!token) return yield* invalidGrant("The refresh token is invalid")
+interface RefreshRequest {
+  readonly token: ParsedRefreshToken
+  readonly scopes: ReadonlyArray<string> | undefined
+  readonly resources: ReadonlyArray<string>
+}
 
-  const outcome = yield* sql.withTransaction(Effect.gen(function* () {
+/** Reuse (spec: "Old generation reused after 5 seconds"): revoke the family and its session, commit, refuse. */
+const refuseReuse = (ctx: GrantContext, family: FamilyState, generation: number, now: Date) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.withTransaction(revokeSessionAndFamilies({
+    environmentId: ctx.environmentId, userId: family.user_id, sessionId: family.session_id,
+    reason: "refresh_token_reuse", familyReason: "refresh_token_reuse", actor: { type: "system" }, now,
+    audit: {
+      action: "token.refresh_reuse_detected",
+      details: { client_id: family.client_id, refresh_family_id: family.id, generation, current_generation: family.generation },
+    },
+  }))
+  return yield* invalidGrant("The refresh token was already used; the grant has been revoked")
+})
+
+/** One attempt: read the family, decide, and (for the current generation) rotate by compare-and-set. */
+const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): Effect.Effect<string, unknown, any> =>
+  Effect.gen(function* () {
+    const crypto = yield* Crypto
+    const { token } = request
     const nowMs = yield* Clock.currentTimeMillis
     const now = new Date(nowMs)
-    const family = yield* lockFamily(ctx.environmentId, token.familyId, token.generation)
+    const family = yield* readFamily(ctx.environmentId, token.familyId, token.generation)
     if (!family || family.client_id !== ctx.client.id) return yield* invalidGrant("The refresh token is invalid")
     // Only a holder of this generation's secret gets further (a guessed generation number
     // must not revoke someone else's family).
@@ -56,28 +56,18 @@ export const refreshTokenGrant = (ctx: GrantContext) => Effect.gen(function* () 
     if (token.generation !== family.generation) {
       const inGrace = token.generation === family.grace_generation && family.grace_response_sealed !== null &&
         family.grace_until !== null && nowMs <= family.grace_until.getTime()
-      if (inGrace) {
-        const refused = checkGrantState(family, nowMs)
-        if (refused) return yield* refused
-        const replay = yield* crypto.open(graceSealContext(family.id, token.generation), family.grace_response_sealed!)
-        return { replay: replay.toString("utf8") } as const
-      }
-      yield* revokeSessionAndFamilies({
-        environmentId: ctx.environmentId, userId: family.user_id, sessionId: family.session_id,
-        reason: "refresh_token_reuse", familyReason: "refresh_token_reuse", actor: { type: "system" }, now,
-        audit: {
-          action: "token.refresh_reuse_detected",
-          details: { client_id: family.client_id, refresh_family_id: family.id, generation: token.generation, current_generation: family.generation },
-        },
-      })
-      return { error: invalidGrant("The refresh token was already used; the grant has been revoked") } as const
+      if (!inGrace) return yield* refuseReuse(ctx, family, token.generation, now)
+      const refused = checkGrantState(family, nowMs)
+      if (refused) return yield* refused
+      const replay = yield* crypto.open(graceSealContext(family.id, token.generation), family.grace_response_sealed!)
+      return replay.toString("utf8")
     }
 
     const refused = checkGrantState(family, nowMs)
     if (refused) return yield* refused
-    const scopes = narrow(family.scopes, requestedScopes)
+    const scopes = narrow(family.scopes, request.scopes)
     if (!scopes.ok) return yield* invalidScope(`scope beyond the original grant: ${scopes.outside.join(" ")}`)
-    const resources = narrow(family.resources, requestedResources)
+    const resources = narrow(family.resources, request.resources)
     if (!resources.ok) return yield* invalidScope(`resource beyond the original grant: ${resources.outside.join(" ")}`)
 
     const tokens = yield* mintTokens({
@@ -91,7 +81,7 @@ export const refreshTokenGrant = (ctx: GrantContext) => Effect.gen(function* () 
     const body = JSON.stringify(tokenResponseBody({
       accessToken: tokens.accessToken, idToken: tokens.idToken, refreshToken: next.token, scopes: scopes.values,
     }))
-    yield* rotateFamily({
+    const rotated = yield* rotateFamily({
       environmentId: ctx.environmentId, familyId: family.id, sessionId: family.session_id,
       retiredGeneration: family.generation, nextGeneration, nextSecretHash: next.hash,
       graceResponseSealed: yield* crypto.seal(graceSealContext(family.id, family.generation), body),
@@ -99,9 +89,33 @@ export const refreshTokenGrant = (ctx: GrantContext) => Effect.gen(function* () 
       idleExpiresAt: new Date(Math.min(nowMs + REFRESH_IDLE_MS, family.absolute_expires_at.getTime())),
       absoluteExpiresAt: family.absolute_expires_at,
     })
-    yield* recordMonthlyActiveUser({ workspaceId: ctx.client.workspace_id, environmentId: ctx.environmentId, userId: family.user_id })
-    return { body } as const
-  }))
-  if ("error" in outcome) return yield* outcome.error
-  return "replay" in outcome ? outcome.replay : outcome.body
+    if (rotated) return body
+    // A concurrent refresh of the same generation rotated first (or the family was revoked
+    // meanwhile): read again, which finds the winner's sealed response (or the revocation).
+    if (isRetry) return yield* invalidGrant("The refresh token is invalid")
+    return yield* attempt(ctx, request, true)
+  })
+
+/**
+ * grant_type=refresh_token (spec: Token, "Refresh token family"; RFC 6749 6; RFC 9700 4.14.2).
+ * - the current generation rotates: a new token of the next generation, the old one
+ *   retired; the response is sealed and kept for 5 seconds. The rotation is a
+ *   compare-and-set on the generation, so of concurrent refreshes exactly one rotates;
+ *   the others re-read and get the winner's response;
+ * - the generation just retired, within those 5 seconds, gets that same response again
+ *   (only that family and generation: the seal is bound to both);
+ * - any older generation proven by its secret, or the retired one after 5 seconds, is
+ *   reuse: the family and its login session are revoked (committed), then invalid_grant.
+ * Scope and resource may only narrow the original grant (invalid_scope otherwise); the
+ * family keeps the original grant. After a refresh amr is ["refresh_token"] and acr basic;
+ * auth_time is unchanged.
+ */
+export const refreshTokenGrant = (ctx: GrantContext) => Effect.gen(function* () {
+  const presented = yield* ctx.params.required("refresh_token")
+  const scopes = splitScope(yield* ctx.params.one("scope"))
+  const resources = ctx.params.many("resource")
+  if (resources.length > MAX_RESOURCES) return yield* invalidRequest(`At most ${MAX_RESOURCES} resource values`)
+  const token = parseRefreshToken(presented)
+  if (!token) return yield* invalidGrant("The refresh token is invalid")
+  return yield* attempt(ctx, { token, scopes, resources }, false)
 }).pipe(Effect.withSpan("oidc.token.refresh_token"))

@@ -1,0 +1,369 @@
+// Token-side throughput: the refresh grant, the code exchange and introspection at 32 connections,
+// our server against `oidc-provider` configured equivalently (ES256 JWT access tokens, ES256 ID
+// tokens, refresh-token rotation, PKCE, client_secret_basic), in the same run.
+//
+// Run: npx tsx bench/oidc-vs-oidc-provider.ts     (BENCH_SECONDS=8 by default; not part of the suite)
+//
+// oidc-provider runs twice: with an in-memory adapter (an unbounded Map: nothing persisted) and with
+// a Postgres adapter (the shape of its documented example adapter: one payload table, one query per
+// adapter call, pool of 10 like ours) on the same embedded Postgres. Every server runs in its own
+// process; the load generator (autocannon) shares the 2 cores with them and with Postgres.
+import { type ChildProcess, spawn } from "node:child_process"
+import { createHash, generateKeyPairSync, randomBytes, sign } from "node:crypto"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { request as httpRequest } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type autocannon from "autocannon"
+import { SignJWT } from "jose"
+import pg from "pg"
+import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
+import { bootstrap, type LoadResult, load, startServer, stopChild, waitFor } from "./support.js"
+
+const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 8)
+const CONNECTIONS = 32
+const CODES = Number(process.env["BENCH_CODES"] ?? 30_000)
+const RESOURCE = "https://api.example.com"
+const REDIRECT = "https://app.example.com/cb"
+const VERIFIER = process.env["BENCH_VERIFIER"] ?? randomBytes(48).toString("base64url")
+const CHALLENGE = createHash("sha256").update(VERIFIER).digest("base64url")
+const SECRET = process.env["BENCH_SECRET"] ?? randomBytes(32).toString("base64url")
+const TSX = join(process.cwd(), "node_modules/.bin/tsx")
+const basic = (id: string) => `Basic ${Buffer.from(`${id}:${SECRET}`).toString("base64")}`
+const form = (o: Record<string, string>) => new URLSearchParams(o).toString()
+const children: Array<ChildProcess> = []
+
+interface Target {
+  readonly name: string
+  readonly base: string
+  readonly host: string
+  readonly clientId: string
+  /** Codes nobody has exchanged yet. */
+  readonly codes: Array<string>
+  /** oidc-provider: the opaque access token it can introspect. */
+  readonly introspectable?: string
+  readonly stop: () => Promise<void>
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child role: an oidc-provider server.
+// ---------------------------------------------------------------------------------------------
+async function providerChild() {
+  const [, , , adapterKind, portText, codesFile] = process.argv
+  const port = Number(portText)
+  // oidc-provider ships no type declarations: a non-literal specifier keeps it untyped on purpose.
+  const { default: Provider } = (await import("oidc-provider" as string)) as { default: new (issuer: string, config: unknown) => any }
+  type Payload = Record<string, unknown> & { grantId?: string; userCode?: string; uid?: string; consumed?: number }
+
+  class MapAdapter {
+    static store = new Map<string, Payload>()
+    constructor(private readonly name: string) {}
+    private key(id: string) { return `${this.name}:${id}` }
+    async upsert(id: string, payload: Payload) { MapAdapter.store.set(this.key(id), payload) }
+    async find(id: string) { return MapAdapter.store.get(this.key(id)) }
+    async findByUid(uid: string) { for (const v of MapAdapter.store.values()) if (v.uid === uid) return v; return undefined }
+    async findByUserCode(code: string) { for (const v of MapAdapter.store.values()) if (v.userCode === code) return v; return undefined }
+    async consume(id: string) { const v = MapAdapter.store.get(this.key(id)); if (v) v.consumed = Math.floor(Date.now() / 1000) }
+    async destroy(id: string) { MapAdapter.store.delete(this.key(id)) }
+    async revokeByGrantId(grantId: string) { for (const [k, v] of MapAdapter.store) if (v.grantId === grantId) MapAdapter.store.delete(k) }
+  }
+
+  const pool = adapterKind === "postgres" ? new pg.Pool({ connectionString: process.env["DATABASE_URL"], max: 10 }) : undefined
+  pool?.on("error", () => {})
+  if (pool) {
+    await pool.query(`create table if not exists oidc_payloads (id text, type text, payload jsonb not null, grant_id text,
+      user_code text, uid text, expires_at timestamptz, consumed_at timestamptz, primary key (id, type))`)
+    await pool.query("create index if not exists oidc_payloads_grant on oidc_payloads (grant_id)")
+    await pool.query("truncate oidc_payloads")
+  }
+  class PgAdapter {
+    constructor(private readonly type: string) {}
+    async upsert(id: string, payload: Payload, expiresIn?: number) {
+      await pool!.query(`insert into oidc_payloads (id, type, payload, grant_id, user_code, uid, expires_at)
+        values ($1, $2, $3, $4, $5, $6, $7) on conflict (id, type) do update set payload = excluded.payload,
+        grant_id = excluded.grant_id, user_code = excluded.user_code, uid = excluded.uid, expires_at = excluded.expires_at`,
+      [id, this.type, payload, payload.grantId ?? null, payload.userCode ?? null, payload.uid ?? null,
+        expiresIn ? new Date(Date.now() + expiresIn * 1000) : null])
+    }
+    private async one(where: string, value: string) {
+      const { rows } = await pool!.query(`select payload, consumed_at from oidc_payloads where type = $1 and ${where} = $2
+        and (expires_at is null or expires_at > now())`, [this.type, value])
+      const row = rows[0]
+      return row ? { ...row.payload, ...(row.consumed_at ? { consumed: true } : {}) } : undefined
+    }
+    find(id: string) { return this.one("id", id) }
+    findByUid(uid: string) { return this.one("uid", uid) }
+    findByUserCode(code: string) { return this.one("user_code", code) }
+    async consume(id: string) { await pool!.query("update oidc_payloads set consumed_at = now() where id = $1 and type = $2", [id, this.type]) }
+    async destroy(id: string) { await pool!.query("delete from oidc_payloads where id = $1 and type = $2", [id, this.type]) }
+    async revokeByGrantId(grantId: string) { await pool!.query("delete from oidc_payloads where grant_id = $1", [grantId]) }
+  }
+
+  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" })
+  const provider = new Provider(`http://127.0.0.1:${port}`, {
+    adapter: (adapterKind === "postgres" ? PgAdapter : MapAdapter) as never,
+    clients: [{
+      client_id: "bench", client_secret: SECRET, redirect_uris: [REDIRECT], grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"], token_endpoint_auth_method: "client_secret_basic", id_token_signed_response_alg: "ES256",
+    }],
+    jwks: { keys: [{ ...privateKey.export({ format: "jwk" }), kid: "bench", alg: "ES256", use: "sig" } as never] },
+    findAccount: async (_ctx: unknown, id: string) => ({
+      accountId: id, claims: async () => ({ sub: id, email: "bench@example.com", email_verified: true, name: "Bench", locale: "en" }),
+    }),
+    claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "locale", "updated_at"] },
+    scopes: ["openid", "offline_access", "email", "profile", "api"],
+    routes: { token: "/oauth2/token", introspection: "/oauth2/introspect", revocation: "/oauth2/revoke", jwks: "/oauth2/jwks" },
+    features: {
+      devInteractions: { enabled: false },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => RESOURCE,
+        useGrantedResource: () => true,
+        getResourceServerInfo: () => ({
+          scope: "api", audience: RESOURCE, accessTokenFormat: "jwt", accessTokenTTL: 300, jwt: { sign: { alg: "ES256" } },
+        }),
+      },
+    },
+    pkce: { required: () => true },
+    rotateRefreshToken: true,
+    issueRefreshToken: async () => true,
+    ttl: { AccessToken: 300, IdToken: 300, AuthorizationCode: 3600, RefreshToken: 30 * 86400, Grant: 90 * 86400, Session: 86400 },
+  } as never) as any
+  provider.on("server_error", (_ctx: unknown, err: Error) => console.error("oidc-provider server_error", err))
+
+  const client = await provider.Client.find("bench")
+  const codes: Array<string> = []
+  const now = Math.floor(Date.now() / 1000)
+  for (let i = 0; i < Number(process.env["BENCH_CODES"] ?? 30_000); i++) {
+    const grant = new provider.Grant({ accountId: "usr_bench", clientId: "bench" })
+    grant.addOIDCScope("openid offline_access email profile")
+    grant.addResourceScope(RESOURCE, "api")
+    const grantId = await grant.save()
+    codes.push(await new provider.AuthorizationCode({
+      accountId: "usr_bench", grantId, client, scope: "openid offline_access email profile api", resource: RESOURCE,
+      redirectUri: REDIRECT, codeChallenge: CHALLENGE, codeChallengeMethod: "S256", authTime: now, nonce: "n", acr: "basic", amr: ["email_otp"],
+    }).save())
+  }
+  // oidc-provider refuses to introspect JWT access tokens ("Structured JWT Tokens cannot be introspected"),
+  // so its introspection runs on an opaque access token of a live grant (a storage lookup).
+  const grant = new provider.Grant({ accountId: "usr_bench", clientId: "bench" })
+  grant.addOIDCScope("openid email")
+  const opaqueGrantId = await grant.save()
+  const opaque = await new provider.AccessToken({ accountId: "usr_bench", grantId: opaqueGrantId, client, scope: "openid email", gty: "authorization_code" }).save()
+  writeFileSync(codesFile!, JSON.stringify({ codes, opaque }))
+  provider.listen(port, () => console.log("READY"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driver.
+// ---------------------------------------------------------------------------------------------
+async function main() {
+  signingMicrobenchmark()
+  // BENCH_PROFILE=1 runs our server with --cpu-prof (profile written to /tmp/authservice-prof on exit).
+  const server = process.env["BENCH_PROFILE"] ? await startProfiledServer() : await startServer()
+  const env = bootstrap(server.env)
+  const ours = await seedOurs(server.port, server.env["DATABASE_URL"]!, env)
+  process.on("exit", () => { for (const c of children) c.kill("SIGTERM") })
+  const only = process.env["BENCH_ONLY"] // e.g. "authservice" while profiling
+  const targets: Array<Target> = [ours]
+  if (only === undefined || only.startsWith("oidc-provider")) {
+    targets.push(await startOidcProvider("memory", server.env["DATABASE_URL"]!))
+    targets.push(await startOidcProvider("postgres", server.env["DATABASE_URL"]!))
+  }
+
+  const results: Record<string, Record<string, LoadResult>> = {}
+  for (const target of targets.filter((t) => only === undefined || t.name.startsWith(only))) {
+    const tokens = await prepare(target)
+    results[target.name] = {
+      refresh: await refreshLoad(target, tokens.refreshTokens),
+      code: await codeLoad(target),
+      introspect: await introspectLoad(target, tokens.accessToken),
+    }
+  }
+  report(results)
+  for (const t of targets) await t.stop()
+  await server.stop()
+  process.exit(0)
+}
+
+/** bench/support's startServer, with the server under `--cpu-prof`. */
+async function startProfiledServer() {
+  const pgServer = await startEmbeddedPostgres(mkdtempSync(join(tmpdir(), "authservice-bench-")), { persistent: false })
+  const port = await freePort()
+  const env = {
+    PATH: process.env["PATH"]!, PORT: String(port), DATABASE_URL: pgServer.url, MASTER_KEY: randomBytes(32).toString("base64url"),
+    LOG_REQUESTS: "false", NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=/tmp/authservice-prof",
+  }
+  const child = spawn(TSX, ["src/main.ts"], { env, stdio: ["ignore", "ignore", "inherit"] })
+  await waitFor(port, `api.localhost:${port}`, "/readyz")
+  return { port, env, stop: async () => { await stopChild(child); await pgServer.stop() } }
+}
+
+/** Spec/STACK: measure jose SignJWT against node:crypto sign on the access-token claim set. */
+function signingMicrobenchmark() {
+  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" })
+  const claims = {
+    iss: "http://localhost:3000/e/env_x", sub: "usr_x", aud: RESOURCE, exp: 2e9, iat: 1.9e9, jti: "j", sid: "ses_x", client_id: "cli_x",
+    scope: "openid profile email offline_access", amr: ["email_otp"], acr: "urn:example-auth:loa:basic", auth_time: 1.9e9, sv: 1,
+  }
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url")
+  const n = 4000
+  let t = performance.now()
+  for (let i = 0; i < n; i++) {
+    const input = `${b64({ alg: "ES256", typ: "at+jwt", kid: "k" })}.${b64(claims)}`
+    sign("sha256", Buffer.from(input), { key: privateKey, dsaEncoding: "ieee-p1363" })
+  }
+  const node = n / ((performance.now() - t) / 1000)
+  t = performance.now()
+  const jobs: Array<Promise<string>> = []
+  for (let i = 0; i < n; i++) jobs.push(new SignJWT(claims).setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid: "k" }).sign(privateKey))
+  void Promise.all(jobs).then(() => {
+    console.log(`ES256 signing, access-token claims: node:crypto ${Math.round(node)}/s; jose SignJWT (all in flight) ${Math.round(n / ((performance.now() - t) / 1000))}/s`)
+  })
+}
+
+async function seedOurs(port: number, databaseUrl: string, env: { workspace_id: string; environment_id: string }): Promise<Target> {
+  const db = new pg.Client({ connectionString: databaseUrl })
+  await db.connect()
+  const clientId = `cli_${"b".repeat(32)}`
+  const userId = `usr_${"b".repeat(32)}`
+  const e = [env.workspace_id, env.environment_id]
+  await db.query(`insert into clients (id, workspace_id, environment_id, client_type, name, token_endpoint_auth_method, secret_hash,
+      redirect_uris, allowed_resources, created_at, updated_at)
+    values ($1, $2, $3, 'web_bff', 'bench', 'client_secret_basic', $4, $5, $6, now(), now())`,
+  [clientId, ...e, createHash("sha256").update(SECRET).digest("hex"), [REDIRECT], [RESOURCE]])
+  await db.query(`insert into users (id, workspace_id, environment_id, email, email_normalized, email_verified, name, locale,
+      user_handle, created_at, updated_at) values ($1, $2, $3, 'bench@example.com', 'bench@example.com', true, 'Bench', 'en', $4, now(), now())`,
+  [userId, ...e, randomBytes(16).toString("hex")])
+  // One login session per code (as logins create them), codes valid for an hour of wall time.
+  const prefix = randomBytes(8).toString("hex")
+  await db.query(`insert into login_sessions (id, workspace_id, environment_id, user_id, client_id, method, acr, auth_time,
+      security_version, created_at, last_active_at, idle_expires_at, absolute_expires_at)
+    select 'ses_bench' || i, $1, $2, $3, $4, 'email_otp', 'urn:example-auth:loa:basic', now(), 1, now(), now(),
+      now() + interval '7 days', now() + interval '30 days' from generate_series(1, $5) i`, [...e, userId, clientId, CODES])
+  await db.query(`insert into authorization_codes (code_hash, workspace_id, environment_id, transaction_id, client_id, user_id,
+      session_id, redirect_uri, code_challenge, scopes, resources, nonce, method, acr, auth_time, created_at, expires_at)
+    select encode(sha256(convert_to($1 || i, 'UTF8')), 'hex'), $2, $3, 'txn_bench' || i, $4, $5, 'ses_bench' || i, $6, $7,
+      '{openid,offline_access,email,profile}', $8, 'n', 'email_otp', 'urn:example-auth:loa:basic', now(), now(),
+      now() + interval '1 hour' from generate_series(1, $9) i`,
+  [prefix, ...e, clientId, userId, REDIRECT, CHALLENGE, [RESOURCE], CODES])
+  await db.end()
+  return {
+    name: "authservice", base: `http://127.0.0.1:${port}/e/${env.environment_id}`, host: `localhost:${port}`, clientId,
+    codes: Array.from({ length: CODES }, (_, i) => `${prefix}${i + 1}`), stop: async () => {},
+  }
+}
+
+async function startOidcProvider(adapter: "memory" | "postgres", databaseUrl: string): Promise<Target> {
+  const port = await freePort()
+  const file = join(tmpdir(), `oidc-provider-codes-${adapter}-${port}.json`)
+  const child: ChildProcess = spawn(TSX, [process.argv[1]!, "--oidc-provider", adapter, String(port), file], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, BENCH_CODES: String(CODES), BENCH_SECRET: SECRET, BENCH_VERIFIER: VERIFIER, NODE_ENV: "production" },
+    stdio: ["ignore", "pipe", "inherit"],
+  })
+  children.push(child)
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => { if (d.toString().includes("READY")) resolve() })
+    child.once("exit", (code) => reject(new Error(`oidc-provider (${adapter}) exited with ${code}`)))
+  })
+  await waitFor(port, `127.0.0.1:${port}`, "/.well-known/openid-configuration")
+  return {
+    name: `oidc-provider (${adapter})`, base: `http://127.0.0.1:${port}`, host: `127.0.0.1:${port}`, clientId: "bench",
+    codes: (JSON.parse(readFileSync(file, "utf8")) as { codes: Array<string> }).codes,
+    introspectable: (JSON.parse(readFileSync(file, "utf8")) as { opaque: string }).opaque,
+    stop: () => stopChild(child),
+  }
+}
+
+/** node:http (fetch ignores a Host header, and our server dispatches by Host). */
+const post = (t: Target, path: string, body: Record<string, string>) => new Promise<Record<string, string>>((resolve, reject) => {
+  const url = new URL(`${t.base}${path}`)
+  const payload = form(body)
+  const req = httpRequest({
+    host: url.hostname, port: url.port, path: url.pathname, method: "POST",
+    headers: { host: t.host, authorization: basic(t.clientId), "content-type": "application/x-www-form-urlencoded", "content-length": Buffer.byteLength(payload) },
+  }, (res) => {
+    const chunks: Array<Buffer> = []
+    res.on("data", (c: Buffer) => chunks.push(c))
+    res.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8")
+      if (res.statusCode !== 200) reject(new Error(`${t.name} ${path}: ${res.statusCode} ${text}`))
+      else resolve(JSON.parse(text))
+    })
+  })
+  req.on("error", reject)
+  req.end(payload)
+})
+
+const exchangeBody = (code: string) => ({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, code_verifier: VERIFIER })
+
+/** One refresh token per connection and an access token for introspection, through the real endpoints. */
+async function prepare(t: Target) {
+  const refreshTokens: Array<string> = []
+  for (let i = 0; i < 2 * CONNECTIONS; i++) refreshTokens.push((await post(t, "/oauth2/token", exchangeBody(t.codes.pop()!)))["refresh_token"]!)
+  const accessToken = t.introspectable ?? (await post(t, "/oauth2/token", exchangeBody(t.codes.pop()!)))["access_token"]!
+  const introspected = await post(t, "/oauth2/introspect", { token: accessToken })
+  if (introspected["active"] !== (true as never)) throw new Error(`${t.name}: access token not active at introspection`)
+  return { refreshTokens, accessToken }
+}
+
+const headersOf = (t: Target) => ({ authorization: basic(t.clientId), "content-type": "application/x-www-form-urlencoded" })
+
+/**
+ * Sustained rotation: a pool of live refresh tokens (one family per connection, plus spares); each
+ * request takes one and its response puts the rotated token back. (autocannon resets a connection's
+ * context after every request of a one-request list, so the pool is shared.)
+ */
+async function refreshLoad(t: Target, tokens: Array<string>) {
+  const pool = [...tokens]
+  const requests: Array<autocannon.Request> = [{
+    method: "POST", path: new URL(`${t.base}/oauth2/token`).pathname,
+    setupRequest: (req) => ({ ...req, body: form({ grant_type: "refresh_token", refresh_token: pool.shift() ?? "exhausted" }) }),
+    onResponse: (status, body) => {
+      if (status === 200) pool.push((JSON.parse(body) as { refresh_token: string }).refresh_token)
+    },
+  }]
+  return load({ url: `${t.base}/oauth2/token`, host: t.host, method: "POST", headers: headersOf(t), seconds: SECONDS, requests, connections: CONNECTIONS })
+}
+
+async function codeLoad(t: Target) {
+  const requests: Array<autocannon.Request> = [{
+    method: "POST", path: new URL(`${t.base}/oauth2/token`).pathname,
+    setupRequest: (req) => ({ ...req, body: form(exchangeBody(t.codes.pop() ?? "exhausted")) }),
+  }]
+  const result = await load({ url: `${t.base}/oauth2/token`, host: t.host, method: "POST", headers: headersOf(t), seconds: SECONDS, requests, connections: CONNECTIONS })
+  if (t.codes.length === 0) console.warn(`${t.name}: ran out of codes; raise BENCH_CODES`)
+  return result
+}
+
+async function introspectLoad(t: Target, accessToken: string) {
+  return load({
+    url: `${t.base}/oauth2/introspect`, host: t.host, method: "POST", headers: headersOf(t), body: form({ token: accessToken }),
+    seconds: SECONDS, connections: CONNECTIONS,
+  })
+}
+
+function report(results: Record<string, Record<string, LoadResult>>) {
+  const names = Object.keys(results)
+  console.log(`\n${CONNECTIONS} connections, ${SECONDS} s per run, one 2-core machine shared by the servers, Postgres and autocannon\n`)
+  console.log("| scenario | server | req/s | p50 ms | p99 ms | non-2xx | errors |")
+  console.log("| --- | --- | --- | --- | --- | --- | --- |")
+  for (const scenario of ["refresh", "code", "introspect"]) {
+    for (const name of names) {
+      const r = results[name]![scenario]!
+      console.log(`| ${scenario} | ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
+    }
+  }
+  console.log("\nratio authservice / oidc-provider (req/s):")
+  for (const scenario of ["refresh", "code", "introspect"]) {
+    if (!results["authservice"]) break
+    const ours = results["authservice"]![scenario]!.rps
+    const parts = names.filter((n) => n !== "authservice").map((n) => `${n} ${(ours / results[n]![scenario]!.rps).toFixed(2)}`)
+    console.log(`  ${scenario}: ${parts.join(", ")}`)
+  }
+}
+
+if (process.argv[2] === "--oidc-provider") await providerChild()
+else await main()
