@@ -66,22 +66,65 @@ export const bodyText = Effect.gen(function* () {
       : Effect.fail(new InvalidRequestBody({ detail: "The request body could not be read" }))))
 })
 
-/** Parses a JSON body; unreadable JSON or a wrong shape is 400 invalid_request_body. */
+/** True when a decoding failure is a broken rule (a check: length, pattern, range), not a wrong shape. */
+const brokeARule = (issue: SchemaIssue.Issue): boolean => {
+  switch (issue._tag) {
+    case "Filter":
+      return true
+    case "Pointer":
+    case "Encoding":
+      return brokeARule(issue.issue)
+    case "Composite":
+    case "AnyOf":
+      return issue.issues.some(brokeARule)
+    default:
+      return false
+  }
+}
+
+const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+/**
+ * Parses and decodes a JSON body (DESIGN decisions): unreadable JSON, a wrong type, a
+ * missing or an unknown field is 400 `invalid_request_body`; a well-typed value that
+ * breaks a rule (length, pattern, range) is 400 `invalid_request`.
+ */
 export const decodeJsonBody = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S, options: { readonly emptyAs?: unknown } = {}) =>
   Effect.gen(function* () {
     const text = yield* bodyText
     let value: unknown
     if (text.trim() === "" && "emptyAs" in options) value = options.emptyAs
     else {
-      try {
-        value = JSON.parse(text)
-      } catch {
-        return yield* new InvalidRequestBody({ detail: "The request body is not valid JSON" })
-      }
+      const parsed = parseJson(text)
+      if (!parsed.ok) return yield* new InvalidRequestBody({ detail: "The request body is not valid JSON" })
+      value = parsed.value
     }
     return yield* Schema.decodeUnknownEffect(schema)(value, { onExcessProperty: "error" }).pipe(
-      Effect.mapError((e) => new InvalidRequestBody({ detail: describe(e) })))
-  }) as Effect.Effect<S["Type"], InvalidRequestBody | PayloadTooLarge, HttpServerRequest.HttpServerRequest>
+      Effect.mapError((e) => brokeARule(e.issue)
+        ? new InvalidRequest({ detail: describe(e) })
+        : new InvalidRequestBody({ detail: describe(e) })))
+  }) as Effect.Effect<S["Type"], InvalidRequest | InvalidRequestBody | PayloadTooLarge, HttpServerRequest.HttpServerRequest>
+
+/**
+ * Refuses a JSON body that names a field the caller may not set (read-only, derived or
+ * immutable) with 400 `invalid_request` saying why, before the shape is decoded. An
+ * unreadable body passes through: decoding then reports it as `invalid_request_body`.
+ */
+export const refuseBodyFields = (fields: Readonly<Record<string, string>>) => Effect.gen(function* () {
+  const parsed = parseJson(yield* bodyText)
+  if (!parsed.ok) return
+  const value = parsed.value
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return
+  for (const [field, reason] of Object.entries(fields)) {
+    if (Object.hasOwn(value, field)) return yield* new InvalidRequest({ detail: `${field} ${reason}` })
+  }
+})
 
 export const json = (body: unknown, status = 200, headers?: Record<string, string>) =>
   HttpServerResponse.jsonUnsafe(body, headers ? { status, headers } : { status })

@@ -1,14 +1,13 @@
 import { Effect, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { InvalidRequest } from "../../http/errors.js"
-import { decodeParams, decodeQuery, json, route } from "../../http/route.js"
+import { decodeJsonBody, decodeParams, decodeQuery, json, refuseBodyFields, route } from "../../http/route.js"
 import type { UserRow } from "../../users/repo.js"
 import { environmentForCaller } from "../auth/access.js"
 import { withCaller } from "../auth/service.js"
 import { withEtag } from "../http/etag.js"
 import { withIdempotency } from "../http/idempotency.js"
 import { pageOf, parsePage } from "../http/pagination.js"
-import { decodeBody, refuseFields } from "./body.js"
 import { presentIdentity, presentPasskey, presentSession, presentUser } from "./present.js"
 import {
   BlockUserBody, CreateUserBody, EnvironmentQuery, IdentityList, IdentityParams, IdentityUnlinked, ListUsersQuery, PasskeyDeleted,
@@ -62,7 +61,7 @@ export const userRoutes = [
 
   route("POST", "/v1/users", withCaller("users:write", idempotent(Effect.gen(function* () {
     const query = yield* decodeQuery(CreateQuery)
-    const body = yield* decodeBody(CreateUserBody)
+    const body = yield* decodeJsonBody(CreateUserBody)
     if (query.environment_id !== undefined && body.environment_id !== undefined && query.environment_id !== body.environment_id) {
       return yield* new InvalidRequest({ detail: "environment_id of the query and of the body differ" })
     }
@@ -82,8 +81,8 @@ export const userRoutes = [
   route("PATCH", "/v1/users/:userId", withCaller("users:write", idempotent(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId } = yield* decodeParams(UserParams)
-    yield* refuseFields(IMMUTABLE_FIELDS)
-    const body = yield* decodeBody(UpdateUserBody)
+    yield* refuseBodyFields(IMMUTABLE_FIELDS)
+    const body = yield* decodeJsonBody(UpdateUserBody)
     if (Object.keys(body).length === 0) return yield* new InvalidRequest({ detail: "Send at least one field to change" })
     return one(yield* service.updateUser(env, userId, body))
   }))), {
@@ -103,7 +102,7 @@ export const userRoutes = [
   route("POST", "/v1/users/:userId/block", withCaller("users:block", idempotent(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId } = yield* decodeParams(UserParams)
-    const body = yield* decodeBody(BlockUserBody, { emptyAs: {} })
+    const body = yield* decodeJsonBody(BlockUserBody, { emptyAs: {} })
     return one(yield* service.blockUser(env, userId, body.reason))
   }))), {
     summary: "Block a user (revokes its sessions; its access tokens become inactive)", tags, scope: "users:block",

@@ -1,11 +1,10 @@
 import { Effect } from "effect"
-import { decodeJsonBody, decodeParams, decodeQuery, json, route } from "../../http/route.js"
+import { decodeJsonBody, decodeParams, decodeQuery, json, refuseBodyFields, route } from "../../http/route.js"
 import { CurrentCaller } from "../auth/caller.js"
 import { withCaller } from "../auth/service.js"
 import { withEtag } from "../http/etag.js"
 import { InsufficientScope } from "../../http/errors.js"
 import { pageOf, parsePage } from "../http/pagination.js"
-import { refuseBodyFields } from "./fields.js"
 import { withIdempotency } from "../http/idempotency.js"
 import type { MemberRow, WorkspaceRow } from "./repo.js"
 import {
