@@ -2,7 +2,10 @@
 // our server against `oidc-provider` configured equivalently (ES256 JWT access tokens, ES256 ID
 // tokens, refresh-token rotation, PKCE, client_secret_basic), in the same run.
 //
-// Run: npx tsx bench/oidc-vs-oidc-provider.ts     (BENCH_SECONDS=8 by default; not part of the suite)
+// Run: npx tsx bench/oidc-vs-oidc-provider.ts   (not part of the suite)
+// Knobs: BENCH_SECONDS (5 per run), BENCH_ROUNDS (3, interleaved; medians reported), BENCH_CODES (30000
+// per server), BENCH_SCENARIOS (refresh,code,introspect), BENCH_ONLY (authservice or oidc-provider),
+// BENCH_PROFILE=1 (our server under --cpu-prof, profiles in /tmp/authservice-prof).
 //
 // oidc-provider runs twice: with an in-memory adapter (an unbounded Map: nothing persisted) and with
 // a Postgres adapter (the shape of its documented example adapter: one payload table, one query per
@@ -20,7 +23,7 @@ import pg from "pg"
 import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
 import { bootstrap, type LoadResult, load, startServer, stopChild, waitFor } from "./support.js"
 
-const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 8)
+const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 5)
 const CONNECTIONS = 32
 const CODES = Number(process.env["BENCH_CODES"] ?? 30_000)
 const RESOURCE = "https://api.example.com"
@@ -173,14 +176,32 @@ async function main() {
     targets.push(await startOidcProvider("postgres", server.env["DATABASE_URL"]!))
   }
 
-  const results: Record<string, Record<string, LoadResult>> = {}
-  for (const target of targets.filter((t) => only === undefined || t.name.startsWith(only))) {
-    const tokens = await prepare(target)
-    results[target.name] = {
-      refresh: await refreshLoad(target, tokens.refreshTokens),
-      code: await codeLoad(target),
-      introspect: await introspectLoad(target, tokens.accessToken),
+  // Interleaved rounds (scenario by scenario, server by server), median per cell: other work on
+  // the machine drifts over minutes, and sequential blocks per server would fold that drift into
+  // the comparison.
+  const rounds = Number(process.env["BENCH_ROUNDS"] ?? 3)
+  const scenarios = (process.env["BENCH_SCENARIOS"] ?? "refresh,code,introspect").split(",")
+  const active = targets.filter((t) => only === undefined || t.name.startsWith(only))
+  const prepared = new Map<Target, Awaited<ReturnType<typeof prepare>>>()
+  for (const t of active) prepared.set(t, await prepare(t))
+  const samples: Record<string, Record<string, Array<LoadResult>>> = {}
+  for (let round = 0; round < rounds; round++) {
+    for (const scenario of scenarios) {
+      for (const t of active) {
+        const p = prepared.get(t)!
+        const r = scenario === "refresh" ? await refreshLoad(t, p.refreshTokens)
+          : scenario === "code" ? await codeLoad(t)
+          : await introspectLoad(t, p.accessToken)
+        if ("tokens" in r) p.refreshTokens = r.tokens as Array<string>
+        ;((samples[t.name] ??= {})[scenario] ??= []).push(r)
+      }
     }
+  }
+  const median = (xs: Array<LoadResult>) => [...xs].sort((a, b) => a.rps - b.rps)[Math.floor(xs.length / 2)]!
+  const results: Record<string, Record<string, LoadResult>> = {}
+  for (const [name, byScenario] of Object.entries(samples)) {
+    results[name] = Object.fromEntries(Object.entries(byScenario).map(([k, v]) => [k, median(v)]))
+    for (const [k, v] of Object.entries(byScenario)) console.log(`${name} ${k}: ${v.map((x) => Math.round(x.rps)).join(", ")} req/s`)
   }
   report(results)
   for (const t of targets) await t.stop()
@@ -301,8 +322,8 @@ const exchangeBody = (code: string) => ({ grant_type: "authorization_code", code
 
 /** One refresh token per connection and an access token for introspection, through the real endpoints. */
 async function prepare(t: Target) {
-  const refreshTokens: Array<string> = []
-  for (let i = 0; i < 2 * CONNECTIONS; i++) refreshTokens.push((await post(t, "/oauth2/token", exchangeBody(t.codes.pop()!)))["refresh_token"]!)
+  let refreshTokens: Array<string> = []
+  for (let i = 0; i < 8 * CONNECTIONS; i++) refreshTokens.push((await post(t, "/oauth2/token", exchangeBody(t.codes.pop()!)))["refresh_token"]!)
   const accessToken = t.introspectable ?? (await post(t, "/oauth2/token", exchangeBody(t.codes.pop()!)))["access_token"]!
   const introspected = await post(t, "/oauth2/introspect", { token: accessToken })
   if (introspected["active"] !== (true as never)) throw new Error(`${t.name}: access token not active at introspection`)
@@ -325,7 +346,10 @@ async function refreshLoad(t: Target, tokens: Array<string>) {
       if (status === 200) pool.push((JSON.parse(body) as { refresh_token: string }).refresh_token)
     },
   }]
-  return load({ url: `${t.base}/oauth2/token`, host: t.host, method: "POST", headers: headersOf(t), seconds: SECONDS, requests, connections: CONNECTIONS })
+  const result = await load({ url: `${t.base}/oauth2/token`, host: t.host, method: "POST", headers: headersOf(t), seconds: SECONDS, requests, connections: CONNECTIONS })
+  // Requests cut off at the end of the run may have rotated a token whose answer was dropped; keep
+  // only tokens that were never sent, plus the spares, for the next round.
+  return { ...result, tokens: pool }
 }
 
 async function codeLoad(t: Target) {
@@ -352,15 +376,16 @@ function report(results: Record<string, Record<string, LoadResult>>) {
   console.log("| --- | --- | --- | --- | --- | --- | --- |")
   for (const scenario of ["refresh", "code", "introspect"]) {
     for (const name of names) {
-      const r = results[name]![scenario]!
+      const r = results[name]![scenario]
+      if (!r) continue
       console.log(`| ${scenario} | ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
     }
   }
   console.log("\nratio authservice / oidc-provider (req/s):")
   for (const scenario of ["refresh", "code", "introspect"]) {
-    if (!results["authservice"]) break
+    if (!results["authservice"]?.[scenario]) continue
     const ours = results["authservice"]![scenario]!.rps
-    const parts = names.filter((n) => n !== "authservice").map((n) => `${n} ${(ours / results[n]![scenario]!.rps).toFixed(2)}`)
+    const parts = names.filter((n) => n !== "authservice" && results[n]![scenario]).map((n) => `${n} ${(ours / results[n]![scenario]!.rps).toFixed(2)}`)
     console.log(`  ${scenario}: ${parts.join(", ")}`)
   }
 }

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { type ClientColumns, clientColumns } from "../token/client-repo.js"
 
 /** Revocation reasons recorded on a family (sql/0030). */
 export type FamilyRevokedReason = "revoked" | "refresh_token_reuse" | "code_replayed" | "user_logout"
@@ -75,23 +76,27 @@ export interface FamilyState {
 }
 
 /**
- * Reads the family, its user and session, and the stored hash of the presented generation.
- * No lock: the rotation itself is a compare-and-set on `generation` (rotateFamily).
+ * Reads, in one round trip, the presented client (authenticated by the caller) and, when it
+ * exists, the family with its user and session and the stored hash of the presented
+ * generation. No row: no such client. No lock: the rotation itself is a compare-and-set on
+ * `generation` (rotateFamily).
  */
-export const readFamily = (environmentId: string, familyId: string, presentedGeneration: number) =>
-  SqlClient.SqlClient.use((sql) => sql<FamilyState>`
-    select f.id, f.workspace_id, f.client_id, f.user_id, f.session_id, f.scopes, f.resources, f.auth_time, f.generation,
-      f.idle_expires_at, f.absolute_expires_at, f.grace_generation, f.grace_response_sealed, f.grace_until, f.revoked_at,
-      t.secret_hash as presented_hash,
+export const readClientAndFamily = (environmentId: string, clientId: string, familyId: string, presentedGeneration: number) =>
+  SqlClient.SqlClient.use((sql) => sql<ClientColumns & (FamilyState | { readonly id: null })>`
+    select ${clientColumns(sql)}, f.id, f.workspace_id, f.client_id, f.user_id, f.session_id, f.scopes, f.resources, f.auth_time,
+      f.generation, f.idle_expires_at, f.absolute_expires_at, f.grace_generation, f.grace_response_sealed, f.grace_until,
+      f.revoked_at, t.secret_hash as presented_hash,
       u.status as user_status, u.security_version as user_security_version, u.email, u.email_verified, u.name, u.locale,
       u.updated_at as user_updated_at,
       s.revoked_at as session_revoked_at, s.idle_expires_at as session_idle_expires_at,
       s.absolute_expires_at as session_absolute_expires_at, s.security_version as session_security_version
-    from refresh_families f
-      join users u on u.environment_id = f.environment_id and u.id = f.user_id
-      join login_sessions s on s.environment_id = f.environment_id and s.id = f.session_id
+    from clients cl
+      left join refresh_families f on f.environment_id = cl.environment_id and f.id = ${familyId}
+      left join users u on u.environment_id = f.environment_id and u.id = f.user_id
+      left join login_sessions s on s.environment_id = f.environment_id and s.id = f.session_id
       left join refresh_tokens t on t.family_id = f.id and t.generation = ${presentedGeneration}
-    where f.environment_id = ${environmentId} and f.id = ${familyId}`).pipe(Effect.map((rows) => rows[0]))
+    where cl.environment_id = ${environmentId} and cl.id = ${clientId} and cl.deleted_at is null`)
+    .pipe(Effect.map((rows) => rows[0]))
 
 export interface Rotation {
   readonly environmentId: string

@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
-import { clientById } from "./client-repo.js"
+import { OAuthError } from "../../http/errors.js"
+import { clientById, type OAuthClientRow } from "./client-repo.js"
 import { invalidClient, invalidRequest } from "./errors.js"
 import type { OAuthParams } from "./params.js"
 
@@ -55,24 +56,26 @@ export const presentedClient = (params: OAuthParams) => Effect.gen(function* () 
 })
 
 /**
- * Authenticates the client (spec: Authentication rule 1). Public clients (method `none`)
- * send only `client_id`: a secret from them is invalid_client. Confidential (web_bff)
- * clients send their secret by `client_secret_basic` or `client_secret_post` (either is
- * accepted, decisions.md); it is compared as SHA-256 hex in constant time. Unknown,
- * deleted and disabled clients are invalid_client.
+ * Authenticates the client (spec: Authentication rule 1) against its row (undefined: no such
+ * client). Public clients (method `none`) send only `client_id`: a secret from them is
+ * invalid_client. Confidential (web_bff) clients send their secret by `client_secret_basic`
+ * or `client_secret_post` (either is accepted, decisions.md); it is compared as SHA-256 hex
+ * in constant time. Unknown, deleted and disabled clients are invalid_client.
  */
-export const authenticateClient = (environmentId: string, presented: PresentedClient) => Effect.gen(function* () {
-  const client = yield* clientById(environmentId, presented.clientId)
-  if (!client) return yield* invalidClient("Client authentication failed")
-  if (client.status !== "active") return yield* invalidClient("The client is disabled")
+export const checkClient = (presented: PresentedClient, client: OAuthClientRow | undefined) => {
+  if (!client) return invalidClient("Client authentication failed")
+  if (client.status !== "active") return invalidClient("The client is disabled")
   const confidential = client.token_endpoint_auth_method !== "none"
-  if (!confidential) {
-    if (presented.method !== "none") return yield* invalidClient("A public client must not send a client secret")
-    return client
-  }
+  if (!confidential) return presented.method === "none" ? client : invalidClient("A public client must not send a client secret")
   if (presented.method === "none" || client.secret_hash === null) {
-    return yield* invalidClient("Client authentication failed: this client must authenticate with its secret")
+    return invalidClient("Client authentication failed: this client must authenticate with its secret")
   }
-  if (!constantTimeEqual(sha256Hex(presented.secret), client.secret_hash)) return yield* invalidClient("Client authentication failed")
+  if (!constantTimeEqual(sha256Hex(presented.secret), client.secret_hash)) return invalidClient("Client authentication failed")
   return client
+}
+
+/** Looks the client up and authenticates it (introspection; the grants read it with their own row). */
+export const authenticateClient = (environmentId: string, presented: PresentedClient) => Effect.gen(function* () {
+  const checked = checkClient(presented, yield* clientById(environmentId, presented.clientId))
+  return checked instanceof OAuthError ? yield* checked : checked
 })

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import type { Statement } from "effect/sql"
 import { SqlClient } from "effect/sql"
 
 /** What the OIDC endpoints need of a client (sql/0004 `clients`). */
@@ -11,6 +12,28 @@ export interface OAuthClientRow {
   readonly status: "active" | "disabled"
   readonly post_logout_redirect_uris: ReadonlyArray<string>
 }
+
+/** The client columns under `client_*` names, for queries that read the client with a grant (one round trip). */
+export interface ClientColumns {
+  readonly client_row_id: string
+  readonly client_workspace_id: string
+  readonly client_type: OAuthClientRow["client_type"]
+  readonly client_auth_method: OAuthClientRow["token_endpoint_auth_method"]
+  readonly client_secret_hash: string | null
+  readonly client_status: OAuthClientRow["status"]
+  readonly client_post_logout_redirect_uris: ReadonlyArray<string>
+}
+
+/** The `ClientColumns` of the clients row aliased `cl`. */
+export const clientColumns = (sql: SqlClient.SqlClient): Statement.Fragment => sql.literal(`cl.id as client_row_id,
+  cl.workspace_id as client_workspace_id, cl.client_type, cl.token_endpoint_auth_method as client_auth_method,
+  cl.secret_hash as client_secret_hash, cl.status as client_status, cl.post_logout_redirect_uris as client_post_logout_redirect_uris`)
+
+export const clientOf = (row: ClientColumns): OAuthClientRow => ({
+  id: row.client_row_id, workspace_id: row.client_workspace_id, client_type: row.client_type,
+  token_endpoint_auth_method: row.client_auth_method, secret_hash: row.client_secret_hash, status: row.client_status,
+  post_logout_redirect_uris: row.client_post_logout_redirect_uris,
+})
 
 /** A client of this Environment that has not been deleted. */
 export const clientById = (environmentId: string, clientId: string) => SqlClient.SqlClient.use((sql) =>

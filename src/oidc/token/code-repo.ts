@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { NewFamily } from "../refresh/service.js"
 import type { GrantState } from "./check-user.js"
+import { type ClientColumns, clientColumns } from "./client-repo.js"
 
 /** An authorization code row with the user and session behind it. */
 export interface CodeState extends GrantState {
@@ -28,18 +29,24 @@ export interface CodeState extends GrantState {
   readonly user_updated_at: Date
 }
 
-/** Reads the code (no lock: consumption is a compare-and-set, consumeCodeAndIssue). */
-export const readCode = (environmentId: string, codeHash: string) => SqlClient.SqlClient.use((sql) => sql<CodeState>`
-  select c.workspace_id, c.transaction_id, c.client_id, c.user_id, c.session_id, c.redirect_uri, c.code_challenge, c.scopes,
-    c.resources, c.nonce, c.method, c.acr, c.auth_time, c.expires_at, c.consumed_at, c.refresh_family_id,
+/**
+ * Reads, in one round trip, the presented client (authenticated by the caller) and, when it
+ * exists, the code with its user and session. No row: no such client. No lock: consumption
+ * is a compare-and-set (consumeCodeAndIssue).
+ */
+export const readClientAndCode = (environmentId: string, clientId: string, codeHash: string) =>
+  SqlClient.SqlClient.use((sql) => sql<ClientColumns & (CodeState | { readonly session_id: null })>`
+  select ${clientColumns(sql)}, c.workspace_id, c.transaction_id, c.client_id, c.user_id, c.session_id, c.redirect_uri,
+    c.code_challenge, c.scopes, c.resources, c.nonce, c.method, c.acr, c.auth_time, c.expires_at, c.consumed_at, c.refresh_family_id,
     u.status as user_status, u.security_version as user_security_version, u.email, u.email_verified, u.name, u.locale,
     u.updated_at as user_updated_at,
     s.revoked_at as session_revoked_at, s.idle_expires_at as session_idle_expires_at,
     s.absolute_expires_at as session_absolute_expires_at, s.security_version as session_security_version
-  from authorization_codes c
-    join users u on u.environment_id = c.environment_id and u.id = c.user_id
-    join login_sessions s on s.environment_id = c.environment_id and s.id = c.session_id
-  where c.environment_id = ${environmentId} and c.code_hash = ${codeHash}`).pipe(Effect.map((rows) => rows[0]))
+  from clients cl
+    left join authorization_codes c on c.environment_id = cl.environment_id and c.code_hash = ${codeHash}
+    left join users u on u.environment_id = c.environment_id and u.id = c.user_id
+    left join login_sessions s on s.environment_id = c.environment_id and s.id = c.session_id
+  where cl.environment_id = ${environmentId} and cl.id = ${clientId} and cl.deleted_at is null`).pipe(Effect.map((rows) => rows[0]))
 
 export interface Consumption {
   readonly environmentId: string

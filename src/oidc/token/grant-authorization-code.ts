@@ -6,7 +6,10 @@ import { mintTokens } from "../tokens/mint.js"
 import { MAX_RESOURCES, narrow } from "./check-narrowing.js"
 import { isWellFormedVerifier, pkceMatches } from "./check-pkce.js"
 import { checkGrantState } from "./check-user.js"
-import { type CodeState, consumeCodeAndIssue, readCode } from "./code-repo.js"
+import { OAuthError } from "../../http/errors.js"
+import { checkClient } from "./client-auth.js"
+import { clientOf } from "./client-repo.js"
+import { type CodeState, consumeCodeAndIssue, readClientAndCode } from "./code-repo.js"
 import { invalidGrant, invalidRequest, invalidScope } from "./errors.js"
 import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
@@ -47,8 +50,11 @@ export const authorizationCodeGrant = (ctx: GrantContext) => Effect.gen(function
   const codeHash = sha256Hex(code)
   const nowMs = yield* Clock.currentTimeMillis
 
-  const row = yield* readCode(ctx.environmentId, codeHash)
-  if (!row || row.client_id !== ctx.client.id) return yield* invalidGrant("The authorization code is invalid")
+  const read = yield* readClientAndCode(ctx.environmentId, ctx.presented.clientId, codeHash)
+  const client = checkClient(ctx.presented, read && clientOf(read))
+  if (client instanceof OAuthError) return yield* client
+  const row = read!.session_id === null ? undefined : read as CodeState
+  if (!row || row.client_id !== client.id) return yield* invalidGrant("The authorization code is invalid")
   if (row.consumed_at !== null) return yield* refuseReplay(ctx, row, nowMs)
   if (row.expires_at.getTime() <= nowMs) return yield* invalidGrant("The authorization code has expired")
   if (row.redirect_uri !== redirectUri) return yield* invalidGrant("redirect_uri does not match the authorization request")

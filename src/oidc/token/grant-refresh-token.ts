@@ -2,7 +2,10 @@ import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Crypto, constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
 import { ACR_BASIC } from "../codes/issue.js"
-import { type FamilyState, readFamily, rotateFamily } from "../refresh/repo.js"
+import { OAuthError } from "../../http/errors.js"
+import { type FamilyState, readClientAndFamily, rotateFamily } from "../refresh/repo.js"
+import { checkClient } from "./client-auth.js"
+import { clientOf } from "./client-repo.js"
 import {
   graceSealContext, newGenerationSecret, REFRESH_GRACE_MS, REFRESH_IDLE_MS, revokeSessionAndFamilies,
 } from "../refresh/service.js"
@@ -41,8 +44,11 @@ const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): 
     const { token } = request
     const nowMs = yield* Clock.currentTimeMillis
     const now = new Date(nowMs)
-    const family = yield* readFamily(ctx.environmentId, token.familyId, token.generation)
-    if (!family || family.client_id !== ctx.client.id) return yield* invalidGrant("The refresh token is invalid")
+    const read = yield* readClientAndFamily(ctx.environmentId, ctx.presented.clientId, token.familyId, token.generation)
+    const client = checkClient(ctx.presented, read && clientOf(read))
+    if (client instanceof OAuthError) return yield* client
+    const family = read!.id === null ? undefined : read as FamilyState
+    if (!family || family.client_id !== client.id) return yield* invalidGrant("The refresh token is invalid")
     // Only a holder of this generation's secret gets further (a guessed generation number
     // must not revoke someone else's family).
     if (family.presented_hash === null || !constantTimeEqual(sha256Hex(token.secret), family.presented_hash)) {

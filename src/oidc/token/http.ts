@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { CurrentEnvironment } from "../../http/current-environment.js"
 import { route } from "../../http/route.js"
-import { authenticateClient, presentedClient } from "./client-auth.js"
+import { presentedClient } from "./client-auth.js"
 import { failuresAsServerError, invalidRequest } from "./errors.js"
 import { authorizationCodeGrant } from "./grant-authorization-code.js"
 import { refreshTokenGrant } from "./grant-refresh-token.js"
@@ -16,7 +16,8 @@ const GRANTS = {
 
 /**
  * POST /oauth2/token. The steps, in protocol order: parse the form or JSON body, check
- * grant_type, authenticate the client, run the grant, answer no-store JSON.
+ * grant_type, read the client credentials, run the grant (which authenticates the client
+ * first, from the row it reads with its own state), answer no-store JSON.
  */
 export const tokenEndpoint = Effect.gen(function* () {
   const env = yield* CurrentEnvironment
@@ -25,8 +26,7 @@ export const tokenEndpoint = Effect.gen(function* () {
   const grant = Object.hasOwn(GRANTS, grantType) ? GRANTS[grantType as keyof typeof GRANTS] : undefined
   if (!grant) return yield* invalidRequest(`Unsupported grant_type: use authorization_code or refresh_token`)
   const presented = yield* presentedClient(params)
-  const client = yield* authenticateClient(env.record.id, presented)
-  const body = yield* grant({ params, client, environmentId: env.record.id, issuer: env.urls.issuer })
+  const body = yield* grant({ params, presented, environmentId: env.record.id, issuer: env.urls.issuer })
   return tokenResponse(body)
 }).pipe(failuresAsServerError, Effect.withSpan("oidc.token"))
 
