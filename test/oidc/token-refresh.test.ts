@@ -144,6 +144,9 @@ describe("refresh_token grant: rotation", () => {
     const second = await login()
     await queryRows(app, "update login_sessions set revoked_at = $2, revoked_reason = 'admin_revocation' where id = $1", [second.sessionId, new Date(app.now())])
     expectOAuthError(await refresh(app, env, spa, second.refresh_token), 400, "invalid_grant")
+    const third = await login()
+    await queryRows(app, "update login_sessions set idle_expires_at = $2 where id = $1", [third.sessionId, new Date(app.now())])
+    expectOAuthError(await refresh(app, env, spa, third.refresh_token), 400, "invalid_grant")
   })
 })
 

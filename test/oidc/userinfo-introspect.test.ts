@@ -120,6 +120,12 @@ describe("GET /oauth2/userinfo", () => {
     const t = await tokens()
     await queryRows(app, "update login_sessions set revoked_at = $2, revoked_reason = 'admin_revocation' where id = $1", [t.sessionId, new Date(app.now())])
     expectInvalidToken(await userinfo(app, env, t.access_token))
+    // a session past its idle or absolute expiry (7 days idle / 30 days absolute) ends its tokens too
+    for (const column of ["idle_expires_at", "absolute_expires_at"]) {
+      const live = await tokens()
+      await queryRows(app, `update login_sessions set ${column} = $2 where id = $1`, [live.sessionId, new Date(app.now())])
+      expectInvalidToken(await userinfo(app, env, live.access_token))
+    }
   })
 
   it("tokens signed by a retired key keep working (the key stays on the server)", async () => {
