@@ -73,6 +73,8 @@ export interface FamilyState {
   readonly session_idle_expires_at: Date
   readonly session_absolute_expires_at: Date
   readonly session_security_version: number
+  /** The user already counts as active this billing month (src/usage): no MAU write needed. */
+  readonly mau_counted: boolean
 }
 
 /**
@@ -81,7 +83,7 @@ export interface FamilyState {
  * generation. No row: no such client. No lock: the rotation itself is a compare-and-set on
  * `generation` (rotateFamily).
  */
-export const readClientAndFamily = (environmentId: string, clientId: string, familyId: string, presentedGeneration: number) =>
+export const readClientAndFamily = (environmentId: string, clientId: string, familyId: string, presentedGeneration: number, billingMonth: string) =>
   SqlClient.SqlClient.use((sql) => sql<ClientColumns & (FamilyState | { readonly id: null })>`
     select ${clientColumns(sql)}, f.id, f.workspace_id, f.client_id, f.user_id, f.session_id, f.scopes, f.resources, f.auth_time,
       f.generation, f.idle_expires_at, f.absolute_expires_at, f.grace_generation, f.grace_response_sealed, f.grace_until,
@@ -89,7 +91,9 @@ export const readClientAndFamily = (environmentId: string, clientId: string, fam
       u.status as user_status, u.security_version as user_security_version, u.email, u.email_verified, u.name, u.locale,
       u.updated_at as user_updated_at,
       s.revoked_at as session_revoked_at, s.idle_expires_at as session_idle_expires_at,
-      s.absolute_expires_at as session_absolute_expires_at, s.security_version as session_security_version
+      s.absolute_expires_at as session_absolute_expires_at, s.security_version as session_security_version,
+      exists (select 1 from mau_users m where m.environment_id = f.environment_id and m.billing_month = ${billingMonth}
+        and m.user_id = f.user_id) as mau_counted
     from clients cl
       left join refresh_families f on f.environment_id = cl.environment_id and f.id = ${familyId}
       left join users u on u.environment_id = f.environment_id and u.id = f.user_id

@@ -5,7 +5,7 @@ import { Crypto, sha256Hex } from "../../platform/crypto.js"
 import { Events } from "../../platform/events/service.js"
 import { Ids } from "../../platform/ids.js"
 import type { Actor } from "../../platform/request-context.js"
-import { revokeSessions } from "../../sessions/repo.js"
+import { revokeLiveSessions } from "../../sessions/repo.js"
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from "../codes/issue.js"
 import * as repo from "./repo.js"
 import { formatRefreshToken } from "./token-format.js"
@@ -67,7 +67,8 @@ export const revokeSessionAndFamilies = (input: {
   const events = yield* Events
   const audit = yield* Audit
   const families = yield* repo.revokeFamiliesOfSession(input.environmentId, input.sessionId, input.familyReason, input.now)
-  const sessions = yield* revokeSessions(
+  // Only a live session is reported revoked: one already past its expiry ended by itself.
+  const sessions = yield* revokeLiveSessions(
     { environmentId: input.environmentId, userId: input.userId, sessionId: input.sessionId }, input.reason, input.now)
   for (const s of sessions) {
     yield* events.emit({

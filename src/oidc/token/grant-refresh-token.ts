@@ -11,6 +11,8 @@ import {
 } from "../refresh/service.js"
 import { type ParsedRefreshToken, parseRefreshToken } from "../refresh/token-format.js"
 import { mintTokens } from "../tokens/mint.js"
+import { recordMonthlyActiveUser } from "../../usage/mau.js"
+import { billingMonthOf } from "../../usage/limits.js"
 import { MAX_RESOURCES, narrow, splitScope } from "./check-narrowing.js"
 import { checkGrantState } from "./check-user.js"
 import { invalidGrant, invalidRequest, invalidScope } from "./errors.js"
@@ -41,10 +43,11 @@ const refuseReuse = (ctx: GrantContext, family: FamilyState, generation: number,
 const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): Effect.Effect<string, unknown, any> =>
   Effect.gen(function* () {
     const crypto = yield* Crypto
+    const sql = yield* SqlClient.SqlClient
     const { token } = request
     const nowMs = yield* Clock.currentTimeMillis
     const now = new Date(nowMs)
-    const read = yield* readClientAndFamily(ctx.environmentId, ctx.presented.clientId, token.familyId, token.generation)
+    const read = yield* readClientAndFamily(ctx.environmentId, ctx.presented.clientId, token.familyId, token.generation, billingMonthOf(nowMs))
     const client = checkClient(ctx.presented, read && clientOf(read))
     if (client instanceof OAuthError) return yield* client
     const family = read!.id === null ? undefined : read as FamilyState
@@ -95,7 +98,14 @@ const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): 
       idleExpiresAt: new Date(Math.min(nowMs + REFRESH_IDLE_MS, family.absolute_expires_at.getTime())),
       absoluteExpiresAt: family.absolute_expires_at,
     })
-    if (rotated) return body
+    if (rotated) {
+      // A refresh makes the user active this month (src/usage, decisions "Usage"); the read
+      // above already knows whether that was recorded, so usually nothing is written.
+      if (!family.mau_counted) {
+        yield* sql.withTransaction(recordMonthlyActiveUser({ workspaceId: family.workspace_id, environmentId: ctx.environmentId, userId: family.user_id }))
+      }
+      return body
+    }
     // A concurrent refresh of the same generation rotated first (or the family was revoked
     // meanwhile): read again, which finds the winner's sealed response (or the revocation).
     if (isRetry) return yield* invalidGrant("The refresh token is invalid")
