@@ -24,6 +24,7 @@ export const createClient = (app: TestApp, env: Bootstrapped, options: {
   readonly redirectUris?: ReadonlyArray<string>
   readonly postLogoutRedirectUris?: ReadonlyArray<string>
   readonly allowedResources?: ReadonlyArray<string>
+  readonly allowedOrigins?: ReadonlyArray<string>
   readonly status?: "active" | "disabled"
 } = {}): Promise<TestClient> => app.run(Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -36,11 +37,12 @@ export const createClient = (app: TestApp, env: Bootstrapped, options: {
   const postLogout = options.postLogoutRedirectUris ?? ["http://localhost:5173/signed-out?from=issuer"]
   const now = new Date(app.now())
   yield* sql`insert into clients (id, workspace_id, environment_id, client_type, name, token_endpoint_auth_method, secret_hash,
-      redirect_uris, post_logout_redirect_uris, allowed_resources, status, created_at, updated_at)
+      redirect_uris, post_logout_redirect_uris, allowed_resources, allowed_origins, status, created_at, updated_at)
     values (${id}, ${env.workspace_id}, ${env.environment_id}, ${type}, ${"Test " + type}, ${method},
       ${secret === undefined ? null : createHash("sha256").update(secret).digest("hex")},
       ${redirectUris as Array<string>}::text[], ${postLogout as Array<string>}::text[],
-      ${(options.allowedResources ?? []) as Array<string>}::text[], ${options.status ?? "active"}, ${now}, ${now})`
+      ${(options.allowedResources ?? []) as Array<string>}::text[], ${(options.allowedOrigins ?? []) as Array<string>}::text[],
+      ${options.status ?? "active"}, ${now}, ${now})`
   return { id, ...(secret === undefined ? {} : { secret }), redirectUri: redirectUris[0]!, postLogoutRedirectUri: postLogout[0]! }
 }))
 

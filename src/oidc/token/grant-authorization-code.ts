@@ -7,6 +7,7 @@ import { MAX_RESOURCES, narrow } from "./check-narrowing.js"
 import { isWellFormedVerifier, pkceMatches } from "./check-pkce.js"
 import { checkGrantState } from "./check-user.js"
 import { OAuthError } from "../../http/errors.js"
+import { assertOriginAllowedForClient } from "../../login/cors/cors.js"
 import { checkClient } from "./client-auth.js"
 import { clientOf } from "./client-repo.js"
 import { type CodeState, consumeCodeAndIssue, readClientAndCode } from "./code-repo.js"
@@ -53,6 +54,8 @@ export const authorizationCodeGrant = (ctx: GrantContext) => Effect.gen(function
   const read = yield* readClientAndCode(ctx.environmentId, ctx.presented.clientId, codeHash)
   const client = checkClient(ctx.presented, read && clientOf(read))
   if (client instanceof OAuthError) return yield* client
+  // A browser's cross-origin call must come from an Origin this client registered (CORS; DESIGN decisions).
+  yield* assertOriginAllowedForClient(client)
   const row = read!.session_id === null ? undefined : read as CodeState
   if (!row || row.client_id !== client.id) return yield* invalidGrant("The authorization code is invalid")
   if (row.consumed_at !== null) return yield* refuseReplay(ctx, row, nowMs)

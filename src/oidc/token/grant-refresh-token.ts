@@ -4,6 +4,7 @@ import { Crypto, constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
 import { ACR_BASIC } from "../codes/issue.js"
 import { OAuthError } from "../../http/errors.js"
 import { type FamilyState, readClientAndFamily, rotateFamily } from "../refresh/repo.js"
+import { assertOriginAllowedForClient } from "../../login/cors/cors.js"
 import { checkClient } from "./client-auth.js"
 import { clientOf } from "./client-repo.js"
 import {
@@ -50,6 +51,8 @@ const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): 
     const read = yield* readClientAndFamily(ctx.environmentId, ctx.presented.clientId, token.familyId, token.generation, billingMonthOf(nowMs))
     const client = checkClient(ctx.presented, read && clientOf(read))
     if (client instanceof OAuthError) return yield* client
+    // A browser's cross-origin call must come from an Origin this client registered (CORS; DESIGN decisions).
+    yield* assertOriginAllowedForClient(client)
     const family = read!.id === null ? undefined : read as FamilyState
     if (!family || family.client_id !== client.id) return yield* invalidGrant("The refresh token is invalid")
     // Only a holder of this generation's secret gets further (a guessed generation number
