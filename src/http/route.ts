@@ -37,7 +37,8 @@ export class RouteMatch extends Context.Service<RouteMatch, {
   readonly query: Readonly<Record<string, string | ReadonlyArray<string>>>
 }>()("http/RouteMatch") {}
 
-const describe = (error: Schema.SchemaError) => SchemaIssue.makeFormatterDefault()(error.issue)
+const describeIssue = SchemaIssue.makeFormatterDefault()
+const describe = (error: Schema.SchemaError) => describeIssue(error.issue)
 
 export const decodeParams = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) =>
   Effect.gen(function* () {
@@ -66,19 +67,62 @@ export const bodyText = Effect.gen(function* () {
       : Effect.fail(new InvalidRequestBody({ detail: "The request body could not be read" }))))
 })
 
-/** True when a decoding failure is a broken rule (a check: length, pattern, range), not a wrong shape. */
-const brokeARule = (issue: SchemaIssue.Issue): boolean => {
+/**
+ * A Schema check that states a JSON type rather than a rule: `Schema.Int` is a filter in
+ * Effect, but the OpenAPI document (generated from the same schema) says `type: integer`,
+ * so 1.5 for an integer field is a wrong type.
+ */
+const statesAType = (issue: SchemaIssue.Filter): boolean =>
+  (issue.filter.annotations?.["representation"] as { readonly id?: unknown } | undefined)?.id === "effect/schema/isInt"
+
+/**
+ * The first problem of a failed decoding that makes the body wrongly shaped (unreadable as the
+ * schema's types: a wrong type, a value outside an enum, a missing or an unknown field), with
+ * its path; `undefined` when every problem is a broken rule (a check on a well-typed value:
+ * length, pattern, range, format). Needs the issue of a decoding with `errors: "all"`: the
+ * first error alone could be a broken rule next to a wrong type.
+ */
+const wrongShape = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey> = []): SchemaIssue.Issue | undefined => {
   switch (issue._tag) {
     case "Filter":
-      return true
+      return statesAType(issue) ? new SchemaIssue.Pointer(path, issue) : undefined
     case "Pointer":
+      return wrongShape(issue.issue, [...path, ...issue.path])
     case "Encoding":
-      return brokeARule(issue.issue)
+      return wrongShape(issue.issue, path)
+    case "Composite":
+      for (const inner of issue.issues) {
+        const found = wrongShape(inner, path)
+        if (found !== undefined) return found
+      }
+      return undefined
+    case "AnyOf":
+      // The alternatives whose type matched report their broken checks: one of them means the
+      // value is well typed; none (or wrong shapes only) means no alternative fits its type.
+      return issue.issues.every((inner) => wrongShape(inner) !== undefined) ? new SchemaIssue.Pointer(path, issue) : undefined
+    default:
+      return new SchemaIssue.Pointer(path, issue)
+  }
+}
+
+/** The first broken rule (a failed check) of a failed decoding, with its path. */
+const brokenRule = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey> = []): SchemaIssue.Issue | undefined => {
+  switch (issue._tag) {
+    case "Filter":
+      return new SchemaIssue.Pointer(path, issue)
+    case "Pointer":
+      return brokenRule(issue.issue, [...path, ...issue.path])
+    case "Encoding":
+      return brokenRule(issue.issue, path)
     case "Composite":
     case "AnyOf":
-      return issue.issues.some(brokeARule)
+      for (const inner of issue.issues) {
+        const found = brokenRule(inner, path)
+        if (found !== undefined) return found
+      }
+      return undefined
     default:
-      return false
+      return undefined
   }
 }
 
@@ -105,10 +149,14 @@ export const decodeJsonBody = <S extends Schema.Top & { readonly DecodingService
       if (!parsed.ok) return yield* new InvalidRequestBody({ detail: "The request body is not valid JSON" })
       value = parsed.value
     }
-    return yield* Schema.decodeUnknownEffect(schema)(value, { onExcessProperty: "error" }).pipe(
-      Effect.mapError((e) => brokeARule(e.issue)
-        ? new InvalidRequest({ detail: describe(e) })
-        : new InvalidRequestBody({ detail: describe(e) })))
+    // All errors, so that a wrong type anywhere wins over a broken rule elsewhere; the detail
+    // names one problem (a 1 MiB body of bad values would otherwise give a 1 MiB detail).
+    return yield* Schema.decodeUnknownEffect(schema)(value, { onExcessProperty: "error", errors: "all" }).pipe(
+      Effect.mapError((e) => {
+        const shape = wrongShape(e.issue)
+        if (shape !== undefined) return new InvalidRequestBody({ detail: describeIssue(shape) })
+        return new InvalidRequest({ detail: describeIssue(brokenRule(e.issue) ?? e.issue) })
+      }))
   }) as Effect.Effect<S["Type"], InvalidRequest | InvalidRequestBody | PayloadTooLarge, HttpServerRequest.HttpServerRequest>
 
 /**

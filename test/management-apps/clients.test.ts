@@ -91,16 +91,23 @@ describe("POST /v1/clients", () => {
     expect(await countRows(app, "clients", a.environment_id)).toBe(before)
   })
 
-  it("refuses a wrongly shaped body with invalid_request_body and creates nothing", async () => {
+  it("refuses a wrongly shaped body with invalid_request_body, a broken rule with invalid_request, and creates nothing", async () => {
     const before = await countRows(app, "clients", a.environment_id)
     for (const body of [
       { client_type: "web_spa", name: "x" }, // token_endpoint_auth_method missing
-      spa({ client_type: "mobile" }), spa({ token_endpoint_auth_method: "private_key_jwt" }), spa({ name: "" }),
+      spa({ client_type: "mobile" }), spa({ token_endpoint_auth_method: "private_key_jwt" }),
       spa({ redirect_uris: "https://a.example.com/cb" }), spa({ allowed_scopes: ["openid", "admin"] }),
       spa({ require_pkce: "yes" }), spa({ status: "deleted" }), spa({ unknown_field: 1 }), spa({ client_secret: "mine" }),
-      bff({ allowed_resources: Array.from({ length: 21 }, (_, i) => `https://api${i}.example.com`) }),
+      spa({ name: 7 }),
     ]) expectProblem(await create(body), 400, "invalid_request_body")
     expectProblem(await app.management("/v1/clients", { method: "POST", body: "{not json" }), 400, "invalid_request_body")
+    // Well-typed values that break a rule (DESIGN): an empty name, more than 20 resources.
+    for (const body of [
+      spa({ name: "" }), spa({ name: "x".repeat(201) }),
+      bff({ allowed_resources: Array.from({ length: 21 }, (_, i) => `https://api${i}.example.com`) }),
+    ]) expectProblem(await create(body), 400, "invalid_request")
+    // A wrong type anywhere makes the body wrongly shaped, even next to a broken rule.
+    expectProblem(await create(spa({ name: "", require_pkce: "yes" })), 400, "invalid_request_body")
     expect(await countRows(app, "clients", a.environment_id)).toBe(before)
   })
 
@@ -204,7 +211,7 @@ describe("other client fields", () => {
   it("allowed_resources: at most 20 HTTPS URLs", async () => {
     const twenty = Array.from({ length: 20 }, (_, i) => `https://api${i}.example.com/v1`)
     expect((await create(bff({ allowed_resources: twenty }))).json.allowed_resources).toEqual(twenty)
-    expectProblem(await create(bff({ allowed_resources: [...twenty, "https://api20.example.com"] })), 400, "invalid_request_body")
+    expectProblem(await create(bff({ allowed_resources: [...twenty, "https://api20.example.com"] })), 400, "invalid_request")
     for (const bad of ["http://api.example.com", "https://api.example.com/#x", "https://*.example.com", "urn:example:api", "api.example.com"]) {
       expectProblem(await create(bff({ allowed_resources: [bad] })), 400, "invalid_request")
     }
@@ -244,13 +251,18 @@ describe("other client fields", () => {
       expect(refused.json.detail).toContain("react_native")
     }
     expect((await create(spa({ mobile_app: null }))).json.mobile_app).toBeNull()
+    // Formats are rules (400 invalid_request); an unknown field or a wrong type is a wrong shape.
+    const before = await countRows(app, "clients", a.environment_id)
     for (const bad of [
       { android_sha256_fingerprints: [fingerprint.slice(0, -3)] }, { android_sha256_fingerprints: [fingerprint.replaceAll(":", "")] },
       { android_sha256_fingerprints: [`${fingerprint.slice(0, -2)}ZZ`] }, { ios_team_id: "abc" }, { ios_bundle_id: "nodots" },
       { android_package_name: "1com.example" }, { app_scheme: "myapp" }, { universal_link_host: "https://app.example.com" },
-      { unknown: "x" }, "com.example.app",
-    ]) expectProblem(await create(native({ mobile_app: bad })), 400, "invalid_request_body")
+    ]) expectProblem(await create(native({ mobile_app: bad })), 400, "invalid_request")
+    for (const bad of [{ unknown: "x" }, "com.example.app", { ios_team_id: 1234567890 }, { android_sha256_fingerprints: fingerprint }]) {
+      expectProblem(await create(native({ mobile_app: bad })), 400, "invalid_request_body")
+    }
     expectProblem(await create(native({ mobile_app: {} })), 400, "invalid_request")
+    expect(await countRows(app, "clients", a.environment_id)).toBe(before)
 
     const id = res.json.id
     const replaced = await patch(id, { mobile_app: { android_package_name: "com.example.other" } })

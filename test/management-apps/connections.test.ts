@@ -98,18 +98,21 @@ describe("POST /v1/connections", () => {
     expect(ok.json).toMatchObject({ issuer: "https://idp.example.com/tenant/v2.0", owner_confirmed: false })
   })
 
-  it("refuses wrongly shaped bodies with invalid_request_body", async () => {
+  it("refuses wrongly shaped bodies with invalid_request_body and values that break a rule with invalid_request", async () => {
     const env = await makeEnvironment(app, a.workspace_id, a.project_id)
     for (const payload of [
-      body("facebook"), body("google", { mode: "shared" }), body("google", { provider_key: "Has Spaces" }),
-      body("google", { provider_key: "" }), body("google", { provider_key: "x".repeat(65) }),
-      body("google", { provider_client_secret: "" }), body("google", { provider_client_id: 12 }),
-      body("google", { scopes: ["openid email"] }), body("google", { scopes: "openid" }),
+      body("facebook"), body("google", { mode: "shared" }), body("google", { provider_client_id: 12 }),
+      body("google", { scopes: "openid" }), body("google", { scopes: ["openid", 7] }),
       body("google", { profile_mapping: { favourite_colour: "c" } }), body("google", { owner_confirmed: true }),
       body("google", { status: "paused" }), body("google", { id: "con_x" }),
       { provider: "google", mode: "byo", provider_key: "google", provider_client_id: "id" },
+      body("google", { provider_key: "", provider_client_id: 12 }), // a wrong type wins over a broken rule
     ]) expectProblem(await create(env, payload), 400, "invalid_request_body")
-    expectProblem(await create(env, body("google", { scopes: ["openid", "openid"] })), 400, "invalid_request")
+    for (const payload of [
+      body("google", { provider_key: "Has Spaces" }), body("google", { provider_key: "" }),
+      body("google", { provider_key: "x".repeat(65) }), body("google", { provider_client_secret: "" }),
+      body("google", { scopes: ["openid email"] }), body("google", { scopes: ["openid", "openid"] }),
+    ]) expectProblem(await create(env, payload), 400, "invalid_request")
     expect(await countRows(app, "connections", env)).toBe(0)
   })
 
@@ -200,8 +203,11 @@ describe("PATCH, GET, DELETE /v1/connections/{id}", () => {
     expect(got.headers["etag"]).toBe(`"${created.id}.2"`)
     expect(got.json.status).toBe("active")
     expectProblem(await patch(created.id, {}), 400, "invalid_request")
-    for (const bad of [{ provider: "google" }, { mode: "managed" }, { provider_key: "x" }, { provider_client_secret: "" }, { issuer: null }]) {
+    for (const bad of [{ provider: "google" }, { mode: "managed" }, { provider_key: "x" }, { issuer: null }, { owner_confirmed: "yes" }]) {
       expectProblem(await patch(created.id, bad), 400, "invalid_request_body")
+    }
+    for (const bad of [{ provider_client_secret: "" }, { provider_client_id: "" }, { scopes: ["openid email"] }]) {
+      expectProblem(await patch(created.id, bad), 400, "invalid_request")
     }
     const [row] = await query<{ version: number }>(app, "select version from connections where id = $1", [created.id])
     expect(row!.version).toBe(2)

@@ -90,7 +90,15 @@ describe("POST /v1/domains", () => {
       expectProblem(res, 400, "invalid_request")
       expect(res.json.detail).toMatch(/^hostname /)
     }
-    expectProblem(await create(env, { hostname: "" }), 400, "invalid_request_body")
+    // An empty or over-long hostname breaks the schema's length rule: invalid_request as well.
+    for (const hostname of ["", `${"a".repeat(60)}.${"b".repeat(60)}.${"c".repeat(60)}.${"d".repeat(60)}.example.com`]) {
+      const res = await create(env, { hostname })
+      expectProblem(res, 400, "invalid_request")
+      expect(res.json.detail).toContain("hostname")
+    }
+    // A wrong shape (wrong type, unknown field) is invalid_request_body.
+    expectProblem(await create(env, { hostname: 42 }), 400, "invalid_request_body")
+    expectProblem(await create(env, {}), 400, "invalid_request_body")
     expectProblem(await create(env, { hostname: "ok.example.com", rp_enabled: "yes" }), 400, "invalid_request_body")
     expectProblem(await create(env, { hostname: "ok.example.com", status: "active" }), 400, "invalid_request_body")
     expect(await countRows(app, "domains", env)).toBe(0)

@@ -49,16 +49,20 @@ describe("POST /v1/api-keys", () => {
 
   it("refuses bad input with the exact code and creates nothing", async () => {
     const before = await keyCount()
-    expectProblem(await create({ name: "X", scopes: [] }), 400, "invalid_request_body")
+    // Wrong shape (missing or unknown field, wrong type, a scope outside the spec's list): invalid_request_body.
     expectProblem(await create({ name: "X" }), 400, "invalid_request_body")
     expectProblem(await create({ name: "X", scopes: ["everything"] }), 400, "invalid_request_body")
     expectProblem(await create({ name: "X", scopes: "projects:read" }), 400, "invalid_request_body")
     expectProblem(await create({ scopes: ["projects:read"] }), 400, "invalid_request_body")
-    expectProblem(await create({ name: "", scopes: ["projects:read"] }), 400, "invalid_request_body")
-    expectProblem(await create({ name: "X", scopes: ["projects:read", "projects:read"] }), 400, "invalid_request")
-    expectProblem(await create({ name: "X", scopes: ["projects:read"], expires_at: "tomorrow" }), 400, "invalid_request_body")
-    expectProblem(await create({ name: "X", scopes: ["projects:read"], expires_at: "2030-01-01" }), 400, "invalid_request_body")
+    expectProblem(await create({ name: 5, scopes: ["projects:read"] }), 400, "invalid_request_body")
+    expectProblem(await create({ name: "X", scopes: ["projects:read"], expires_at: 1893456000 }), 400, "invalid_request_body")
     expectProblem(await create({ name: "X", scopes: ["projects:read"], secret: "sk_live_mine" }), 400, "invalid_request_body")
+    // Well-typed values that break a rule: invalid_request.
+    expectProblem(await create({ name: "X", scopes: [] }), 400, "invalid_request")
+    expectProblem(await create({ name: "", scopes: ["projects:read"] }), 400, "invalid_request")
+    expectProblem(await create({ name: "X", scopes: ["projects:read", "projects:read"] }), 400, "invalid_request")
+    expectProblem(await create({ name: "X", scopes: ["projects:read"], expires_at: "tomorrow" }), 400, "invalid_request")
+    expectProblem(await create({ name: "X", scopes: ["projects:read"], expires_at: "2030-01-01" }), 400, "invalid_request")
     const past = await create({ name: "X", scopes: ["projects:read"], expires_at: new Date(app.now() - 1000).toISOString() })
     expectProblem(past, 400, "invalid_request")
     expect(past.json.detail).toContain("future")

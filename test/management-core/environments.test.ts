@@ -269,16 +269,24 @@ describe("theme", () => {
     expect(results.map((r) => r.status).sort()).toEqual([200, 412, 412])
   })
 
-  it("validates every field (400 invalid_request_body, nothing changes)", async () => {
+  it("validates every field (wrong shape 400 invalid_request_body, broken rule 400 invalid_request, nothing changes)", async () => {
     const env = await newEnv("Theme bad")
     const path = `/v1/environments/${env.id}/theme`
     const headers = { "if-match": `"${env.id}.theme.1"` }
+    // A wrong JSON type (a non-integer where the schema says integer), a value outside an enum, an unknown field.
     for (const body of [
-      { primary_color: "red" }, { primary_color: "#12345" }, { background_color: "#fff" }, { border_radius: 25 }, { border_radius: -1 },
-      { border_radius: 1.5 }, { font_family: "Comic Sans" }, { logo_url: "http://cdn.example.com/l.png" }, { logo_url: "javascript:alert(1)" },
-      { logo_url: "https://x.example/a) ; background:url(evil" }, { css: "body{}" }, [],
+      { border_radius: 1.5 }, { border_radius: "4" }, { primary_color: 0x123456 }, { font_family: "Comic Sans" }, { logo_url: false },
+      { css: "body{}" }, [],
     ]) {
       expectProblem(await app.management(path, { method: "PUT", body, headers }), 400, "invalid_request_body")
+    }
+    // Well-typed values that break a rule: colour format, radius range, https URL without CSS-breaking characters.
+    for (const body of [
+      { primary_color: "red" }, { primary_color: "#12345" }, { background_color: "#fff" }, { border_radius: 25 }, { border_radius: -1 },
+      { logo_url: "http://cdn.example.com/l.png" }, { logo_url: "javascript:alert(1)" },
+      { logo_url: "https://x.example/a) ; background:url(evil" },
+    ]) {
+      expectProblem(await app.management(path, { method: "PUT", body, headers }), 400, "invalid_request")
     }
     expect((await app.management(path)).headers["etag"]).toBe(`"${env.id}.theme.1"`)
   })

@@ -38,12 +38,18 @@ describe("POST /v1/projects", () => {
   })
 
   it("refuses bad bodies and a taken slug", async () => {
+    const projects = async () => (await query<{ n: number }>(app, "select count(*)::int as n from projects"))[0]!.n
+    const before = await projects()
+    // Wrong shape: missing or unknown field, wrong type, not an object.
     expectProblem(await create({ name: "No workspace" }), 400, "invalid_request_body")
     expectProblem(await create({ workspace_id: a.workspace_id }), 400, "invalid_request_body")
-    expectProblem(await create({ workspace_id: a.workspace_id, name: "" }), 400, "invalid_request_body")
-    expectProblem(await create({ workspace_id: a.workspace_id, name: "X", slug: "UPPER" }), 400, "invalid_request_body")
+    expectProblem(await create({ workspace_id: a.workspace_id, name: ["X"] }), 400, "invalid_request_body")
     expectProblem(await create({ workspace_id: a.workspace_id, name: "X", id: "prj_mine" }), 400, "invalid_request_body")
     expectProblem(await create("[]"), 400, "invalid_request_body")
+    // Well-typed values that break a rule (name length, slug pattern).
+    expectProblem(await create({ workspace_id: a.workspace_id, name: "" }), 400, "invalid_request")
+    expectProblem(await create({ workspace_id: a.workspace_id, name: "X", slug: "UPPER" }), 400, "invalid_request")
+    expect(await projects()).toBe(before)
     expect((await create({ workspace_id: a.workspace_id, name: "Slugged", slug: "fixed-slug" })).status).toBe(201)
     expectProblem(await create({ workspace_id: a.workspace_id, name: "Slugged 2", slug: "fixed-slug" }), 409, "slug_taken")
     // Slugs are per Workspace: B may use the same one.

@@ -145,14 +145,21 @@ describe("POST /v1/workspaces", () => {
   it("validates name and slug, and refuses a taken slug with 409 slug_taken", async () => {
     const user = await dashboardUser(app)
     const send = (body: unknown) => app.request(app.config.managementHost, "/v1/workspaces", { body, headers: { authorization: `Bearer ${user.token}` } })
+    const workspaces = async () => (await query<{ n: number }>(app, "select count(*)::int as n from workspaces"))[0]!.n
+    const before = await workspaces()
+    // Wrong shape: missing or unknown field, wrong type, unreadable JSON.
     expectProblem(await send({}), 400, "invalid_request_body")
-    expectProblem(await send({ name: "" }), 400, "invalid_request_body")
-    expectProblem(await send({ name: "   " }), 400, "invalid_request_body")
-    expectProblem(await send({ name: "x".repeat(101) }), 400, "invalid_request_body")
-    expectProblem(await send({ name: "Ok", slug: "Bad Slug" }), 400, "invalid_request_body")
-    expectProblem(await send({ name: "Ok", slug: "-bad" }), 400, "invalid_request_body")
+    expectProblem(await send({ name: 5 }), 400, "invalid_request_body")
+    expectProblem(await send({ name: "Ok", slug: null }), 400, "invalid_request_body")
     expectProblem(await send({ name: "Ok", extra: 1 }), 400, "invalid_request_body")
     expectProblem(await send("{not json"), 400, "invalid_request_body")
+    // Well-typed values that break a rule: name 1 to 100 characters and not blank, slug pattern.
+    expectProblem(await send({ name: "" }), 400, "invalid_request")
+    expectProblem(await send({ name: "   " }), 400, "invalid_request")
+    expectProblem(await send({ name: "x".repeat(101) }), 400, "invalid_request")
+    expectProblem(await send({ name: "Ok", slug: "Bad Slug" }), 400, "invalid_request")
+    expectProblem(await send({ name: "Ok", slug: "-bad" }), 400, "invalid_request")
+    expect(await workspaces()).toBe(before)
     const first = await send({ name: "Slugged", slug: "slugged-ws" })
     expect(first.status).toBe(201)
     expect(first.json.slug).toBe("slugged-ws")
@@ -220,6 +227,10 @@ describe("PATCH /v1/workspaces/{workspaceId}", () => {
     const path = `/v1/workspaces/${a.workspace_id}`
     expectProblem(await app.management(path, { method: "PATCH", body: {} }), 400, "invalid_request")
     expectProblem(await app.management(path, { method: "PATCH", body: { name: 5 } }), 400, "invalid_request_body")
+    const unchanged = (await app.management(path)).json
+    expectProblem(await app.management(path, { method: "PATCH", body: { slug: "Bad Slug" } }), 400, "invalid_request")
+    expectProblem(await app.management(path, { method: "PATCH", body: { name: "" } }), 400, "invalid_request")
+    expect((await app.management(path)).json).toEqual(unchanged)
     const bSlug = (await app.management(`/v1/workspaces/${b.workspace_id}`, { key: b.api_key })).json.slug
     expectProblem(await app.management(path, { method: "PATCH", body: { slug: bSlug } }), 409, "slug_taken")
     // Setting its own current slug is not a conflict.

@@ -116,26 +116,32 @@ describe("POST /impersonation", () => {
     await expect(verifyJwt(app, b, res.json.access_token, "at+jwt")).rejects.toThrow()
   })
 
-  it("reason 10 to 1000 characters and duration_minutes 1 to 15: the bounds pass, beyond is 400 invalid_request_body", async () => {
+  it("reason 10 to 1000 characters and duration_minutes 1 to 15: the bounds pass, beyond is 400 invalid_request; a wrong shape is 400 invalid_request_body", async () => {
     const user = await newUser()
     for (const [reason, duration] of [["x".repeat(10), 1], ["y".repeat(1000), 15], ["é".repeat(10), 3], ["👩‍💻".repeat(3) + "abcd", 2]] as const) {
       expect((await start(owner.headers, { user_id: user.id, reason, duration_minutes: duration })).status).toBe(201)
     }
     const before = (await rows(b.environment_id)).length
-    const bad: Array<Record<string, unknown>> = [
+    // Well-typed values outside the spec's limits break a rule.
+    const outOfBounds: Array<Record<string, unknown>> = [
       { user_id: user.id, reason: "x".repeat(9), duration_minutes: 5 },
       { user_id: user.id, reason: "x".repeat(1001), duration_minutes: 5 },
       { user_id: user.id, reason: " ".repeat(20), duration_minutes: 5 },
       { user_id: user.id, reason: REASON, duration_minutes: 0 },
       { user_id: user.id, reason: REASON, duration_minutes: 16 },
+    ]
+    for (const body of outOfBounds) expectProblem(await start(owner.headers, body), 400, "invalid_request")
+    // Wrong shape: a non-integer or a string where an integer is due, a missing or an unknown field.
+    const misshapen: Array<Record<string, unknown>> = [
       { user_id: user.id, reason: REASON, duration_minutes: 1.5 },
       { user_id: user.id, reason: REASON, duration_minutes: "5" },
       { user_id: user.id, reason: REASON },
       { user_id: user.id, duration_minutes: 5 },
       { reason: REASON, duration_minutes: 5 },
       { user_id: user.id, reason: REASON, duration_minutes: 5, scopes: ["openid"] },
+      { user_id: user.id, reason: "short", duration_minutes: "5" }, // a wrong type wins over a broken rule
     ]
-    for (const body of bad) expectProblem(await start(owner.headers, body), 400, "invalid_request_body")
+    for (const body of misshapen) expectProblem(await start(owner.headers, body), 400, "invalid_request_body")
     expectProblem(await app.request(app.config.managementHost, `/v1/impersonation?environment_id=${b.environment_id}`, {
       method: "POST", headers: owner.headers, body: "{oops",
     }), 400, "invalid_request_body")

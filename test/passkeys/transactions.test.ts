@@ -205,8 +205,13 @@ describe("authentication options (rule 3; challenge_issued)", () => {
     const txn = await startTransaction(app, b, client)
     expectProblem(await passkeyCall(app, b, txn.id, "authentication/options", { rp: "active", rp_id: "x.example.com" }), 400, "invalid_request")
     expectProblem(await passkeyCall(app, b, txn.id, "authentication/options", { rp: "legacy" }), 400, "invalid_request")
+    // Wrong shape (a value outside the rp enum, a wrong type, an unknown field): invalid_request_body.
     expectProblem(await passkeyCall(app, b, txn.id, "authentication/options", { rp: "other" }), 400, "invalid_request_body")
-    expectProblem(await passkeyCall(app, b, txn.id, "authentication/options", { email: "not an email" }), 400, "invalid_request_body")
+    expectProblem(await passkeyCall(app, b, txn.id, "authentication/options", { email: ["a@example.com"] }), 400, "invalid_request_body")
+    expectProblem(await passkeyCall(app, b, txn.id, "authentication/options", { allowCredentials: [] }), 400, "invalid_request_body")
+    // A well-typed value that breaks a rule (email syntax, RP ID form): invalid_request.
+    expectProblem(await passkeyCall(app, b, txn.id, "authentication/options", { email: "not an email" }), 400, "invalid_request")
+    expectProblem(await passkeyCall(app, b, txn.id, "authentication/options", { rp_id: "Not A Host" }), 400, "invalid_request")
     expect(await status(txn.id)).toBe("interaction_started")
   })
 
