@@ -2,13 +2,17 @@
 // Run: npx tsx bench/jwks.ts   (2-core machine: the server and the load generator share it)
 import { spawn } from "node:child_process"
 import { freePort } from "../src/platform/embedded-postgres.js"
+import { send } from "../test/support/http.js"
 import { bootstrap, load, startServer, stopChild, table, waitFor } from "./support.js"
 
 const server = await startServer()
 const { environment_id } = bootstrap(server.env)
 const issuerHost = `localhost:${server.port}`
 const path = `/e/${environment_id}/oauth2/jwks`
-const body = await (await fetch(`http://127.0.0.1:${server.port}${path}`, { headers: { host: issuerHost } })).text()
+// node:http, not fetch: fetch silently drops a Host header, and the server dispatches on Host.
+const fetched = await send(server.port, issuerHost, path)
+if (fetched.status !== 200) throw new Error(`JWKS answered ${fetched.status}`)
+const body = fetched.text
 
 const barePort = await freePort()
 const bare = spawn(process.execPath, ["-e", `
