@@ -36,9 +36,6 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   InvalidWebhookUrl: { status: 400, code: "invalid_request", title: "Webhook URL not allowed" },
   InvalidEventTypes: { status: 400, code: "invalid_request", title: "Invalid event types" },
   WebhookNotFound: { status: 404, code: "not_found", title: "Webhook not found" },
-  // OIDC issuer, back half (src/oidc/access-token): Bearer failures at UserInfo (and /me)
-  AccessTokenRejected: { status: 401, code: "invalid_token", title: "Invalid token" },
-  UserUnavailable: { status: 503, code: "user_unavailable", title: "User state temporarily unavailable" },
   // login, front half (src/login/transactions, src/login/email-otp)
   AuthTransactionNotFound: { status: 404, code: "auth_transaction_not_found", title: "Login transaction not found" },
   AuthTransactionExpired: { status: 410, code: "auth_transaction_expired", title: "Login transaction expired" },
@@ -54,6 +51,9 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   BearerTokenMissing: { status: 401, code: "unauthorized", title: "Unauthorized" },
   PasskeyNotFound: { status: 400, code: "passkey_not_found", title: "Passkey not found" },
   LastFactorDeletionRequiresConfirmation: { status: 400, code: "last_factor_deletion_requires_confirmation", title: "Last authentication method" },
+  // OIDC issuer, back half (src/oidc/access-token): Bearer failures at UserInfo (and /me)
+  AccessTokenRejected: { status: 401, code: "invalid_token", title: "Invalid token" },
+  UserUnavailable: { status: 503, code: "user_unavailable", title: "User state temporarily unavailable" },
   // Management users and audit events (src/management/users, src/users)
   UserNotFound: { status: 404, code: "user_not_found", title: "User not found" },
   UserPendingDeletion: { status: 409, code: "user_pending_deletion", title: "User is pending deletion" },
