@@ -1,7 +1,8 @@
 import { createServer, type Server } from "node:http"
+import { launchChromium } from "../support/browser.js"
 import type { AddressInfo } from "node:net"
 import { decodeJwt } from "jose"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { type Browser, type Page } from "playwright-core"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, type LoginClientInfo, pkce, type SmtpSink, startSmtpSink, transactionStatus, uniqueEmail } from "./support.js"
@@ -30,11 +31,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => callbackServer.listen(0, "127.0.0.1", () => resolve()))
   const port = (callbackServer.address() as AddressInfo).port
   client = await createClient(app, b, { redirect_uris: [`http://127.0.0.1:${port}/callback`] })
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  })
+  browser = await launchChromium()
 }, 60_000)
 
 afterAll(async () => {

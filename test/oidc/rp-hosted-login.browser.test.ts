@@ -1,8 +1,9 @@
 import { createServer, type Server } from "node:http"
+import { launchChromium } from "../support/browser.js"
 import type { AddressInfo } from "node:net"
 import * as oauth from "oauth4webapi"
 import * as oidc from "openid-client"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { type Browser, type Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, type LoginClientInfo, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
@@ -39,11 +40,7 @@ beforeAll(async () => {
   client = await createClient(app, b, {
     redirect_uris: [`${callbackBase}/callback`], post_logout_redirect_uris: [`${callbackBase}/signed-out`],
   })
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  })
+  browser = await launchChromium()
 }, 60_000)
 
 afterAll(async () => {

@@ -1,7 +1,8 @@
 import { createServer, type Server } from "node:http"
+import { launchChromium } from "../support/browser.js"
 import type { AddressInfo } from "node:net"
 import * as oidc from "openid-client"
-import { type Browser, chromium } from "playwright-core"
+import { type Browser } from "playwright-core"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { type SmtpSink, startSmtpSink } from "../login/support.js"
@@ -36,11 +37,7 @@ beforeAll(async () => {
   clientId = (await registerClient(app, b, {
     redirect_uris: [`${base}/callback`], post_logout_redirect_uris: [`${base}/signed-out`],
   })).client_id
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  })
+  browser = await launchChromium()
 }, 60_000)
 
 afterAll(async () => {
