@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { createRemoteJWKSet, jwtVerify, SignJWT } from "jose"
+import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Keys } from "../../src/platform/keys/service.js"
 import { Tenancy } from "../../src/tenancy/service.js"
@@ -104,6 +105,30 @@ describe("problem details and request ids", () => {
     const notFound = await app.request(app.config.managementHost, "/v1/nothing-here", { headers: { "x-request-id": "caller-chosen" } })
     expectProblem(notFound, 404, "not_found")
     expect(notFound.json.request_id).not.toBe("caller-chosen")
+  })
+
+  it("malformed JSON is 400 invalid_request_body and creates nothing", async () => {
+    const res = await app.management("/v1/projects", { method: "POST", body: '{"workspace_id": "x", "name": ', key: a.api_key })
+    expectProblem(res, 400, "invalid_request_body")
+    const list = await app.management(`/v1/projects?workspace_id=${a.workspace_id}`, { key: a.api_key })
+    expect(list.json.data).toHaveLength(1)
+  })
+
+  it("a body over 1 MiB is 413 payload_too_large, declared or streamed", async () => {
+    const big = JSON.stringify({ workspace_id: a.workspace_id, name: "x".repeat(1024 * 1024 + 10) })
+    expectProblem(await app.management("/v1/projects", { method: "POST", body: big, key: a.api_key }), 413, "payload_too_large")
+    const streamed = await new Promise<{ status: number; json: any; headers: Record<string, unknown> }>((resolve, reject) => {
+      const req = httpRequest({ host: "127.0.0.1", port: app.port, path: "/v1/projects", method: "POST",
+        headers: { host: app.config.managementHost, authorization: `Bearer ${a.api_key}`, "content-type": "application/json", "transfer-encoding": "chunked" } }, (res) => {
+        let text = ""
+        res.on("data", (c: Buffer) => { text += c })
+        res.on("end", () => resolve({ status: res.statusCode!, json: JSON.parse(text), headers: res.headers }))
+      })
+      req.on("error", reject)
+      for (let i = 0; i < 20; i++) req.write("x".repeat(64 * 1024))
+      req.end()
+    })
+    expectProblem(streamed, 413, "payload_too_large")
   })
 
   it("a wrong method is 405 with Allow", async () => {
