@@ -72,7 +72,7 @@ export const webhookRoutes = [
     return json(pageOf(rows, page, (r) => r.id, present))
   })), { summary: "List webhooks of an Environment", tags, scope: "webhooks:read", query: ListWebhooksQuery, response: WebhookList }),
 
-  route("POST", "/v1/webhooks", withCaller("webhooks:write", withIdempotency("/v1/webhooks", Effect.gen(function* () {
+  route("POST", "/v1/webhooks", withCaller("webhooks:write", withIdempotency(Effect.gen(function* () {
     const body = yield* decodeJsonBody(CreateWebhookBody)
     yield* requireWorkspaceMatch(body.workspace_id)
     const env = yield* environmentForCaller(body.environment_id)
@@ -89,7 +89,7 @@ export const webhookRoutes = [
     return withEtag(json(present(row)), row.id, row.version)
   })), { summary: "Get a webhook", tags, scope: "webhooks:read", params: WebhookParams, response: Webhook }),
 
-  route("PATCH", "/v1/webhooks/:webhookId", withCaller("webhooks:write", withIdempotency("/v1/webhooks/:webhookId", Effect.gen(function* () {
+  route("PATCH", "/v1/webhooks/:webhookId", withCaller("webhooks:write", withIdempotency(Effect.gen(function* () {
     const body = yield* decodeJsonBody(UpdateWebhookBody)
     const current = yield* reachableWebhook({ lock: true })
     yield* checkIfMatch(current.id, current.version)
@@ -101,7 +101,7 @@ export const webhookRoutes = [
     params: WebhookParams, body: UpdateWebhookBody, response: Webhook, idempotent: true,
   }),
 
-  route("DELETE", "/v1/webhooks/:webhookId", withCaller("webhooks:write", withIdempotency("/v1/webhooks/:webhookId", Effect.gen(function* () {
+  route("DELETE", "/v1/webhooks/:webhookId", withCaller("webhooks:write", withIdempotency(Effect.gen(function* () {
     const current = yield* reachableWebhook({ lock: true })
     yield* checkIfMatch(current.id, current.version)
     const webhooks = yield* Webhooks
@@ -112,7 +112,7 @@ export const webhookRoutes = [
     params: WebhookParams, response: DeletedWebhook, idempotent: true,
   }),
 
-  route("POST", "/v1/webhooks/:webhookId/rotate-secret", withCaller("webhooks:rotate_secret", withIdempotency("/v1/webhooks/:webhookId/rotate-secret", Effect.gen(function* () {
+  route("POST", "/v1/webhooks/:webhookId/rotate-secret", withCaller("webhooks:rotate_secret", withIdempotency(Effect.gen(function* () {
     const current = yield* reachableWebhook({ lock: true })
     yield* checkIfMatch(current.id, current.version)
     const webhooks = yield* Webhooks

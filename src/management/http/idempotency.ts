@@ -31,21 +31,18 @@ const responseBytes = (response: HttpServerResponse.HttpServerResponse) =>
  * Only 2xx answers are kept (sealed, 24 h); a failed request changed nothing and its
  * transaction, key row included, rolls back, so a retry runs again.
  */
-export function withIdempotency<E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>): Effect.Effect<HttpServerResponse.HttpServerResponse, E | InvalidRequest | IdempotencyKeyConflict | PayloadTooLarge | InvalidRequestBody, R | HttpServerRequest.HttpServerRequest | SqlClient.SqlClient | CurrentCaller | Crypto>
-/** @deprecated the route is now always the request's own path and query; the first argument is ignored. */
-export function withIdempotency<E, R>(_route: string, handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>): Effect.Effect<HttpServerResponse.HttpServerResponse, E | InvalidRequest | IdempotencyKeyConflict | PayloadTooLarge | InvalidRequestBody, R | HttpServerRequest.HttpServerRequest | SqlClient.SqlClient | CurrentCaller | Crypto>
-export function withIdempotency<E, R>(
-  first: string | Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
-  second?: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
-) {
-  const handler = typeof first === "string" ? second! : first
+export const withIdempotency = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>): Effect.Effect<
+  HttpServerResponse.HttpServerResponse,
+  E | InvalidRequest | IdempotencyKeyConflict | PayloadTooLarge | InvalidRequestBody,
+  R | HttpServerRequest.HttpServerRequest | SqlClient.SqlClient | CurrentCaller | Crypto
+> => {
   return Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     // The concrete path and query: a key reused for another resource is a conflict, never a replay.
     const routePattern = request.url
     const key = request.headers["idempotency-key"]
     const sql = yield* SqlClient.SqlClient
-    if (key === undefined) return yield* sql.withTransaction(handler)
+    if (key === undefined) return yield* sql.withTransaction(handler).pipe(Effect.catchTag("SqlError", (e) => Effect.die(e)))
     if (key.length < 1 || key.length > 255) return yield* new InvalidRequest({ detail: "Idempotency-Key must be 1 to 255 characters" })
     const caller = yield* CurrentCaller
     // Dashboard calls without a Workspace (POST /workspaces) keep keys per platform user.

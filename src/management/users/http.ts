@@ -31,16 +31,6 @@ const environmentOf = <S extends Schema.Top & { readonly DecodingServices: never
     return { env, query: query as S["Type"] }
   })
 
-/**
- * `Idempotency-Key` keyed by the concrete request (path and query), not the route pattern:
- * the same key sent to block user A and then user B must conflict, never replay A's answer.
- */
-const idempotent = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    return yield* withIdempotency(request.url, handler)
-  })
-
 const CreateQuery = Schema.Struct({ environment_id: Schema.optionalKey(Schema.String) })
 
 /** Fields of the user record a PATCH may not carry: each gets a 400 `invalid_request` saying why. */
@@ -59,7 +49,7 @@ export const userRoutes = [
     return json(pageOf(rows, page, (r) => r.id, presentUser))
   })), { summary: "List users (optional status; search: email prefix or name substring)", tags, scope: "users:read", query: ListUsersQuery, response: UserList }),
 
-  route("POST", "/v1/users", withCaller("users:write", idempotent(Effect.gen(function* () {
+  route("POST", "/v1/users", withCaller("users:write", withIdempotency(Effect.gen(function* () {
     const query = yield* decodeQuery(CreateQuery)
     const body = yield* decodeJsonBody(CreateUserBody)
     if (query.environment_id !== undefined && body.environment_id !== undefined && query.environment_id !== body.environment_id) {
@@ -78,7 +68,7 @@ export const userRoutes = [
     return one(yield* service.getUser(env, userId))
   })), { summary: "Get a user (ETag)", tags, scope: "users:read", params: UserParams, query: EnvironmentQuery, response: User }),
 
-  route("PATCH", "/v1/users/:userId", withCaller("users:write", idempotent(Effect.gen(function* () {
+  route("PATCH", "/v1/users/:userId", withCaller("users:write", withIdempotency(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId } = yield* decodeParams(UserParams)
     yield* refuseBodyFields(IMMUTABLE_FIELDS)
@@ -90,7 +80,7 @@ export const userRoutes = [
     params: UserParams, query: EnvironmentQuery, body: UpdateUserBody, response: User, idempotent: true,
   }),
 
-  route("DELETE", "/v1/users/:userId", withCaller("users:delete", idempotent(Effect.gen(function* () {
+  route("DELETE", "/v1/users/:userId", withCaller("users:delete", withIdempotency(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId } = yield* decodeParams(UserParams)
     return one(yield* service.deleteUser(env, userId))
@@ -99,7 +89,7 @@ export const userRoutes = [
     params: UserParams, query: EnvironmentQuery, response: User, idempotent: true,
   }),
 
-  route("POST", "/v1/users/:userId/block", withCaller("users:block", idempotent(Effect.gen(function* () {
+  route("POST", "/v1/users/:userId/block", withCaller("users:block", withIdempotency(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId } = yield* decodeParams(UserParams)
     const body = yield* decodeJsonBody(BlockUserBody, { emptyAs: {} })
@@ -109,7 +99,7 @@ export const userRoutes = [
     params: UserParams, query: EnvironmentQuery, body: BlockUserBody, response: User, idempotent: true,
   }),
 
-  route("POST", "/v1/users/:userId/unblock", withCaller("users:block", idempotent(Effect.gen(function* () {
+  route("POST", "/v1/users/:userId/unblock", withCaller("users:block", withIdempotency(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId } = yield* decodeParams(UserParams)
     return one(yield* service.unblockUser(env, userId))
@@ -122,7 +112,7 @@ export const userRoutes = [
     return json(pageOf(yield* service.listIdentities(env, userId, page), page, (r) => r.id, presentIdentity))
   })), { summary: "List a user's linked identities", tags, scope: "user_identities:read", params: UserParams, query: SubResourceListQuery, response: IdentityList }),
 
-  route("DELETE", "/v1/users/:userId/identities/:identityId", withCaller("user_identities:write", idempotent(Effect.gen(function* () {
+  route("DELETE", "/v1/users/:userId/identities/:identityId", withCaller("user_identities:write", withIdempotency(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId, identityId } = yield* decodeParams(IdentityParams)
     const identity = yield* service.unlinkIdentity(env, userId, identityId)
@@ -139,7 +129,7 @@ export const userRoutes = [
     return json(pageOf(yield* service.listPasskeys(env, userId, page), page, (r) => r.id, presentPasskey))
   })), { summary: "List a user's passkeys (never credential ids, keys or counters)", tags, scope: "user_passkeys:read", params: UserParams, query: SubResourceListQuery, response: PasskeyList }),
 
-  route("DELETE", "/v1/users/:userId/passkeys/:passkeyId", withCaller("user_passkeys:write", idempotent(Effect.gen(function* () {
+  route("DELETE", "/v1/users/:userId/passkeys/:passkeyId", withCaller("user_passkeys:write", withIdempotency(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId, passkeyId } = yield* decodeParams(PasskeyParams)
     const passkey = yield* service.deletePasskey(env, userId, passkeyId)
@@ -156,7 +146,7 @@ export const userRoutes = [
     return json(pageOf(yield* service.listSessions(env, userId, page), page, (r) => r.id, presentSession))
   })), { summary: "List a user's live sessions", tags, scope: "user_sessions:read", params: UserParams, query: SubResourceListQuery, response: SessionList }),
 
-  route("DELETE", "/v1/users/:userId/sessions/:sessionId", withCaller("user_sessions:write", idempotent(Effect.gen(function* () {
+  route("DELETE", "/v1/users/:userId/sessions/:sessionId", withCaller("user_sessions:write", withIdempotency(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId, sessionId } = yield* decodeParams(SessionParams)
     const session = yield* service.revokeSession(env, userId, sessionId)
@@ -166,7 +156,7 @@ export const userRoutes = [
     params: SessionParams, query: EnvironmentQuery, response: SessionRevoked, idempotent: true,
   }),
 
-  route("DELETE", "/v1/users/:userId/sessions", withCaller("user_sessions:write", idempotent(Effect.gen(function* () {
+  route("DELETE", "/v1/users/:userId/sessions", withCaller("user_sessions:write", withIdempotency(Effect.gen(function* () {
     const { env } = yield* environmentOf(EnvironmentQuery)
     const { userId } = yield* decodeParams(UserParams)
     const revoked = yield* service.revokeAllSessions(env, userId)
