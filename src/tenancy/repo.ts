@@ -38,6 +38,15 @@ const environmentSelect = (sql: SqlClient.SqlClient) => sql`select e.id, e.works
 export const environmentById = (id: string) => SqlClient.SqlClient.use((sql) =>
   sql<EnvironmentRow>`${environmentSelect(sql)} where e.id = ${id}`).pipe(Effect.map((rows) => rows[0] && toRecord(rows[0])))
 
+/** Several Environments in one query, in the order of `ids` (list pages). */
+export const environmentsByIds = (ids: ReadonlyArray<string>) => ids.length === 0
+  ? Effect.succeed([] as Array<EnvironmentRecord>)
+  : SqlClient.SqlClient.use((sql) => sql<EnvironmentRow>`${environmentSelect(sql)} where e.id in ${sql.in(ids as Array<string>)}`).pipe(
+    Effect.map((rows) => {
+      const byId = new Map(rows.map((r) => [r.id, toRecord(r)]))
+      return ids.flatMap((id) => byId.get(id) ?? [])
+    }))
+
 export const environmentIdByCustomHost = (hostname: string) => SqlClient.SqlClient.use((sql) =>
   sql<{ environment_id: string }>`select environment_id from domains where hostname = ${hostname} and status = 'active'`)
   .pipe(Effect.map((rows) => rows[0]?.environment_id))

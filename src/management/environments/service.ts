@@ -2,7 +2,7 @@ import { Clock, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { Forbidden, InvalidRequest, NotFound, PreconditionFailed } from "../../http/errors.js"
 import { Audit } from "../../platform/audit.js"
-import { environmentById } from "../../tenancy/repo.js"
+import { environmentById, environmentsByIds } from "../../tenancy/repo.js"
 import type { EnvironmentRecord } from "../../tenancy/schema.js"
 import { Tenancy } from "../../tenancy/service.js"
 import { environmentForCaller } from "../auth/access.js"
@@ -35,8 +35,7 @@ export const listEnvironments = (query: { project_id: string; type?: string | un
   const ids = yield* repo.environmentIdsPage(caller.workspaceId, project.id, {
     type: query.type, after: query.after, limit: query.limit, onlyId: caller.environmentId ?? undefined,
   }).pipe(Effect.orDie)
-  const records = yield* Effect.forEach(ids, (id) => environmentById(id), { concurrency: 4 }).pipe(Effect.orDie)
-  return records.filter((r): r is EnvironmentRecord => r !== undefined)
+  return yield* environmentsByIds(ids).pipe(Effect.orDie)
 })
 
 /** Creates an Environment and its first signing key (Tenancy.createEnvironment). */
