@@ -2,6 +2,7 @@ import { Clock, Effect } from "effect"
 import { sweepLogin } from "../login/housekeeping.js"
 import { sweepTokenSide } from "../oidc/refresh/housekeeping.js"
 import { sweepPasskeys } from "../passkeys/housekeeping.js"
+import { sweepExpiredSessions } from "../sessions/housekeeping.js"
 import { deleteExpiredKeys } from "../platform/keys/repo.js"
 import { pruneDeliveries } from "../webhooks/tasks.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
@@ -18,6 +19,8 @@ export const housekeeping = Effect.gen(function* () {
   if (login.expired + login.deleted > 0) yield* Effect.logInfo("housekeeping: login transactions", login)
   const tokenSide = yield* sweepTokenSide(now)
   if (tokenSide.gracePurged + tokenSide.familiesDeleted + tokenSide.codesDeleted > 0) yield* Effect.logInfo("housekeeping: token side", tokenSide)
+  const sessions = yield* sweepExpiredSessions(now)
+  if (sessions > 0) yield* Effect.logInfo("housekeeping: ended expired login sessions", { count: sessions })
   const passkeys = yield* sweepPasskeys(now)
   if (passkeys.challengesDeleted > 0) yield* Effect.logInfo("housekeeping: WebAuthn challenges", passkeys)
   const deliveries = yield* pruneDeliveries
