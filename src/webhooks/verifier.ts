@@ -40,7 +40,7 @@ export interface VerifyInput {
   /** The request body exactly as received. */
   readonly rawBody: string | Uint8Array
   readonly secrets: string | ReadonlyArray<string>
-  /** The receiver's current time: a Date, or milliseconds since the Unix epoch (`Date.now()`). */
+  /** The receiver's current time: a Date, or milliseconds since the Unix epoch. */
   readonly now: Date | number
   /** Seconds of clock difference tolerated either way (default 300, the spec's value). */
   readonly toleranceSeconds?: number

@@ -141,7 +141,7 @@ export const presentTransaction = (row: repo.TransactionRow, availableMethods: R
   ...(row.pending_link !== null && row.pending_link !== undefined ? { pending_link: row.pending_link } : {}),
 })
 
-/** `POST .../cancel`: any active status -> `failed`; it cannot be resumed. */
+/** `POST .../cancel` moves every active status -> `failed`; it cannot be resumed. */
 export const cancelTransaction = (transactionId: string) => Effect.gen(function* () {
   const row = yield* loadTransactionForUse(transactionId)
   const audit = yield* Audit

@@ -65,7 +65,7 @@ const shape = (p: JWTPayload): AccessTokenClaims | undefined => {
 
 /**
  * THE access-token verifier (UserInfo, introspection, /me). Spec, Authentication rule 6:
- * ES256 is fixed (the header `alg` is never trusted: any other value fails), `typ` must be
+ * ES256 is fixed (the header `alg` is never trusted; every other value fails), `typ` must be
  * at+jwt (RFC 9068 4), `kid` selects an Environment key (active, or retired and kept);
  * then `iss`, the caller's `aud` rule and expiry against the Effect Clock. Then the live
  * checks (UserInfo / Introspect): the user is active, `sv` equals the user's security
