@@ -1,29 +1,10 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { expect } from "vitest"
-import { Tenancy } from "../../src/tenancy/service.js"
 import type { TestApp } from "../support/app.js"
 import type { TestResponse } from "../support/http.js"
 
-/** An API key made through Tenancy, optionally pinned to one Environment. */
-export const makeKey = (app: TestApp, input: { workspaceId: string; environmentId?: string | null; scopes: ReadonlyArray<string> }) =>
-  app.run(Effect.gen(function* () {
-    const tenancy = yield* Tenancy
-    const sql = yield* SqlClient.SqlClient
-    const key = yield* sql.withTransaction(tenancy.createApiKey({
-      workspaceId: input.workspaceId, environmentId: input.environmentId ?? null, name: "test key", scopes: input.scopes, expiresAt: null,
-    }))
-    return key.secret
-  }))
-
-/** A second Environment in an existing Project. */
-export const makeEnvironment = (app: TestApp, workspaceId: string, projectId: string) =>
-  app.run(Effect.gen(function* () {
-    const tenancy = yield* Tenancy
-    const sql = yield* SqlClient.SqlClient
-    const env = yield* sql.withTransaction(tenancy.createEnvironment({ workspaceId, projectId, type: "test", name: "Second" }))
-    return env.id
-  }))
+export { makeEnvironment, makeKey } from "../support/tenancy.js"
 
 /** Runs SQL on the app's database (assertions on stored state). */
 export const query = <A extends object>(app: TestApp, text: string, params: ReadonlyArray<unknown> = []) =>

@@ -4,7 +4,6 @@ import { SqlClient } from "effect/sql"
 import { expect } from "vitest"
 import { insertFamily } from "../../src/oidc/refresh/repo.js"
 import { insertSession } from "../../src/sessions/repo.js"
-import { Tenancy } from "../../src/tenancy/service.js"
 import type { TestApp } from "../support/app.js"
 import type { TestResponse } from "../support/http.js"
 
@@ -15,25 +14,7 @@ export const query = <A extends object = Record<string, any>>(app: TestApp, text
     return yield* sql.unsafe<A>(text, params as Array<unknown>)
   })) as Promise<ReadonlyArray<A>>
 
-/** An API key made through Tenancy, optionally pinned to one Environment. */
-export const makeKey = (app: TestApp, input: { workspaceId: string; environmentId?: string | null; scopes: ReadonlyArray<string> }) =>
-  app.run(Effect.gen(function* () {
-    const tenancy = yield* Tenancy
-    const sql = yield* SqlClient.SqlClient
-    const key = yield* sql.withTransaction(tenancy.createApiKey({
-      workspaceId: input.workspaceId, environmentId: input.environmentId ?? null, name: "test key", scopes: input.scopes, expiresAt: null,
-    }))
-    return key.secret
-  }))
-
-/** A second Environment in an existing Project. */
-export const makeEnvironment = (app: TestApp, workspaceId: string, projectId: string) =>
-  app.run(Effect.gen(function* () {
-    const tenancy = yield* Tenancy
-    const sql = yield* SqlClient.SqlClient
-    const env = yield* sql.withTransaction(tenancy.createEnvironment({ workspaceId, projectId, type: "test", name: "Second" }))
-    return env.id
-  }))
+export { makeEnvironment, makeKey } from "../support/tenancy.js"
 
 /** Asserts a Problem Details answer: status, code and request id. */
 export const expectProblem = (res: TestResponse, status: number, code: string) => {
