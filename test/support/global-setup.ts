@@ -4,6 +4,7 @@ import { join } from "node:path"
 import pg from "pg"
 import type { TestProject } from "vitest/node"
 import { startEmbeddedPostgres } from "../../src/platform/embedded-postgres.js"
+import { type BrowserBinary, resolveBrowserBinary } from "./chromium-path.js"
 import { TEMPLATE_DB, prepareTemplate } from "./template.js"
 
 declare module "vitest" {
@@ -11,6 +12,7 @@ declare module "vitest" {
     /** A server URL (any database) under which each test file creates its own database. */
     serverUrl: string
     templateDb: string
+    browserBinary: BrowserBinary
   }
 }
 
@@ -33,6 +35,7 @@ export default async function setup(project: TestProject) {
   await prepareTemplate(serverUrl, templateDb)
   project.provide("serverUrl", serverUrl)
   project.provide("templateDb", templateDb)
+  project.provide("browserBinary", await resolveBrowserBinary())
   return async () => {
     const admin = new pg.Client({ connectionString: serverUrl })
     await admin.connect()
