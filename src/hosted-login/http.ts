@@ -9,6 +9,7 @@ import * as transactions from "../login/transactions/repo.js"
 import { Config } from "../platform/config.js"
 import { Crypto, sha256Hex } from "../platform/crypto.js"
 import { devMailboxRoutes } from "./dev-mailbox.js"
+import { errorReturnUrl } from "./error-return.js"
 import { errorPage, loginPage } from "./page.js"
 import { ERROR_PATH, HANDOFF_PATH, HOSTED_LOGIN_PATH } from "./urls.js"
 
@@ -28,7 +29,11 @@ const pageFor = (txn: transactions.TransactionRow) => Effect.gen(function* () {
   }
   if (!transactions.ACTIVE_STATUSES.includes(txn.status)) return errorPage("login_finished")
   const client = yield* loginClient(txn.environment_id, txn.client_id)
-  return loginPage({ transactionId: txn.id, clientId: txn.client_id, clientName: client?.name ?? "the application", status: txn.status })
+  const env = yield* CurrentEnvironment
+  return loginPage({
+    transactionId: txn.id, clientId: txn.client_id, clientName: client?.name ?? "the application", status: txn.status,
+    issuer: env.urls.issuer,
+  })
 })
 
 /** The transaction this browser's cookie is bound to, if any. */
@@ -72,9 +77,22 @@ const page = Effect.gen(function* () {
   return txn ? yield* pageFor(txn) : errorPage("no_login_session")
 })
 
+/**
+ * The error page of /oauth2/authorize's client rule failures. For a returnable failure the
+ * URL also names the client, redirect URI and state; the way back is offered only after the
+ * client and redirect URI are checked again (src/hosted-login/error-return.ts).
+ */
 const errorRoute = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
-  return errorPage(queryParam(request.url, "error") ?? "unknown")
+  const env = yield* CurrentEnvironment
+  const error = queryParam(request.url, "error") ?? "unknown"
+  const clientId = queryParam(request.url, "client_id")
+  const redirectUri = queryParam(request.url, "redirect_uri")
+  const state = queryParam(request.url, "state")
+  if (clientId === undefined || redirectUri === undefined || state === undefined) return errorPage(error)
+  const client = yield* loginClient(env.record.id, clientId)
+  const url = errorReturnUrl(error, { clientId, redirectUri, state }, client, env.urls.issuer)
+  return url === undefined || client === undefined ? errorPage(error) : errorPage(error, { url, clientName: client.name })
 })
 
 const ASSET_HEADERS = { "cache-control": "no-cache", "x-content-type-options": "nosniff" }

@@ -53,10 +53,12 @@ export const htmlPage = (title: string, body: string, status = 200) =>
 /**
  * The sign-in page of one transaction. The script reads the transaction and client from
  * `data-` attributes, loads `/v1/config` and renders one control per available method
- * it knows (the hook where passkey and social buttons are added).
+ * it knows (the hook where passkey and social buttons are added). `data-issuer` is the
+ * `iss` of the authorization response (RFC 9207).
  */
-export const loginPage = (p: { transactionId: string; clientId: string; clientName: string; status: string }) => htmlPage("Sign in", `<main id="login" class="card"
-  data-transaction-id="${escapeHtml(p.transactionId)}" data-client-id="${escapeHtml(p.clientId)}" data-status="${escapeHtml(p.status)}">
+export const loginPage = (p: { transactionId: string; clientId: string; clientName: string; status: string; issuer: string }) => htmlPage("Sign in", `<main id="login" class="card"
+  data-transaction-id="${escapeHtml(p.transactionId)}" data-client-id="${escapeHtml(p.clientId)}" data-status="${escapeHtml(p.status)}"
+  data-issuer="${escapeHtml(p.issuer)}">
   <h1>Sign in</h1>
   <p class="subtitle">to continue to <strong>${escapeHtml(p.clientName)}</strong></p>
   <p id="status" class="status" role="status" aria-live="polite"></p>
@@ -66,24 +68,59 @@ export const loginPage = (p: { transactionId: string; clientId: string; clientNa
   <noscript><p class="error">JavaScript is required to sign in.</p></noscript>
 </main>`)
 
-/** What each error of the Hosted Login says to a person (the `error` query parameter). */
-export const ERROR_MESSAGES: Readonly<Record<string, { title: string; text: string }>> = {
-  unknown_client: { title: "Unknown application", text: "The application that sent you here is not registered. Contact its owner." },
-  client_disabled: { title: "Application unavailable", text: "The application that sent you here is currently disabled." },
-  redirect_uri_mismatch: { title: "Invalid sign-in request", text: "The application asked to return you to an address it has not registered, so the sign-in was stopped." },
-  scope_not_allowed: { title: "Invalid sign-in request", text: "The application asked for permissions it is not allowed to request." },
-  resource_not_allowed: { title: "Invalid sign-in request", text: "The application asked for access to a service it is not allowed to use." },
-  nonce_required: { title: "Invalid sign-in request", text: "The application's sign-in request is incomplete (a nonce is required)." },
+/**
+ * What each error of the Hosted Login says: `text` to the person signing in, and, for the
+ * authorization request's client rule failures, `rule` to the developer of the client, naming
+ * the rule that was broken (issue 16).
+ */
+export const ERROR_MESSAGES: Readonly<Record<string, { title: string; text: string; rule?: string }>> = {
+  unknown_client: {
+    title: "Unknown application", text: "The application that sent you here is not registered. Contact its owner.",
+    rule: "client_id is not a registered client of this Environment: check the client_id and that the issuer URL names the right Environment.",
+  },
+  client_disabled: {
+    title: "Application unavailable", text: "The application that sent you here is currently disabled.",
+    rule: "This client is disabled: set its status to active in the Management API before signing users in.",
+  },
+  redirect_uri_mismatch: {
+    title: "Invalid sign-in request", text: "The application asked to return you to an address it has not registered, so the sign-in was stopped.",
+    rule: "redirect_uri must equal one of this client's registered redirect_uris byte for byte (same scheme, host, port, path and query; no trailing slash added). For safety the error is not sent to an unregistered address.",
+  },
+  scope_not_allowed: {
+    title: "Invalid sign-in request", text: "The application asked for permissions it is not allowed to request.",
+    rule: "This client asked for a scope that is not in its allowed_scopes: request only allowed scopes, or add the scope to the client.",
+  },
+  resource_not_allowed: {
+    title: "Invalid sign-in request", text: "The application asked for access to a service it is not allowed to use.",
+    rule: "Every resource parameter must be one of this client's allowed_resources (RFC 8707): remove it from the request, or register it on the client.",
+  },
+  nonce_required: {
+    title: "Invalid sign-in request", text: "The application's sign-in request is incomplete (a nonce is required).",
+    rule: "This client must send a nonce with scope openid: every authorization request that asks for openid needs a nonce parameter of 1 to 512 characters, whatever the client type (PKCE and state are required too).",
+  },
   login_link_expired: { title: "Sign-in link expired", text: "This sign-in link was already used or has expired. Return to the application and start again." },
   no_login_session: { title: "No sign-in in progress", text: "Your browser has no sign-in in progress here. Return to the application and start again." },
   login_expired: { title: "Sign-in expired", text: "This sign-in took too long and has expired. Return to the application and start again." },
   login_finished: { title: "Sign-in finished", text: "This sign-in is already finished or was cancelled. Return to the application to continue." },
 }
 
-export const errorPage = (code: string) => {
-  const message = ERROR_MESSAGES[code] ?? { title: "Sign-in error", text: "The sign-in request could not be processed. Return to the application and start again." }
-  return htmlPage(message.title, `<main id="login-error" class="card" data-error="${escapeHtml(ERROR_MESSAGES[code] ? code : "unknown")}">
+/**
+ * The error page. `back`, when given, is the client's redirect URI carrying the OAuth error
+ * (src/hosted-login/error-return.ts): a plain link, so the person reads the page first and
+ * the client then hears of the failure.
+ */
+export const errorPage = (code: string, back?: { readonly url: string; readonly clientName: string }) => {
+  const known = ERROR_MESSAGES[code]
+  const message = known ?? { title: "Sign-in error", text: "The sign-in request could not be processed. Return to the application and start again." }
+  const rule = message.rule === undefined ? "" : `
+  <section class="developer" aria-label="For the developer">
+    <h2>For the developer</h2>
+    <p id="rule">${escapeHtml(message.rule)}</p>
+  </section>`
+  const link = back === undefined ? "" : `
+  <p><a id="return-to-client" class="button" href="${escapeHtml(back.url)}">Return to ${escapeHtml(back.clientName)}</a></p>`
+  return htmlPage(message.title, `<main id="login-error" class="card" data-error="${escapeHtml(known ? code : "unknown")}">
   <h1>${escapeHtml(message.title)}</h1>
-  <p>${escapeHtml(message.text)}</p>
+  <p>${escapeHtml(message.text)}</p>${rule}${link}
 </main>`, 400)
 }

@@ -1,3 +1,5 @@
+import type { ReturnTarget } from "./error-return.js"
+
 /** Hosted Login paths on the Interaction Domain. */
 export const HOSTED_LOGIN_PATH = "/login"
 export const HANDOFF_PATH = "/login/continue"
@@ -7,6 +9,17 @@ export const ERROR_PATH = "/login/error"
 export const hostedLoginHandoffUrl = (interactionOrigin: string, handoffToken: string) =>
   `${interactionOrigin}${HANDOFF_PATH}?handoff=${encodeURIComponent(handoffToken)}`
 
-/** The Hosted Login error page; `error` is one of ERROR_MESSAGES' keys. */
-export const hostedLoginErrorUrl = (interactionOrigin: string, error: string) =>
-  `${interactionOrigin}${ERROR_PATH}?error=${encodeURIComponent(error)}`
+/**
+ * The Hosted Login error page; `error` is one of ERROR_MESSAGES' keys. With a return target
+ * (a returnable failure, src/hosted-login/error-return.ts) the page can offer the way back
+ * to the client, after checking the target again.
+ */
+export const hostedLoginErrorUrl = (interactionOrigin: string, error: string, target?: ReturnTarget) => {
+  const query = new URLSearchParams({ error })
+  if (target !== undefined) {
+    query.set("client_id", target.clientId)
+    query.set("redirect_uri", target.redirectUri)
+    query.set("state", target.state)
+  }
+  return `${interactionOrigin}${ERROR_PATH}?${query.toString()}`
+}

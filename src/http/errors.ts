@@ -36,4 +36,6 @@ export class OAuthError extends Schema.TaggedError<OAuthError>()("OAuthError", {
     "server_error", "unsupported_grant_type", "temporarily_unavailable", "unauthorized_client",
   ]),
   description: Schema.String,
+  /** RFC 6749 5.2: the `WWW-Authenticate` challenge of an invalid_client answer, when one is due. */
+  challenge: Schema.optionalKey(Schema.String),
 }) {}

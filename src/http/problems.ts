@@ -119,7 +119,7 @@ export const oauthErrorResponse = (error: OAuthError) =>
       status: OAUTH_STATUS[error.error],
       headers: {
         "cache-control": "no-store",
-        ...(error.error === "invalid_client" ? { "www-authenticate": 'Basic realm="token"' } : {}),
+        ...(error.challenge !== undefined ? { "www-authenticate": error.challenge } : {}),
       },
     },
   )

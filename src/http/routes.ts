@@ -7,6 +7,7 @@ import { hostedLoginRoutes } from "../hosted-login/http.js"
 import { authorizeRoutes } from "../oidc/authorize/http.js"
 import { discoveryRoutes } from "../oidc/discovery/http.js"
 import { jwksRoutes } from "../oidc/jwks/http.js"
+import { withPublicDocumentCors } from "../oidc/public-cors.js"
 import { tokenSideRoutes } from "../oidc/issuer-routes.js"
 import { managementRoutes } from "../management/routes.js"
 import { openApiRoutes } from "../openapi/http.js"
@@ -30,7 +31,7 @@ export const allRoutes = (config: AppConfig) => {
   ]
   return {
     management: [...management, ...openApiRoutes(documented)],
-    issuer: [...discoveryRoutes, ...jwksRoutes, ...authorizeRoutes, ...tokenSideRoutes, ...publicApi],
+    issuer: [...withPublicDocumentCors([...discoveryRoutes, ...jwksRoutes]), ...authorizeRoutes, ...tokenSideRoutes, ...publicApi],
     interaction: [...hostedLoginRoutes, ...hostedLoginPasskeyRoutes, ...publicApi],
   }
 }

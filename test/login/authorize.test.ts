@@ -90,6 +90,10 @@ describe("GET /oauth2/authorize: syntax errors are 400 invalid_request (OAuth JS
   }
 })
 
+/** The Hosted Login error page URL; returnable failures also name the client, redirect URI and state (test/rp-libraries/authorize-errors.test.ts). */
+const errorLocation = (error: string, target?: { client_id: string; redirect_uri: string; state: string }) =>
+  `${interactionOrigin()}/login/error?${new URLSearchParams({ error, ...target }).toString()}`
+
 describe("GET /oauth2/authorize: client rule failures go to the Hosted Login error page, never to the client", () => {
   it.each([
     ["an unknown client", () => ({ client_id: "cli_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" }), "unknown_client"],
@@ -101,7 +105,8 @@ describe("GET /oauth2/authorize: client rule failures go to the Hosted Login err
     const before = await countRows(app, "auth_transactions")
     const res = await authorize(params(overrides()))
     expect(res.status).toBe(302)
-    expect(res.headers["location"]).toBe(`${interactionOrigin()}/login/error?error=${error}`)
+    const returnable = error === "resource_not_allowed" || error === "nonce_required"
+    expect(res.headers["location"]).toBe(errorLocation(error, returnable ? { client_id: client.client_id, redirect_uri: client.redirect_uri, state: "st-1" } : undefined))
     expect(await countRows(app, "auth_transactions")).toBe(before)
     const page = await app.request(b.interaction_domain, `/login/error?error=${error}`)
     expect(page.status).toBe(400)
@@ -112,10 +117,10 @@ describe("GET /oauth2/authorize: client rule failures go to the Hosted Login err
   it("a disabled client and a scope the client may not request", async () => {
     const disabled = await createClient(app, b, { status: "disabled" })
     const res = await authorize(params({ client_id: disabled.client_id, redirect_uri: disabled.redirect_uri }))
-    expect(res.headers["location"]).toBe(`${interactionOrigin()}/login/error?error=client_disabled`)
+    expect(res.headers["location"]).toBe(errorLocation("client_disabled"))
     const narrow = await createClient(app, b, { allowed_scopes: ["openid"] })
     const res2 = await authorize(params({ client_id: narrow.client_id, redirect_uri: narrow.redirect_uri, scope: "openid offline_access" }))
-    expect(res2.headers["location"]).toBe(`${interactionOrigin()}/login/error?error=scope_not_allowed`)
+    expect(res2.headers["location"]).toBe(errorLocation("scope_not_allowed", { client_id: narrow.client_id, redirect_uri: narrow.redirect_uri, state: "st-1" }))
   })
 })
 

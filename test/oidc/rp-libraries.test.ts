@@ -13,6 +13,7 @@ let app: TestApp
 let env: Bootstrapped
 let spa: TestClient
 let bff: TestClient
+let bffPost: TestClient
 let user: TestUser
 const SCOPE = "openid profile email offline_access"
 
@@ -21,6 +22,7 @@ beforeAll(async () => {
   env = await app.bootstrap()
   spa = await createClient(app, env, { redirectUris: ["http://localhost:5173/callback"] })
   bff = await createClient(app, env, { type: "web_bff", redirectUris: ["http://127.0.0.1:4000/auth/callback"], postLogoutRedirectUris: ["http://127.0.0.1:4000/"] })
+  bffPost = await createClient(app, env, { type: "web_bff", method: "client_secret_post", redirectUris: ["http://127.0.0.1:4000/auth/callback"] })
   user = await createUser(app, env, { name: "Katherine Johnson", locale: "en-US" })
 })
 afterAll(async () => { await app?.close() })
@@ -33,7 +35,8 @@ const completeLogin = async (authorizationUrl: URL, client: TestClient, verifier
   const minted = await mintCode(app, env, client, user, {
     verifier, nonce: q.get("nonce"), scopes: q.get("scope")!.split(" "), redirectUri: q.get("redirect_uri")!,
   })
-  return new URL(`${q.get("redirect_uri")}?code=${encodeURIComponent(minted.code)}&state=${encodeURIComponent(q.get("state")!)}`)
+  // The authorization response as Hosted Login sends it: code, state and iss (RFC 9207).
+  return new URL(`${q.get("redirect_uri")}?code=${encodeURIComponent(minted.code)}&state=${encodeURIComponent(q.get("state")!)}&iss=${encodeURIComponent(env.issuer)}`)
 }
 
 describe("openid-client (v6)", () => {
@@ -142,19 +145,19 @@ describe("oauth4webapi", () => {
   it("introspection as a web_bff client (client_secret_post)", async () => {
     const issuer = new URL(env.issuer)
     const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: "oidc", ...insecure }))
-    const client: oauth.Client = { client_id: bff.id }
+    const client: oauth.Client = { client_id: bffPost.id }
     const verifier = oauth.generateRandomCodeVerifier()
     const url = new URL(as.authorization_endpoint!)
     for (const [k, v] of Object.entries({
-      client_id: bff.id, redirect_uri: bff.redirectUri, response_type: "code", scope: "openid", state: "s1", nonce: "n1",
+      client_id: bffPost.id, redirect_uri: bffPost.redirectUri, response_type: "code", scope: "openid", state: "s1", nonce: "n1",
       code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256",
     })) url.searchParams.set(k, v)
-    const params = oauth.validateAuthResponse(as, client, await completeLogin(url, bff, verifier), "s1")
+    const params = oauth.validateAuthResponse(as, client, await completeLogin(url, bffPost, verifier), "s1")
     const result = await oauth.processAuthorizationCodeResponse(as, client,
-      await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretPost(bff.secret!), params, bff.redirectUri, verifier, insecure),
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretPost(bffPost.secret!), params, bffPost.redirectUri, verifier, insecure),
       { expectedNonce: "n1" })
     const introspection = await oauth.processIntrospectionResponse(as, client,
-      await oauth.introspectionRequest(as, client, oauth.ClientSecretPost(bff.secret!), result.access_token, insecure))
-    expect(introspection).toMatchObject({ active: true, sub: user.id, client_id: bff.id })
+      await oauth.introspectionRequest(as, client, oauth.ClientSecretPost(bffPost.secret!), result.access_token, insecure))
+    expect(introspection).toMatchObject({ active: true, sub: user.id, client_id: bffPost.id })
   })
 })

@@ -171,10 +171,13 @@ describe("POST /oauth2/introspect", () => {
       sub: user.id, aud: env.issuer, iss: env.issuer, jti: c["jti"], sid: t.sessionId, auth_time: c["auth_time"], amr: ["email_otp"],
       acr: "urn:example-auth:loa:basic",
     })
-    const viaPost = await introspect(t.access_token, {}, { client_id: bff.id, client_secret: bff.secret! })
+    // Each client uses the method it registered (issue 16): a Basic client posting its secret is not allowed.
+    expect((await introspect(t.access_token, {}, { client_id: bff.id, client_secret: bff.secret! })).json).toEqual({ active: false })
+    const postClient = await createClient(app, env, { type: "web_bff", method: "client_secret_post" })
+    const viaPost = await introspect(t.access_token, {}, { client_id: postClient.id, client_secret: postClient.secret! })
     expect(viaPost.json.active).toBe(true)
     const json = await app.issuer(env.environment_id, "/oauth2/introspect", {
-      method: "POST", body: { token: t.access_token, client_id: bff.id, client_secret: bff.secret! },
+      method: "POST", body: { token: t.access_token, client_id: postClient.id, client_secret: postClient.secret! },
     })
     expect(json.json.active).toBe(true)
   })

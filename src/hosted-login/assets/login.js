@@ -13,6 +13,7 @@
   var transactionId = root.getAttribute("data-transaction-id")
   var clientId = root.getAttribute("data-client-id")
   var initialStatus = root.getAttribute("data-status")
+  var issuer = root.getAttribute("data-issuer")
   var methodsBox = document.getElementById("methods")
   var statusBox = document.getElementById("status")
   var errorBox = document.getElementById("error")
@@ -82,10 +83,10 @@
   function completeAndReturn() {
     say("Signing you in…")
     return api("POST", txnPath + "/complete").then(function (res) {
-      // redirect_uri is registered without a fragment; the code and state are appended as query parameters.
+      // redirect_uri is registered without a fragment; the code, state and iss (RFC 9207) are appended as query parameters.
       var sep = res.redirect_uri.indexOf("?") === -1 ? "?" : "&"
       var target = res.redirect_uri + sep + "code=" + encodeURIComponent(res.authorization_code) +
-        "&state=" + encodeURIComponent(res.state)
+        "&state=" + encodeURIComponent(res.state) + "&iss=" + encodeURIComponent(issuer)
       window.location.assign(target)
     })
   }

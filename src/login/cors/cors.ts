@@ -22,7 +22,9 @@ export const CorsRequestOrigin = Context.Reference<string | undefined>("login/Co
 
 export const CORS_ALLOW_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
 export const CORS_ALLOW_HEADERS = "Authorization, Content-Type, Idempotency-Key, X-Request-Id"
-export const CORS_EXPOSE_HEADERS = "Retry-After, X-Request-Id"
+// WWW-Authenticate: browser code must read the Bearer (RFC 6750 3) and invalid_client
+// (RFC 6749 5.2) challenges of /oauth2/token, /oauth2/userinfo, /oauth2/revoke and /me.
+export const CORS_EXPOSE_HEADERS = "Retry-After, WWW-Authenticate, X-Request-Id"
 export const CORS_MAX_AGE_SECONDS = 600
 
 /**

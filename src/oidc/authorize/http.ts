@@ -6,6 +6,7 @@ import { route } from "../../http/route.js"
 import { loginClient } from "../../login/clients.js"
 import { checkAgainstClient, type ClientRuleFailure } from "../../login/rules.js"
 import { createTransaction, limitTransactionCreation } from "../../login/transactions/service.js"
+import { RETURNABLE_ERRORS } from "../../hosted-login/error-return.js"
 import { hostedLoginErrorUrl, hostedLoginHandoffUrl } from "../../hosted-login/urls.js"
 import { parseAuthorizeQuery } from "./params.js"
 
@@ -18,7 +19,9 @@ const redirect = (location: string) => HttpServerResponse.redirect(location, { s
  * 1. syntax: malformed or missing parameters, response_type other than code, PKCE other
  *    than S256, unknown scope tokens -> 400 `invalid_request` (OAuth error JSON);
  * 2. client rules (status, redirect URI, allowed scopes, resources, nonce for openid) ->
- *    302 to the Hosted Login error page, never to the client's redirect URI;
+ *    302 to the Hosted Login error page, no code; where RFC 6749 4.1.2.1 allows it (an
+ *    active client, a registered redirect URI) the page links back to the client with the
+ *    OAuth error, `state` and `iss` (issue 16);
  * 3. a login transaction bound to this browser through a one-time hand-off to the
  *    Interaction Domain (docs/decisions.md), then the Hosted Login page.
  */
@@ -33,7 +36,13 @@ export const authorize = Effect.gen(function* () {
   const failure: ClientRuleFailure | undefined = checkAgainstClient(client, {
     redirectUri: r.redirectUri, scopes: r.scopes, resources: r.resources, nonce: r.nonce,
   })
-  if (failure !== undefined || !client) return redirect(hostedLoginErrorUrl(env.urls.interactionOrigin, failure ?? "unknown_client"))
+  if (failure !== undefined || !client) {
+    // The error page may offer the way back to the client (RFC 6749 4.1.2.1) only where the
+    // client and the redirect URI are trusted: src/hosted-login/error-return.ts decides.
+    const returnable = failure !== undefined && Object.hasOwn(RETURNABLE_ERRORS, failure)
+    return redirect(hostedLoginErrorUrl(env.urls.interactionOrigin, failure ?? "unknown_client",
+      returnable ? { clientId: r.clientId, redirectUri: r.redirectUri, state: r.state } : undefined))
+  }
   yield* limitTransactionCreation(client.id)
   const { handoffToken } = yield* createTransaction({
     client, redirectUri: r.redirectUri, codeChallenge: r.codeChallenge, state: r.state, nonce: r.nonce, scopes: r.scopes,

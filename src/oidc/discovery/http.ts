@@ -18,6 +18,7 @@ export const discoveryDocument = (issuer: string) => ({
   grant_types_supported: ["authorization_code", "refresh_token"],
   code_challenge_methods_supported: ["S256"],
   token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+  // Revocation takes no client authentication (spec: Revoke); credentials sent anyway are ignored.
   revocation_endpoint_auth_methods_supported: ["none"],
   introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
   scopes_supported: ["openid", "profile", "email", "offline_access"],
@@ -27,6 +28,14 @@ export const discoveryDocument = (issuer: string) => ({
     "iss", "sub", "aud", "exp", "iat", "jti", "sid", "client_id", "scope", "amr", "acr", "auth_time", "sv",
     "nonce", "name", "email", "email_verified", "locale", "updated_at",
   ],
+  // Capabilities whose absence a library reads with a default that is wrong for us (issue 16;
+  // OIDC Discovery 3 defaults request_uri_parameter_supported to true). None of these
+  // parameters is read by /oauth2/authorize; `request`, `request_uri` and `claims` are ignored.
+  request_parameter_supported: false,
+  request_uri_parameter_supported: false,
+  claims_parameter_supported: false,
+  // RFC 9207: every authorization response (code or error) carries `iss` (src/hosted-login).
+  authorization_response_iss_parameter_supported: true,
 })
 
 export const discoveryRoutes = [

@@ -43,7 +43,7 @@ export const presentedClient = (params: OAuthParams) => Effect.gen(function* () 
   const bodySecret = yield* params.one("client_secret")
   if (authorization !== undefined && /^Basic\b/i.test(authorization.trim())) {
     const basic = parseBasic(authorization)
-    if (!basic) return yield* invalidClient("The Authorization header is not valid HTTP Basic client authentication")
+    if (!basic) return yield* invalidClient("The Authorization header is not valid HTTP Basic client authentication", { basicChallenge: true })
     if (bodySecret !== undefined) return yield* invalidRequest("Use one client authentication method, not Basic and client_secret together")
     if (bodyClientId !== undefined && bodyClientId !== basic.clientId) {
       return yield* invalidRequest("client_id in the body differs from the one in the Authorization header")
@@ -55,22 +55,41 @@ export const presentedClient = (params: OAuthParams) => Effect.gen(function* () 
   return { method: "none", clientId: bodyClientId } as PresentedClient
 })
 
+/** What a failed check says, and whether the answer carries the Basic challenge (RFC 6749 5.2). */
+const refuse = (presented: PresentedClient, client: OAuthClientRow | undefined, description: string) =>
+  invalidClient(description, {
+    basicChallenge: presented.method === "client_secret_basic" || client?.token_endpoint_auth_method === "client_secret_basic",
+  })
+
+const METHOD_WORDS: Readonly<Record<PresentedClient["method"], string>> = {
+  none: "client_id in the body without a secret (none)",
+  client_secret_basic: "HTTP Basic (client_secret_basic)",
+  client_secret_post: "client_id and client_secret in the body (client_secret_post)",
+}
+
 /**
  * Authenticates the client (spec: Authentication rule 1) against its row (undefined: no such
- * client). Public clients (method `none`) send only `client_id`: a secret from them is
- * invalid_client. Confidential (web_bff) clients send their secret by `client_secret_basic`
- * or `client_secret_post` (either is accepted, decisions.md); it is compared as SHA-256 hex
- * in constant time. Unknown, deleted and disabled clients are invalid_client.
+ * client). The client must use exactly the `token_endpoint_auth_method` it registered
+ * (RFC 7591 2: the registered method is THE method; issue 16): a public client (`none`)
+ * sends only `client_id`, so a secret from it is invalid_client; a `client_secret_basic`
+ * client must use HTTP Basic and a `client_secret_post` client the body. The secret is
+ * compared as SHA-256 hex in constant time. Unknown, deleted and disabled clients are
+ * invalid_client. The Basic challenge is sent only to callers that tried Basic or whose
+ * client is registered for it.
  */
 export const checkClient = (presented: PresentedClient, client: OAuthClientRow | undefined) => {
-  if (!client) return invalidClient("Client authentication failed")
-  if (client.status !== "active") return invalidClient("The client is disabled")
-  const confidential = client.token_endpoint_auth_method !== "none"
-  if (!confidential) return presented.method === "none" ? client : invalidClient("A public client must not send a client secret")
-  if (presented.method === "none" || client.secret_hash === null) {
-    return invalidClient("Client authentication failed: this client must authenticate with its secret")
+  if (!client) return refuse(presented, client, "Client authentication failed")
+  if (client.status !== "active") return refuse(presented, client, "The client is disabled")
+  const registered = client.token_endpoint_auth_method
+  if (presented.method !== registered) {
+    return refuse(presented, client, registered === "none"
+      ? "A public client must not send a client secret: send only client_id"
+      : `Client authentication failed: this client is registered for ${registered} and must authenticate with ${METHOD_WORDS[registered]}, not ${METHOD_WORDS[presented.method]}`)
   }
-  if (!constantTimeEqual(sha256Hex(presented.secret), client.secret_hash)) return invalidClient("Client authentication failed")
+  if (presented.method === "none") return client
+  if (client.secret_hash === null || !constantTimeEqual(sha256Hex(presented.secret), client.secret_hash)) {
+    return refuse(presented, client, "Client authentication failed")
+  }
   return client
 }
 

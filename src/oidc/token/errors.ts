@@ -5,7 +5,14 @@ import { OAuthError, OriginNotAllowed } from "../../http/errors.js"
 // the status comes from OAUTH_STATUS in src/http/problems.ts. The description is for the
 // client developer; causes go to the logs, never into it.
 export const invalidRequest = (description: string) => new OAuthError({ error: "invalid_request", description })
-export const invalidClient = (description: string) => new OAuthError({ error: "invalid_client", description })
+/**
+ * RFC 6749 5.2: a client that tried HTTP Basic gets the Basic challenge back; one that
+ * did not (a public client, a body secret, no credentials) gets none, so a browser or a
+ * library never sees a Basic prompt it cannot answer.
+ */
+export const BASIC_CHALLENGE = 'Basic realm="token"'
+export const invalidClient = (description: string, options: { readonly basicChallenge?: boolean } = {}) =>
+  new OAuthError({ error: "invalid_client", description, ...(options.basicChallenge ? { challenge: BASIC_CHALLENGE } : {}) })
 export const invalidGrant = (description: string) => new OAuthError({ error: "invalid_grant", description })
 export const invalidScope = (description: string) => new OAuthError({ error: "invalid_scope", description })
 export const accessDenied = (description: string) => new OAuthError({ error: "access_denied", description })
