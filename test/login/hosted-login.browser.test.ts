@@ -87,7 +87,8 @@ it("authorize -> Hosted Login (email, code from SMTP) -> the client's redirect U
     expect(landed.searchParams.get("state")).toBe(state)
     const authorizationCode = landed.searchParams.get("code")!
     expect(authorizationCode).toMatch(/^[A-Za-z0-9_-]{43}$/)
-    expect(landed.searchParams.has("iss")).toBe(false)
+    // RFC 9207 (issue 16): the authorization response names its issuer.
+    expect(landed.searchParams.get("iss")).toBe(b.issuer)
     expect(cspViolations).toEqual([])
 
     // The token endpoint (built by the back half) exchanges the code with the verifier.
@@ -152,7 +153,7 @@ it("an invalid authorize request lands on the Hosted Login error page, not on th
     })
     await page.goto(`${b.issuer}/oauth2/authorize?${query}`)
     expect(new URL(page.url()).host).toBe(b.interaction_domain)
-    await expect.poll(() => page.getByRole("heading").textContent()).toBe("Invalid sign-in request")
+    await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe("Invalid sign-in request")
     expect(callbacks.length).toBe(before)
   } finally {
     await context.close()

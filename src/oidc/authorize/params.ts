@@ -38,11 +38,11 @@ export const parseAuthorizeQuery = (query: URLSearchParams): { readonly request:
   const scopes = parseScope(scope)
   if ("failure" in scopes) return { failure: scopes.failure }
   const state = get("state")
-  if (state === undefined) return { failure: "state is required" }
+  if (state === undefined) return { failure: "state is required for every client (1 to 512 characters)" }
   const stateProblem = checkStateLike("state", state)
   if (stateProblem !== undefined) return { failure: stateProblem }
   const codeChallenge = get("code_challenge")
-  if (codeChallenge === undefined) return { failure: "code_challenge is required" }
+  if (codeChallenge === undefined) return { failure: "code_challenge is required: PKCE with S256 is required for every client, confidential ones included" }
   const method = get("code_challenge_method")
   if (method === undefined) return { failure: "code_challenge_method is required (S256)" }
   const pkceProblem = checkPkce(codeChallenge, method)
