@@ -60,7 +60,7 @@ describe("express-openid-connect", () => {
         authorizationParams: { response_type: "code", scope: "openid profile email" },
       }))
       app.get("/me", requiresAuth(), (req, res) => {
-        res.json({ user: req.oidc.user, claims: req.oidc.idTokenClaims, scope: req.oidc.accessToken?.access_token ? "has-access-token" : null })
+        res.json({ user: req.oidc.user, claims: req.oidc.idTokenClaims, hasAccessToken: typeof req.oidc.accessToken?.access_token === "string" })
       })
       app.get("/", (req, res) => { res.json({ authenticated: req.oidc.isAuthenticated() }) })
       return app
@@ -74,7 +74,7 @@ describe("express-openid-connect", () => {
       const me = await pageJson(page)
       expect(me.user).toMatchObject({ email, email_verified: true, amr: ["email_otp"], acr: "urn:example-auth:loa:basic" })
       expect(me.claims).toMatchObject({ iss: h.env.issuer, aud: c.id, email })
-      expect(me.scope).toBe("has-access-token")
+      expect(me.hasAccessToken).toBe(true)
 
       await page.goto(`${base}/logout`)
       await page.waitForURL((url) => url.origin === base && url.pathname === "/", { timeout: 15_000 })
@@ -135,32 +135,37 @@ describe("passport with openid-client/passport Strategy", () => {
   })
 })
 
+type Check = "pkce" | "state" | "nonce"
+
+/** An Express app with Auth.js and one oidc provider for this issuer; `checks` undefined = Auth.js's default. */
+const serveAuthJs = async (checks: Array<Check> | undefined) => {
+  const authSecret = secret()
+  return serve(async (origin) => {
+    const c = await createClient(h.app, h.env, { type: "web_bff", method: "client_secret_basic", redirectUris: [`${origin}/auth/callback/authservice`] })
+    const config = () => ({
+      trustHost: true,
+      secret: authSecret,
+      providers: [{
+        id: "authservice", name: "AuthService", type: "oidc" as const,
+        issuer: h.env.issuer, clientId: c.id, clientSecret: c.secret!,
+        ...(checks ? { checks } : {}),
+        authorization: { params: { scope: "openid profile email" } },
+      }],
+    })
+    const app = express()
+    app.set("trust proxy", true)
+    // @auth/express derives its base path from req.params[0], the unnamed wildcard of Express 4;
+    // on Express 5 a RegExp mount path gives it that capture ("/auth/*splat" would not).
+    app.use(/^\/auth\/(.*)$/, ExpressAuth(config()))
+    app.get("/me", async (req, res) => { res.json({ session: await getSession(req, config()) }) })
+    return app
+  })
+}
+
 describe("Auth.js (@auth/express)", () => {
   it("an oidc provider with checks ['pkce', 'state', 'nonce'] signs in; the session names the user", async () => {
-    let c!: TestClient
-    const authSecret = secret()
-    const base = await serve(async (origin) => {
-      c = await createClient(h.app, h.env, { type: "web_bff", method: "client_secret_basic", redirectUris: [`${origin}/auth/callback/authservice`] })
-      const config = () => ({
-        trustHost: true,
-        secret: authSecret,
-        providers: [{
-          id: "authservice", name: "AuthService", type: "oidc" as const,
-          issuer: h.env.issuer, clientId: c.id, clientSecret: c.secret!,
-          // Auth.js checks only PKCE by default; this issuer requires state and nonce too.
-          checks: ["pkce", "state", "nonce"] as Array<"pkce" | "state" | "nonce">,
-          authorization: { params: { scope: "openid profile email" } },
-        }],
-      })
-      const app = express()
-      app.set("trust proxy", true)
-      // @auth/express derives its base path from req.params[0], the unnamed wildcard of Express 4;
-      // on Express 5 a RegExp mount path gives it that capture ("/auth/*splat" would not).
-      app.use(/^\/auth\/(.*)$/, ExpressAuth(config()))
-      app.get("/me", async (req, res) => { res.json({ session: await getSession(req, config()) }) })
-      return app
-    })
-
+    // Auth.js checks only PKCE by default; this issuer requires state and nonce too.
+    const base = await serveAuthJs(["pkce", "state", "nonce"])
     const context = await h.browser.newContext()
     const page = await context.newPage()
     try {
@@ -169,6 +174,24 @@ describe("Auth.js (@auth/express)", () => {
       const email = await signInOnHostedLogin(h, page, (url) => url.origin === base && url.pathname === "/me", "authjs")
       const me = await pageJson(page)
       expect(me.session).toMatchObject({ user: { email } })
+    } finally {
+      await context.close()
+    }
+  })
+
+  it("with its default checks (PKCE only) the issuer answers 400 invalid_request naming the missing state", async () => {
+    const base = await serveAuthJs(undefined)
+    const context = await h.browser.newContext()
+    const page = await context.newPage()
+    try {
+      await page.goto(`${base}/auth/signin`)
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => new URL(r.url()).pathname.endsWith("/oauth2/authorize")),
+        page.getByRole("button", { name: "Sign in with AuthService" }).click(),
+      ])
+      expect(response.status()).toBe(400)
+      expect(await response.json()).toEqual({ error: "invalid_request", error_description: "state is required for every client (1 to 512 characters)" })
+      expect(new URL(response.url()).searchParams.has("code_challenge")).toBe(true)
     } finally {
       await context.close()
     }
