@@ -69,6 +69,8 @@ export const deleteMe = Effect.gen(function* () {
   const users = yield* Users
   return yield* unavailableOnSqlError(sql.withTransaction(Effect.gen(function* () {
     const user = yield* lockMe(me)
+    // A concurrent DELETE /me of another session won the lock: it did everything already.
+    if (user.status === "pending_deletion") return user
     const updated = yield* users.requestDeletion({ user, reason: "user_request", sessionReason: "user_logout", actor: actorOf(me) })
     yield* (yield* Audit).append({
       workspaceId: env.record.workspaceId, environmentId: env.record.id, actor: actorOf(me), action: "user.deleted",
