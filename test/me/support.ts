@@ -16,11 +16,14 @@ export interface MeContext {
   client: FlowClient
 }
 
-/** Starts the app for this file (closed after it); the returned object is filled in beforeAll. */
-export const useMeApp = (options: StartOptions = {}): MeContext => {
+/**
+ * Starts the app for this file (closed after it); the returned object is filled in beforeAll.
+ * `options` may be computed first (e.g. after an SMTP sink is listening).
+ */
+export const useMeApp = (options: StartOptions | (() => Promise<StartOptions>) = {}): MeContext => {
   const ctx = {} as MeContext
   beforeAll(async () => {
-    ctx.app = await startApp(options)
+    ctx.app = await startApp(typeof options === "function" ? await options() : options)
     ctx.b = await ctx.app.bootstrap()
     ctx.client = await registerClient(ctx.app, ctx.b)
   })

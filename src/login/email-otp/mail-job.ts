@@ -54,9 +54,10 @@ export const loginCodeMessage = (to: string, code: string) => ({
 export const emailChangeCodeMessage = (to: string, code: string, stage: "email_change_old" | "email_change_new") => ({
   to,
   subject: "Your code to change your email address",
-  text: stage === "email_change_old"
-    ? `Someone asked to change the email address of your account. Your confirmation code is ${code}\n\nIt expires in 5 minutes. If this was not you, do not share the code; your address stays as it is.\n`
-    : `Your confirmation code is ${code}\n\nEnter it to make this the email address of your account. It expires in 5 minutes. If you did not ask for this, you can ignore this message.\n`,
+  text: `Your confirmation code is ${code}\n\nIt expires in 5 minutes.\n`
+    + (stage === "email_change_old"
+      ? "Someone asked to change the email address of your account.\nIf this was not you, do not share the code; your address stays as it is.\n"
+      : "Enter it to make this the email address of your account.\nIf you did not ask for this, you can ignore this message.\n"),
 })
 
 const messageFor = (purpose: CodePurpose | undefined, to: string, code: string) =>
