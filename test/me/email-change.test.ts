@@ -1,7 +1,8 @@
+import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { startSmtpSink } from "../login/support.js"
 import {
-  count, createUser, expectProblem, introspect, me, query, signIn, signedInUser, uniqueEmail, useMeApp, userEvents, userinfo,
+  count, createUser, randomId, expectProblem, introspect, me, query, signIn, signedInUser, uniqueEmail, useMeApp, userEvents, userinfo,
 } from "./support.js"
 
 // Email change (spec: Self-service /me, email change rows; /me rule 3; Limits: email-change
@@ -206,6 +207,25 @@ describe("refusals change nothing", () => {
   })
 })
 
+describe("503 user_unavailable", () => {
+  it("when the challenge state cannot be read or written: Retry-After, nothing changes", async () => {
+    const { user, token } = await signedInUser(ctx, "unavailable")
+    const started = await start(token, uniqueEmail("unavailable"))
+    const code = await nextCode(user.email)
+    await query(ctx.app, "alter table email_challenges rename to email_challenges_away")
+    try {
+      for (const res of [await start(token, uniqueEmail("x")), await verifyOld(token, started.json.challenge_id, code)]) {
+        expectProblem(res, 503, "user_unavailable")
+        expect(res.headers["retry-after"]).toBe("1")
+      }
+    } finally {
+      await query(ctx.app, "alter table email_challenges_away rename to email_challenges")
+    }
+    // the challenge survived untouched: the retry succeeds
+    expect((await verifyOld(token, started.json.challenge_id, code)).status).toBe(202)
+  })
+})
+
 describe("5-minute challenges (TestClock)", () => {
   it("a code is accepted just before 5 minutes and refused after; nothing switches", async () => {
     const early = await signedInUser(ctx, "in-time")
@@ -267,5 +287,35 @@ describe("409 email_already_registered, checked again at each step", () => {
     expect(await stored(other.user.id)).toMatchObject({ email: other.user.email, security_version: other.user.security_version })
     expect(await userEvents(ctx, "user.updated", winner.user.id)).toHaveLength(1)
     expect(await userEvents(ctx, "user.updated", other.user.id)).toEqual([])
+  })
+
+  it("an account created with the address while the switch runs (a first login takes no lock): the unique index answers 409", async () => {
+    const { user, token } = await signedInUser(ctx, "backstop")
+    const target = uniqueEmail("backstop")
+    const stage = await toNewStage(token, user.email, target)
+    // Another connection inserts the address and keeps its transaction open: the switch does
+    // not see the row, its UPDATE waits on the unique index, and fails once that commits.
+    const other = new pg.Client({ connectionString: ctx.app.databaseUrl })
+    await other.connect()
+    try {
+      await other.query("begin")
+      await other.query(`insert into users (id, workspace_id, environment_id, email, email_normalized, user_handle, created_at, updated_at)
+        values ($1, $2, $3, $4, $4, $5, now(), now())`, [randomId("usr"), ctx.b.workspace_id, ctx.b.environment_id, target, randomId("h")])
+      const pending = verifyNew(token, stage.challenge, stage.code)
+      // Wait until the switch is blocked on that row (a lock wait, not a timer on the clock).
+      for (let i = 0; i < 400; i++) {
+        const waiting = await other.query(`select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`)
+        if (waiting.rows[0].n > 0) break
+        await new Promise((r) => setTimeout(r, 25))
+      }
+      await other.query("commit")
+      expectProblem(await pending, 409, "email_already_registered")
+    } finally {
+      await other.end()
+    }
+    expect(await stored(user.id)).toMatchObject({ email: user.email, security_version: user.security_version })
+    expect(await userEvents(ctx, "user.updated", user.id)).toEqual([])
+    expect((await me(ctx, token, "")).status).toBe(200)
   })
 })

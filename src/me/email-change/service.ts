@@ -1,5 +1,5 @@
 import { Clock, Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlError } from "effect/sql"
 import { CurrentEnvironment } from "../../http/current-environment.js"
 import { InvalidRequest } from "../../http/errors.js"
 import { codeHmac, generateCode, isCodeShape } from "../../login/email-otp/code.js"
@@ -123,11 +123,10 @@ const checkCode = (me: Me, stage: repo.EmailChangeStage, challengeId: string, co
 })
 
 /** Rate limits of a verify, counted before the check (they commit even when it is refused). */
-const verifyLimits = (me: Me, challengeId: string, code: string) => Effect.gen(function* () {
+const verifyLimits = (me: Me, code: string) => Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   if (!isCodeShape(code)) return yield* new InvalidRequest({ detail: "code must be 6 digits" })
   const { limits, ip } = yield* limitsAndIp
-  if (challengeId === "") return yield* new InvalidCode({ detail: "Unknown challenge" })
   yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerIp, ip))
   yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerEmail, me.user.email_normalized))
   yield* unavailableOnSqlError(rateLimit.ensureNotExhausted(env.record.id, limits.otpFailuresPerEmail, me.user.email_normalized))
@@ -153,7 +152,7 @@ export const verifyOldEmail = (challengeId: string, code: string) => Effect.gen(
   const me = yield* CurrentMe
   const env = yield* CurrentEnvironment
   const sql = yield* SqlClient.SqlClient
-  yield* verifyLimits(me, challengeId, code)
+  yield* verifyLimits(me, code)
   const outcome = yield* unavailableOnSqlError(sql.withTransaction(Effect.gen(function* () {
     const user = yield* lockMe(me)
     const checked = yield* checkCode(me, "email_change_old", challengeId, code)
@@ -190,7 +189,7 @@ export const verifyNewEmail = (challengeId: string, code: string) => Effect.gen(
   const env = yield* CurrentEnvironment
   const sql = yield* SqlClient.SqlClient
   const users = yield* Users
-  yield* verifyLimits(me, challengeId, code)
+  yield* verifyLimits(me, code)
   const outcome = yield* unavailableOnSqlError(sql.withTransaction(Effect.gen(function* () {
     const user = yield* lockMe(me)
     const checked = yield* checkCode(me, "email_change_new", challengeId, code)
@@ -233,6 +232,4 @@ export const verifyNewEmail = (challengeId: string, code: string) => Effect.gen(
   return yield* refuse(outcome)
 }).pipe(Effect.withSpan("me.verifyNewEmail"))
 
-const isUniqueViolation = (e: unknown) =>
-  typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "SqlError"
-  && (e as { reason?: { _tag?: unknown } }).reason?._tag === "UniqueViolation"
+const isUniqueViolation = (e: unknown) => SqlError.isSqlError(e) && e.reason._tag === "UniqueViolation"
