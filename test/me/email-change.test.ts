@@ -207,6 +207,21 @@ describe("refusals change nothing", () => {
   })
 })
 
+describe("rate limits (the Email OTP send limit per address: 5 per 10 minutes)", () => {
+  it("the 6th start for one account, or towards one new address, is 429 rate_limited and issues nothing", async () => {
+    const { user, token } = await signedInUser(ctx, "limited")
+    for (let i = 0; i < 5; i++) expect((await start(token, uniqueEmail("limited"))).status).toBe(202)
+    const sixth = await start(token, uniqueEmail("limited"))
+    expectProblem(sixth, 429, "rate_limited")
+    expect(Number(sixth.headers["retry-after"])).toBeGreaterThan(0)
+    expect(await count(ctx.app, "select count(*) as n from email_challenges where user_id = $1", [user.id])).toBe(5)
+
+    const target = uniqueEmail("bombed")
+    for (let i = 0; i < 5; i++) expect((await start((await signedInUser(ctx, `bomber-${i}`)).token, target)).status).toBe(202)
+    expectProblem(await start((await signedInUser(ctx, "bomber-6")).token, target), 429, "rate_limited")
+  })
+})
+
 describe("503 user_unavailable", () => {
   it("when the challenge state cannot be read or written: Retry-After, nothing changes", async () => {
     const { user, token } = await signedInUser(ctx, "unavailable")

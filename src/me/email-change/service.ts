@@ -74,7 +74,7 @@ const audit = (me: Me, action: string, details: Record<string, unknown>, result?
  * POST /me/email/change/start. A malformed address is 400; the caller's own address 400; an
  * address of another account 409 `email_already_registered` (checked again at each later
  * step). The code goes to the current address (not delivered when it is suppressed: it
- * bounced). Sends are rate-limited like Email OTP sends.
+ * bounced). Sends are rate-limited like Email OTP sends, for both addresses.
  */
 export const startEmailChange = (newEmail: string) => Effect.gen(function* () {
   const me = yield* CurrentMe
@@ -86,6 +86,8 @@ export const startEmailChange = (newEmail: string) => Effect.gen(function* () {
   const { limits, ip } = yield* limitsAndIp
   yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerIp, ip))
   yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmail, me.user.email_normalized))
+  // The new address gets a code after verify-old: counted now, so many accounts cannot bomb it.
+  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmail, newNormalized))
   return yield* unavailableOnSqlError(sql.withTransaction(Effect.gen(function* () {
     const user = yield* lockMe(me)
     const row = yield* issueChallenge(user, "email_change_old", user.email, newEmail, !user.email_suppressed)
