@@ -50,6 +50,7 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   ReauthenticationRequired: { status: 403, code: "reauthentication_required", title: "Fresh authentication required" },
   BearerTokenMissing: { status: 401, code: "unauthorized", title: "Unauthorized" },
   PasskeyNotFound: { status: 400, code: "passkey_not_found", title: "Passkey not found" },
+  IdentityNotFound: { status: 400, code: "identity_not_found", title: "Identity not found" },
   LastFactorDeletionRequiresConfirmation: { status: 400, code: "last_factor_deletion_requires_confirmation", title: "Last authentication method" },
   // OIDC issuer, back half (src/oidc/access-token): Bearer failures at UserInfo (and /me)
   AccessTokenRejected: { status: 401, code: "invalid_token", title: "Invalid token" },

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import { SEND_LOGIN_CODE_TASK, sendLoginCode } from "../login/email-otp/mail-job.js"
+import { SEND_EMAIL_CHANGE_NOTICE_TASK, sendEmailChangeNotice } from "../me/email-change/notice-job.js"
 import { webhookTasks } from "../webhooks/tasks.js"
 import { housekeeping } from "./housekeeping.js"
 import { purgeExpiredExports } from "../management/user-data-jobs/export-service.js"
@@ -10,6 +11,7 @@ export const tasks: Record<string, (payload: unknown) => Effect.Effect<void, nev
   housekeeping: () => housekeeping,
   ...webhookTasks,
   [SEND_LOGIN_CODE_TASK]: sendLoginCode,
+  [SEND_EMAIL_CHANGE_NOTICE_TASK]: sendEmailChangeNotice,
   // Export artifacts past their 15-minute download window are wiped.
   user_exports_purge: () => Effect.asVoid(purgeExpiredExports),
 }

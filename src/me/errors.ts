@@ -20,3 +20,9 @@ export class PasskeyNotFound extends Schema.TaggedError<PasskeyNotFound>()("Pass
 /** 400 `last_factor_deletion_requires_confirmation` (spec, /me rule 4). */
 export class LastFactorDeletionRequiresConfirmation
   extends Schema.TaggedError<LastFactorDeletionRequiresConfirmation>()("LastFactorDeletionRequiresConfirmation", detail) {}
+
+/**
+ * 400 `identity_not_found` (spec, Errors: "target credential or identity of /me not found"):
+ * an unknown identity id, or one of another user.
+ */
+export class IdentityNotFound extends Schema.TaggedError<IdentityNotFound>()("IdentityNotFound", detail) {}

@@ -20,7 +20,11 @@ const JobPayload = Schema.Struct({
   sealed: Schema.String,
 })
 
-const Sealed = Schema.Struct({ to: Schema.String, code: Schema.String, deliver: Schema.Boolean })
+/** What the code is for; absent means a sign-in code (jobs enqueued before email change existed). */
+export const CodePurpose = Schema.Literals(["login", "email_change_old", "email_change_new"])
+export type CodePurpose = typeof CodePurpose.Type
+
+const Sealed = Schema.Struct({ to: Schema.String, code: Schema.String, deliver: Schema.Boolean, purpose: Schema.optionalKey(CodePurpose) })
 
 const sealContext = (challengeId: string, generation: number): SealContext =>
   ({ purpose: "email-otp-mail", table: "email_challenges", rowId: `${challengeId}:${generation}` })
@@ -30,10 +34,11 @@ const MAX_ATTEMPTS = 3
 
 /** Enqueues the mail job in the caller's SQL transaction (it exists iff the transaction commits). */
 export const enqueueLoginCodeMail = (m: {
-  environmentId: string; challengeId: string; generation: number; to: string; code: string; deliver: boolean
+  environmentId: string; challengeId: string; generation: number; to: string; code: string; deliver: boolean; purpose?: CodePurpose
 }) => Effect.gen(function* () {
   const crypto = yield* Crypto
-  const sealed = yield* crypto.seal(sealContext(m.challengeId, m.generation), JSON.stringify({ to: m.to, code: m.code, deliver: m.deliver }))
+  const sealed = yield* crypto.seal(sealContext(m.challengeId, m.generation),
+    JSON.stringify({ to: m.to, code: m.code, deliver: m.deliver, ...(m.purpose === undefined ? {} : { purpose: m.purpose }) }))
   yield* addJob(SEND_LOGIN_CODE_TASK, {
     environment_id: m.environmentId, challenge_id: m.challengeId, generation: m.generation, sealed,
   }, { maxAttempts: MAX_ATTEMPTS })
@@ -45,6 +50,19 @@ export const loginCodeMessage = (to: string, code: string) => ({
   text: `Your sign-in code is ${code}\n\nIt expires in 5 minutes. If you did not try to sign in, you can ignore this message.\n`,
 })
 
+/** Email change (spec: /me rule 3): one code proves the current address, the next the new one. */
+export const emailChangeCodeMessage = (to: string, code: string, stage: "email_change_old" | "email_change_new") => ({
+  to,
+  subject: "Your code to change your email address",
+  text: `Your confirmation code is ${code}\n\nIt expires in 5 minutes.\n`
+    + (stage === "email_change_old"
+      ? "Someone asked to change the email address of your account.\nIf this was not you, do not share the code; your address stays as it is.\n"
+      : "Enter it to make this the email address of your account.\nIf you did not ask for this, you can ignore this message.\n"),
+})
+
+const messageFor = (purpose: CodePurpose | undefined, to: string, code: string) =>
+  purpose === "email_change_old" || purpose === "email_change_new" ? emailChangeCodeMessage(to, code, purpose) : loginCodeMessage(to, code)
+
 /** The task: open the seal, skip codes that were superseded meanwhile, send through the Mailer. */
 export const sendLoginCode = (payload: unknown) => Effect.gen(function* () {
   const job = yield* Schema.decodeUnknownEffect(JobPayload)(payload)
@@ -54,5 +72,5 @@ export const sendLoginCode = (payload: unknown) => Effect.gen(function* () {
   const content = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(Sealed))(opened.toString("utf8"))
   if (!content.deliver) return
   if (!(yield* isCurrentGeneration(job.environment_id, job.challenge_id, job.generation))) return
-  yield* mailer.send(loginCodeMessage(content.to, content.code))
+  yield* mailer.send(messageFor(content.purpose, content.to, content.code))
 }).pipe(Effect.orDie, Effect.withSpan("jobs.sendLoginCode"))

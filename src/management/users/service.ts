@@ -49,7 +49,7 @@ const refusePendingDeletion = (user: users.UserRow) => user.status === "pending_
   : Effect.void
 
 /** Locale and time zone are stored in canonical form (`en-us` -> `en-US`, `europe/paris` -> `Europe/Paris`). */
-const canonicalProfile = <T extends { locale?: string | null; timezone?: string | null }>(fields: T): T => ({
+export const canonicalProfile = <T extends { locale?: string | null; timezone?: string | null }>(fields: T): T => ({
   ...fields,
   ...(typeof fields.locale === "string" ? { locale: canonicalLocale(fields.locale) ?? fields.locale } : {}),
   ...(typeof fields.timezone === "string" ? { timezone: canonicalTimeZone(fields.timezone) ?? fields.timezone } : {}),
@@ -79,7 +79,7 @@ export const createUser = (env: EnvironmentRecord, body: CreateUserBody) => Effe
   return row
 })
 
-const sameValue = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b)
+export const sameValue = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b)
 
 /**
  * PATCH /users/{id}: profile and metadata fields. Fields whose value does not change are

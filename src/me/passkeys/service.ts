@@ -1,8 +1,7 @@
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { CurrentEnvironment } from "../../http/current-environment.js"
 import type { Page } from "../../management/http/pagination.js"
-import { ReauthenticationRequired } from "../../passkeys/errors.js"
 import * as passkeyRepo from "../../passkeys/repo.js"
 import type { RegistrationOptionsBody, RegistrationVerifyBody } from "../../passkeys/schema.js"
 import { type CeremonyScope, Passkeys } from "../../passkeys/service.js"
@@ -10,7 +9,8 @@ import { Audit } from "../../platform/audit.js"
 import { Events } from "../../platform/events/service.js"
 import { ID_PATTERN } from "../../platform/ids.js"
 import { lockUser } from "../../users/repo.js"
-import { CurrentMe, FRESH_SESSION_MS, type Me } from "../auth.js"
+import { CurrentMe, type Me } from "../auth.js"
+import { requireFresh } from "../fresh.js"
 import { LastFactorDeletionRequiresConfirmation, PasskeyNotFound } from "../errors.js"
 import { authenticationMethodCount } from "../methods.js"
 
@@ -25,12 +25,7 @@ const scopeOf = (me: Me) => Effect.gen(function* () {
 })
 
 /** Spec, /me rule 1: registration needs a fresh session (`auth_time` within 5 minutes). */
-const requireFreshSession = (me: Me) => Effect.gen(function* () {
-  const now = yield* Clock.currentTimeMillis
-  if (now - me.authTimeMs > FRESH_SESSION_MS) {
-    return yield* new ReauthenticationRequired({ detail: "The session signed in more than 5 minutes ago; sign in again to add a passkey" })
-  }
-})
+const requireFreshSession = (me: Me) => requireFresh(me, "add a passkey")
 
 export const listMyPasskeys = (page: Page) => Effect.gen(function* () {
   const me = yield* CurrentMe
