@@ -5,7 +5,7 @@ import { safeReturnTo } from "./origin.js"
 import { problem } from "./problem.js"
 import { resolveSession } from "./resolve.js"
 import { publicView, type StoredSession } from "./session.js"
-import type { AuthVariables } from "./types.js"
+import type { AuthVariables, SessionVariables } from "./types.js"
 
 export interface RequireSessionOptions {
   /** `json` (default): 401 problem JSON. `redirect`: 302 to `{basePath}/login`, back here afterwards. */
@@ -14,7 +14,7 @@ export interface RequireSessionOptions {
 
 const RETRY_AFTER_SECONDS = "5"
 
-const setVariables = (c: Context<{ Variables: AuthVariables }>, session: StoredSession) => {
+const setVariables = (c: Context<{ Variables: SessionVariables }>, session: StoredSession) => {
   c.set("authSession", publicView(session))
   c.set("authUser", session.user)
   c.set("accessToken", session.at)
@@ -33,7 +33,7 @@ const loginRedirect = (c: Context, auth: Auth) => {
  * login route. A temporary refresh failure is 503 and never a redirect: sending a signed-in
  * user to the sign-in page because the issuer blinked would lose their work for nothing.
  */
-export const requireSession = (auth: Auth, options: RequireSessionOptions = {}): MiddlewareHandler<{ Variables: AuthVariables }> => {
+export const requireSession = (auth: Auth, options: RequireSessionOptions = {}): MiddlewareHandler<{ Variables: SessionVariables }> => {
   const mode = options.onUnauthenticated ?? "json"
   if (mode !== "json" && mode !== "redirect") throw new TypeError(`requireSession: onUnauthenticated must be "json" or "redirect"`)
   return async (c, next) => {
@@ -60,7 +60,7 @@ export const requireSession = (auth: Auth, options: RequireSessionOptions = {}):
 export const authMiddleware = (auth: Auth): MiddlewareHandler<{ Variables: AuthVariables }> => async (c, next) => {
   try {
     const session = await resolveSession(c, auth)
-    if (session !== undefined) setVariables(c, session)
+    if (session !== undefined) setVariables(c as unknown as Context<{ Variables: SessionVariables }>, session)
   } catch (e) {
     if (!isIssuerUnavailable(e)) throw e
   }

@@ -22,10 +22,18 @@ export interface AuthSession {
   readonly scope: ReadonlyArray<string>
 }
 
+/** Set by authMiddleware: undefined when there is no valid session. */
 export interface AuthVariables {
   authSession: AuthSession | undefined
   authUser: AuthUser | undefined
   accessToken: string | undefined
+}
+
+/** Set by requireSession: handlers behind it always have a session. */
+export interface SessionVariables {
+  authSession: AuthSession
+  authUser: AuthUser
+  accessToken: string
 }
 
 export interface AccessTokenClaims {
