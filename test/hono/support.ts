@@ -100,7 +100,7 @@ export class CookieJar {
 }
 
 /** A request to the relying party with the jar's cookies; Set-Cookie goes back into the jar. */
-export const rpFetch = async (rp: RelyingParty, jar: CookieJar, path: string, init: RequestInit & { headers?: Record<string, string> } = {}) => {
+export const rpFetch = async (rp: Pick<RelyingParty, "origin">, jar: CookieJar, path: string, init: RequestInit & { headers?: Record<string, string> } = {}) => {
   const cookie = jar.header()
   const res = await fetch(`${rp.origin}${path}`, {
     redirect: "manual", ...init,
@@ -139,7 +139,7 @@ export const hostedLoginOverHttp = async (app: TestApp, b: Bootstrapped, smtp: S
 }
 
 /** Signs in through the app's own routes; returns the jar holding the session and the final response. */
-export const signIn = async (app: TestApp, b: Bootstrapped, smtp: SmtpSink, rp: RelyingParty, options: { returnTo?: string; email?: string; jar?: CookieJar } = {}) => {
+export const signIn = async (app: TestApp, b: Bootstrapped, smtp: SmtpSink, rp: Pick<RelyingParty, "origin">, options: { returnTo?: string; email?: string; jar?: CookieJar } = {}) => {
   const jar = options.jar ?? new CookieJar()
   const email = options.email ?? uniqueEmail("hono")
   const query = options.returnTo === undefined ? "" : `?${new URLSearchParams({ returnTo: options.returnTo })}`
