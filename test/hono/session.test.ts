@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { authMiddleware, createAuth, mountAuthRoutes, requireSession } from "../../src/hono/index.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
-import { COOKIE_SECRET, CookieJar, type RelyingParty, rpFetch, signIn, startRelyingParty } from "./support.js"
+import { COOKIE_SECRET, CookieJar, hostedLoginOverHttp, type RelyingParty, rpFetch, signIn, startRelyingParty } from "./support.js"
 
 // Each helper of authservice/hono against the real server over sockets: a Hono app served by
 // @hono/node-server signs in through mountAuthRoutes and Hosted Login (Email OTP from a real
@@ -151,6 +151,31 @@ describe("mountAuthRoutes: sign-in through Hosted Login", () => {
     // the same callback again, with the old transaction cookie copied back in: one-shot
     const replay = new CookieJar()
     await expectProblem(await rpFetch(rp, replay, `${callbackUrl.pathname}${callbackUrl.search}`), 400, "login_transaction_missing")
+  })
+
+  it("a code the issuer refuses (replayed with a copy of the transaction cookie): 400 login_failed, no session", async () => {
+    const jar = new CookieJar()
+    const login = await rpFetch(rp, jar, "/auth/login")
+    const callbackPath = await hostedLoginOverHttp(app, b, smtp, login.headers.get("location")!, uniqueEmail("replay"))
+    const copy = jar.clone()
+    expect((await rpFetch(rp, jar, callbackPath)).status).toBe(302)
+    const replay = await rpFetch(rp, copy, callbackPath)
+    const body = await expectProblem(replay, 400, "login_failed")
+    expect(body.detail).toBe("invalid_grant")
+    expect(copy.names()).toEqual([])
+  })
+
+  it("the token endpoint unreachable at the callback: 503, no session", async () => {
+    const jar = new CookieJar()
+    const login = await rpFetch(rp, jar, "/auth/login")
+    const callbackPath = await hostedLoginOverHttp(app, b, smtp, login.headers.get("location")!, uniqueEmail("down"))
+    issuerDown = true
+    try {
+      await expectProblem(await rpFetch(rp, jar, callbackPath), 503, "temporarily_unavailable")
+    } finally {
+      issuerDown = false
+    }
+    expect(jar.names()).toEqual([])
   })
 
   it("a transaction cookie older than 10 minutes is refused", async () => {
@@ -413,4 +438,3 @@ describe("configuration refusals", () => {
   })
 })
 
-void uniqueEmail
