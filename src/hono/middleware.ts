@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono"
 import type { Auth } from "./auth.js"
+import { keepCookies } from "./cookies.js"
 import { isIssuerUnavailable } from "./errors.js"
 import { safeReturnTo } from "./origin.js"
 import { problem } from "./problem.js"
@@ -50,6 +51,7 @@ export const requireSession = (auth: Auth, options: RequireSessionOptions = {}):
     }
     setVariables(c, session)
     await next()
+    keepCookies(c)
   }
 }
 
@@ -65,4 +67,5 @@ export const authMiddleware = (auth: Auth): MiddlewareHandler<{ Variables: AuthV
     if (!isIssuerUnavailable(e)) throw e
   }
   await next()
+  keepCookies(c)
 }

@@ -40,6 +40,9 @@ beforeAll(async () => {
     hono.get("/private-page", requireSession(auth, { onUnauthenticated: "redirect" }), (c) => c.text(`hello ${c.get("authUser").email}`))
     hono.get("/maybe", authMiddleware(auth), (c) => c.json({ user: c.get("authUser") ?? null, accessToken: c.get("accessToken") ?? null }))
     hono.get("/signed-out", (c) => c.text("signed out"))
+    // a handler that builds its own Response: the helpers' Set-Cookie must still reach the browser
+    hono.get("/raw", requireSession(auth), () => new Response("raw", { headers: { "x-raw": "1" } }))
+    hono.get("/raw-maybe", authMiddleware(auth), () => new Response("raw"))
   }, { fetch: countingFetch })
 }, 60_000)
 
@@ -255,6 +258,20 @@ describe("refresh ahead of expiry", () => {
     expect(body.session.id).toBe(first.session.id)
     expect(body.session.accessTokenExpiresAt).toBe(app.now() + 300_000)
     expect(grantsOf("refresh_token")).toBe(refreshes + 1)
+  })
+
+  it("a handler returning its own Response still sends the refreshed (or cleared) cookie", async () => {
+    const { jar } = await signIn(app, b, smtp, rp)
+    const before = sessionCookieOf(jar)
+    await app.advance("6 minutes")
+    const res = await rpFetch(rp, jar, "/raw")
+    expect([res.status, await res.text(), res.headers.get("x-raw")]).toEqual([200, "raw", "1"])
+    expect(sessionCookieOf(jar)).not.toBe(before)
+    const broken = new CookieJar()
+    broken.cookies.set("authservice_session", "v1.garbage")
+    const cleared = await rpFetch(rp, broken, "/raw-maybe")
+    expect(await cleared.text()).toBe("raw")
+    expect(broken.names()).toEqual([])
   })
 
   it("an expired access token is refreshed on the next request (survives expiry)", async () => {
