@@ -81,6 +81,27 @@ describe("authservice/hono installed into a plain JavaScript app", () => {
     }
   })
 
+  it("TypeScript resolves the declarations through exports: a typed app checks, a misuse does not", async () => {
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
+      compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", lib: ["ES2023", "DOM"], strict: true, noEmit: true, skipLibCheck: true, types: [] },
+      include: ["typed.ts"],
+    }))
+    const typed = `import { Hono } from "hono"
+import { createAuth, mountAuthRoutes, requireSession, bearerTokenMiddleware, type AuthVariables, type BearerVariables } from "authservice/hono"
+const auth = createAuth({ issuer: "https://id.example.com/e/env_x", clientId: "cli_x", clientSecret: "s",
+  redirectUri: "https://app.example.com/auth/callback", postLogoutRedirectUri: "https://app.example.com/", cookieSecret: ["x".repeat(32)] })
+const app = mountAuthRoutes(new Hono<{ Variables: AuthVariables & BearerVariables }>(), auth)
+app.get("/me", requireSession(auth), (c) => c.text(c.get("authUser").sub + c.get("accessToken")))
+app.get("/api", bearerTokenMiddleware({ issuer: "https://id.example.com/e/env_x" }), (c) => c.json({ scope: c.get("accessTokenScope") }))
+`
+    const tsc = (source: string) => {
+      writeFileSync(join(dir, "typed.ts"), source)
+      return run(join(ROOT, "node_modules/.bin/tsc"), ["-p", dir]).then(() => "ok", (e: { stdout: string }) => e.stdout)
+    }
+    expect(await tsc(typed)).toBe("ok")
+    expect(await tsc(typed + "createAuth({ issuer: 1 })\n")).toMatch(/error TS2322|error TS2345|error TS2739|error TS2740/)
+  })
+
   it("imports nothing of the server: only hono, openid-client, jose, node built-ins and its own files", () => {
     const libDir = join(ROOT, "lib/hono")
     const specifiers = new Set<string>()
