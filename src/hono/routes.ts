@@ -28,6 +28,12 @@ interface LoginTransaction {
 const isLoginTransaction = (v: Record<string, unknown>): v is Record<string, unknown> & LoginTransaction =>
   typeof v["state"] === "string" && typeof v["nonce"] === "string" && typeof v["verifier"] === "string" && typeof v["returnTo"] === "string"
 
+/** A same-origin path, and never one of the auth routes themselves (returning to /auth/login would loop). */
+const returnPath = (auth: Auth, value: string | undefined) => {
+  const path = safeReturnTo(value, auth.appOrigin)
+  return path === auth.basePath || path.startsWith(`${auth.basePath}/`) || path.startsWith(`${auth.basePath}?`) ? "/" : path
+}
+
 const noStore = (c: Context) => c.header("Cache-Control", "no-store")
 
 const unavailable = (c: Context) => problem(c, "temporarily_unavailable", { headers: { "Retry-After": "5" } })
@@ -58,7 +64,7 @@ const login = (auth: Auth) => async (c: Context) => {
     state: oidc.randomState(),
     nonce: oidc.randomNonce(),
     verifier: oidc.randomPKCECodeVerifier(),
-    returnTo: safeReturnTo(returnTo, auth.appOrigin),
+    returnTo: returnPath(auth, returnTo),
   }
   const sealed = auth.sealer.seal(LOGIN_PURPOSE, transaction, auth.now() + LOGIN_TTL_SECONDS * 1000)
   writeCookie(c, auth.cookies.login, sealed, auth.cookies.attributes, LOGIN_TTL_SECONDS)

@@ -112,7 +112,7 @@ describe("mountAuthRoutes: sign-in through Hosted Login", () => {
   })
 
   it("returnTo is a same-origin path only: an absolute or scheme-relative URL returns to /", async () => {
-    for (const returnTo of ["https://evil.example/x", "//evil.example/x", "/\\evil.example"]) {
+    for (const returnTo of ["https://evil.example/x", "//evil.example/x", "/\\evil.example", "javascript:alert(1)", "/ok\u0000", "/auth/login", "/auth/logout?x=1"]) {
       const jar = new CookieJar()
       await rpFetch(rp, jar, `/auth/login?${new URLSearchParams({ returnTo })}`)
       const tx = rp.auth.sealer.open("login", jar.cookies.get("authservice_login")!, app.now())
