@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from "hono"
 import { createRemoteJWKSet, customFetch, errors as joseErrors, type JWTVerifyGetKey, jwtVerify } from "jose"
 import { IssuerUnavailableError, isIssuerUnavailable } from "./errors.js"
 import { isLocalHost } from "./origin.js"
-import { problem } from "./problem.js"
+import { problem, temporarilyUnavailable } from "./problem.js"
 import type { AccessTokenClaims, BearerVariables } from "./types.js"
 
 export interface BearerTokenOptions {
@@ -100,7 +100,7 @@ export const bearerTokenMiddleware = (options: BearerTokenOptions): MiddlewareHa
       if (isTokenError(e)) return refuse()
       if (isIssuerUnavailable(e) || e instanceof Error) {
         // JWKS unreachable, timed out, not 200, not a key set: the issuer's problem, not the caller's
-        return problem(c, "temporarily_unavailable", { headers: { "Retry-After": "5" } })
+        return temporarilyUnavailable(c)
       }
       throw e
     }

@@ -3,7 +3,7 @@ import type { Auth } from "./auth.js"
 import { keepCookies } from "./cookies.js"
 import { isIssuerUnavailable } from "./errors.js"
 import { safeReturnTo } from "./origin.js"
-import { problem } from "./problem.js"
+import { problem, temporarilyUnavailable } from "./problem.js"
 import { resolveSession } from "./resolve.js"
 import { publicView, type StoredSession } from "./session.js"
 import type { AuthVariables, SessionVariables } from "./types.js"
@@ -12,8 +12,6 @@ export interface RequireSessionOptions {
   /** `json` (default): 401 problem JSON. `redirect`: 302 to `{basePath}/login`, back here afterwards. */
   readonly onUnauthenticated?: "json" | "redirect"
 }
-
-const RETRY_AFTER_SECONDS = "5"
 
 const setVariables = (c: Context<{ Variables: SessionVariables }>, session: StoredSession) => {
   c.set("authSession", publicView(session))
@@ -42,7 +40,7 @@ export const requireSession = (auth: Auth, options: RequireSessionOptions = {}):
     try {
       session = await resolveSession(c, auth)
     } catch (e) {
-      if (isIssuerUnavailable(e)) return problem(c, "temporarily_unavailable", { headers: { "Retry-After": RETRY_AFTER_SECONDS } })
+      if (isIssuerUnavailable(e)) return temporarilyUnavailable(c)
       throw e
     }
     if (session === undefined) {

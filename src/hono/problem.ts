@@ -42,3 +42,6 @@ export const problem = (c: Context, code: ProblemCode, options: { detail?: strin
     "Content-Type": "application/problem+json",
   })
 }
+
+/** 503 with `Retry-After` (RFC 9110 10.2.3): the issuer is unreachable; the client may try again shortly. */
+export const temporarilyUnavailable = (c: Context) => problem(c, "temporarily_unavailable", { headers: { "Retry-After": "5" } })

@@ -6,7 +6,7 @@ import { clearCookie, readCookie, writeCookie } from "./cookies.js"
 import { isAcceptableLogoutGet, isSameOriginPost } from "./csrf.js"
 import { isIssuerUnavailable } from "./errors.js"
 import { safeReturnTo } from "./origin.js"
-import { problem } from "./problem.js"
+import { problem, temporarilyUnavailable } from "./problem.js"
 import { clearSession, readSession, sessionFromTokens, writeSession } from "./session.js"
 
 export interface MountAuthRoutesOptions {
@@ -34,9 +34,17 @@ const returnPath = (auth: Auth, value: string | undefined) => {
   return path === auth.basePath || path.startsWith(`${auth.basePath}/`) || path.startsWith(`${auth.basePath}?`) ? "/" : path
 }
 
-const noStore = (c: Context) => c.header("Cache-Control", "no-store")
+/** The issuer's configuration, or undefined when discovery failed (the route answers 503). */
+const discovered = async (auth: Auth): Promise<oidc.Configuration | undefined> => {
+  try {
+    return await auth.configuration()
+  } catch (e) {
+    if (isIssuerUnavailable(e)) return undefined
+    throw e
+  }
+}
 
-const unavailable = (c: Context) => problem(c, "temporarily_unavailable", { headers: { "Retry-After": "5" } })
+const noStore = (c: Context) => c.header("Cache-Control", "no-store")
 
 /**
  * GET/POST {basePath}/login: a new login transaction (state, nonce, PKCE S256 verifier and
@@ -53,13 +61,8 @@ const login = (auth: Auth) => async (c: Context) => {
       if (typeof field === "string") returnTo = field
     }
   }
-  let config: oidc.Configuration
-  try {
-    config = await auth.configuration()
-  } catch (e) {
-    if (isIssuerUnavailable(e)) return unavailable(c)
-    throw e
-  }
+  const config = await discovered(auth)
+  if (config === undefined) return temporarilyUnavailable(c)
   const transaction: LoginTransaction = {
     state: oidc.randomState(),
     nonce: oidc.randomNonce(),
@@ -100,13 +103,8 @@ const callback = (auth: Auth) => async (c: Context) => {
   // The redirect URI from configuration with the response's query: never the request's Host.
   const currentUrl = new URL(auth.redirectUri)
   currentUrl.search = search
-  let config: oidc.Configuration
-  try {
-    config = await auth.configuration()
-  } catch (e) {
-    if (isIssuerUnavailable(e)) return unavailable(c)
-    throw e
-  }
+  const config = await discovered(auth)
+  if (config === undefined) return temporarilyUnavailable(c)
   let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>
   try {
     tokens = await oidc.authorizationCodeGrant(config, currentUrl, {
@@ -122,7 +120,7 @@ const callback = (auth: Auth) => async (c: Context) => {
       // a response that fails validation (ID token signature, nonce, ...) is a refusal, not an outage
       return problem(c, "login_failed", { detail: e.message })
     }
-    return unavailable(c)
+    return temporarilyUnavailable(c)
   }
   const session = sessionFromTokens(tokens, auth.now(), { sid: randomBytes(16).toString("base64url"), requestedScope: auth.scope })
   writeSession(c, auth, session)
@@ -144,13 +142,8 @@ const logout = (auth: Auth) => async (c: Context) => {
   clearSession(c, auth)
   const status = isPost ? 303 : 302
   if (session?.it === undefined) return c.redirect(auth.postLogoutRedirectUri, status)
-  let config: oidc.Configuration
-  try {
-    config = await auth.configuration()
-  } catch (e) {
-    if (isIssuerUnavailable(e)) return unavailable(c)
-    throw e
-  }
+  const config = await discovered(auth)
+  if (config === undefined) return temporarilyUnavailable(c)
   if (config.serverMetadata().end_session_endpoint === undefined) return c.redirect(auth.postLogoutRedirectUri, status)
   const url = oidc.buildEndSessionUrl(config, { id_token_hint: session.it, post_logout_redirect_uri: auth.postLogoutRedirectUri })
   return c.redirect(url.href, status)
