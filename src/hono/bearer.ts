@@ -1,0 +1,109 @@
+import type { MiddlewareHandler } from "hono"
+import { createRemoteJWKSet, customFetch, errors as joseErrors, type JWTVerifyGetKey, jwtVerify } from "jose"
+import { IssuerUnavailableError, isIssuerUnavailable } from "./errors.js"
+import { isLocalHost } from "./origin.js"
+import { problem, temporarilyUnavailable } from "./problem.js"
+import type { AccessTokenClaims, BearerVariables } from "./types.js"
+
+export interface BearerTokenOptions {
+  /** The Environment's issuer; its discovery document names the JWKS. */
+  readonly issuer: string
+  /** This API's identifier; when given, `aud` must contain it. */
+  readonly audience?: string | ReadonlyArray<string>
+  /** Fetch for discovery and JWKS. Default global fetch. */
+  readonly fetch?: typeof fetch
+  /** `realm` of the WWW-Authenticate challenge (RFC 6750 3). Default `api`. */
+  readonly realm?: string
+  /** Minimum time between two JWKS fetches caused by an unknown `kid`. Default 30 s. */
+  readonly jwksCooldownMs?: number
+  /** Longest time a fetched JWKS is used before it is fetched again. Default 10 minutes. */
+  readonly jwksMaxAgeMs?: number
+  /** The clock for `exp`/`nbf` (epoch ms). Default Date.now. */
+  readonly now?: () => number
+}
+
+/**
+ * RFC 9068 JWT access tokens, verified locally against the issuer's JWKS (spec: Token
+ * format): ES256 fixed here, never taken from the token header (RFC 8725 3.1); header `typ`
+ * `at+jwt` (RFC 9068 4), so an ID token (`typ` `JWT`) is not accepted as an access token;
+ * `iss`, `aud` when configured, `exp`. The JWKS is cached and refetched when a token names
+ * an unknown `kid` (key rotation), at most once per cooldown, so garbage `kid`s cannot make
+ * us hammer the issuer.
+ */
+const TOKEN_ERRORS = new Set<string>([
+  joseErrors.JWTClaimValidationFailed.code, joseErrors.JWTExpired.code, joseErrors.JOSEAlgNotAllowed.code,
+  joseErrors.JOSENotSupported.code, joseErrors.JWSInvalid.code, joseErrors.JWTInvalid.code,
+  joseErrors.JWKSNoMatchingKey.code, joseErrors.JWKSMultipleMatchingKeys.code, joseErrors.JWSSignatureVerificationFailed.code,
+])
+
+const isTokenError = (e: unknown) =>
+  typeof e === "object" && e !== null && typeof (e as { code?: unknown }).code === "string" && TOKEN_ERRORS.has((e as { code: string }).code)
+
+/** RFC 6750 2.1: `Bearer` (case-insensitive), one space, b64token. */
+const BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i
+
+const quoted = (s: string) => `"${s.replace(/[\\"]/g, "\\$&")}"`
+
+export const bearerTokenMiddleware = (options: BearerTokenOptions): MiddlewareHandler<{ Variables: BearerVariables }> => {
+  const issuerUrl = new URL(options.issuer)
+  if (issuerUrl.protocol !== "https:" && !(issuerUrl.protocol === "http:" && isLocalHost(issuerUrl.hostname))) {
+    throw new TypeError("bearerTokenMiddleware: issuer must use https (http is accepted only for localhost)")
+  }
+  const fetchImpl = options.fetch ?? fetch
+  const challenge = `Bearer realm=${quoted(options.realm ?? "api")}, error="invalid_token"`
+  const audience = options.audience === undefined ? undefined : typeof options.audience === "string" ? options.audience : [...options.audience]
+  const now = options.now ?? Date.now
+
+  // Discovery (OIDC Discovery 1.0 4) once; a failure is not cached.
+  let keys: Promise<JWTVerifyGetKey> | undefined
+  const discover = async (): Promise<JWTVerifyGetKey> => {
+    const url = `${options.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`
+    const res = await fetchImpl(url, { headers: { accept: "application/json" }, redirect: "manual", signal: AbortSignal.timeout(5_000) })
+    if (res.status !== 200) throw new Error(`discovery answered ${res.status}`)
+    const metadata = (await res.json()) as { issuer?: unknown; jwks_uri?: unknown }
+    // OIDC Discovery 4.3: the document's issuer must be exactly the one we asked about.
+    if (metadata.issuer !== options.issuer) throw new Error("discovery: issuer mismatch")
+    if (typeof metadata.jwks_uri !== "string") throw new Error("discovery: no jwks_uri")
+    return createRemoteJWKSet(new URL(metadata.jwks_uri), {
+      cooldownDuration: options.jwksCooldownMs ?? 30_000,
+      cacheMaxAge: options.jwksMaxAgeMs ?? 600_000,
+      [customFetch]: fetchImpl,
+    })
+  }
+  const keySet = () => {
+    keys ??= discover().catch((cause: unknown) => {
+      keys = undefined
+      throw new IssuerUnavailableError("OpenID Provider discovery failed", { cause })
+    })
+    return keys
+  }
+
+  return async (c, next) => {
+    const refuse = () => problem(c, "invalid_token", { headers: { "WWW-Authenticate": challenge } })
+    const match = BEARER.exec(c.req.header("authorization") ?? "")
+    if (match === null) return refuse()
+    try {
+      const getKey = await keySet()
+      const { payload } = await jwtVerify(match[1]!, getKey, {
+        algorithms: ["ES256"],
+        typ: "at+jwt",
+        issuer: options.issuer,
+        ...(audience === undefined ? {} : { audience }),
+        requiredClaims: ["exp", "sub"],
+        currentDate: new Date(now()),
+      })
+      const claims = payload as unknown as AccessTokenClaims
+      c.set("accessTokenClaims", claims)
+      c.set("accessTokenSubject", claims.sub)
+      c.set("accessTokenScope", typeof claims.scope === "string" ? claims.scope.split(" ").filter(Boolean) : [])
+    } catch (e) {
+      if (isTokenError(e)) return refuse()
+      if (isIssuerUnavailable(e) || e instanceof Error) {
+        // JWKS unreachable, timed out, not 200, not a key set: the issuer's problem, not the caller's
+        return temporarilyUnavailable(c)
+      }
+      throw e
+    }
+    await next()
+  }
+}
