@@ -1,4 +1,5 @@
 import { Context, Layer, Schema } from "effect"
+import { parseTrustProxy, type TrustProxy } from "./trust-proxy.js"
 
 /**
  * Every environment variable of the run contract (DESIGN.md), parsed once at start.
@@ -12,7 +13,8 @@ export interface AppConfig {
   readonly canonicalIssuerHost: string
   readonly managementHost: string
   readonly publicScheme: "http" | "https"
-  readonly trustProxy: boolean
+  /** Which proxies may report the client address (TRUST_PROXY; src/platform/trust-proxy.ts). */
+  readonly trustProxy: TrustProxy
   readonly rateLimits: RateLimits
   readonly smtpUrl: string | undefined
   readonly mailFrom: string
@@ -115,6 +117,9 @@ export const parseConfig = (env: Env): AppConfig => {
   const webhookAllowPrivateTargets = flag(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS")
   if (webhookAllowPrivateTargets && production) throw new ConfigInvalid({ message: "WEBHOOK_ALLOW_PRIVATE_TARGETS is refused when NODE_ENV=production" })
 
+  const trustProxy = parseTrustProxy(env["TRUST_PROXY"])
+  if (typeof trustProxy === "string") throw new ConfigInvalid({ message: trustProxy })
+
   const smtpUrl = env["SMTP_URL"] || undefined
   if (smtpUrl !== undefined && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigInvalid({ message: "SMTP_URL must be an smtp:// or smtps:// URL" })
 
@@ -126,7 +131,7 @@ export const parseConfig = (env: Env): AppConfig => {
     canonicalIssuerHost,
     managementHost,
     publicScheme: scheme,
-    trustProxy: flag(env, "TRUST_PROXY"),
+    trustProxy,
     rateLimits: {
       ipPerMinute: positiveInt(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
       emailPerWindow: positiveInt(env, "RATE_LIMIT_EMAIL_PER_10_MINUTES", 5),
