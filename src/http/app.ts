@@ -102,8 +102,7 @@ export const makeHttpApp = Effect.gen(function* () {
     const started = yield* Clock.currentTimeNanos
     const requestId = yield* ids.make("req")
     const inbound = request.headers["x-request-id"]
-    const peer = socketPeer(request)
-    const info = { requestId, ip: clientIp(config.trustProxy, peer, request.headers["x-forwarded-for"]), peer }
+    const info = { requestId, ip: clientIp(config.trustProxy, socketPeer(request), request.headers["x-forwarded-for"]) }
     const response = yield* dispatch(request).pipe(
       Effect.catchCause(renderFailure),
       Effect.provideService(CurrentRequest, info),

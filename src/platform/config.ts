@@ -1,3 +1,4 @@
+import { isIP } from "node:net"
 import { Context, Layer, Schema } from "effect"
 import { parseTrustProxy, type TrustProxy } from "./trust-proxy.js"
 
@@ -7,6 +8,12 @@ import { parseTrustProxy, type TrustProxy } from "./trust-proxy.js"
  */
 export interface AppConfig {
   readonly port: number
+  /**
+   * The address the HTTP listener binds (HOST). Development defaults to loopback: the dev
+   * mailbox and a generated master key must not be reachable from the network. Production
+   * defaults to every interface (undefined), as containers and load balancers expect.
+   */
+  readonly listenHost: string | undefined
   readonly databaseUrl: string | undefined
   readonly dataDir: string
   readonly platformDomain: string
@@ -90,6 +97,12 @@ export const parseConfig = (env: Env): AppConfig => {
   if (!/^\d+$/.test(rawPort) || Number(rawPort) > 65535) throw new ConfigInvalid({ message: `PORT must be a TCP port number 0-65535 (got "${rawPort}")` })
   const port = Number(rawPort)
 
+  const rawListenHost = env["HOST"] || undefined
+  if (rawListenHost !== undefined && isIP(rawListenHost) === 0 && !HOST.test(rawListenHost.toLowerCase())) {
+    throw new ConfigInvalid({ message: `HOST must be an IP address or host name to listen on, e.g. 127.0.0.1 or 0.0.0.0 (got "${rawListenHost}")` })
+  }
+  const listenHost = rawListenHost ?? (production ? undefined : "127.0.0.1")
+
   const databaseUrl = env["DATABASE_URL"] || undefined
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigInvalid({ message: "DATABASE_URL must be a postgres:// or postgresql:// URL" })
@@ -125,6 +138,7 @@ export const parseConfig = (env: Env): AppConfig => {
 
   return {
     port,
+    listenHost,
     databaseUrl,
     dataDir: env["DATA_DIR"] || "./.data",
     platformDomain,

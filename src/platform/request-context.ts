@@ -12,8 +12,6 @@ export interface RequestInfo {
   readonly correlationId?: string | undefined
   /** The client IP: the socket peer, or the X-Forwarded-For entry TRUST_PROXY allows (src/platform/trust-proxy.ts). */
   readonly ip?: string | undefined
-  /** The socket peer itself, whatever any header says (loopback-only pages check this). */
-  readonly peer?: string | undefined
 }
 
 export const CurrentRequest = Context.Reference<RequestInfo | undefined>("platform/CurrentRequest", {

@@ -26,6 +26,16 @@ describe("configuration", () => {
     expect(c.trustProxy).toEqual({ kind: "none" })
     expect(c.webhookAllowPrivateTargets).toBe(false)
     expect(c.smtpUrl).toBeUndefined()
+    expect(c.listenHost).toBe("127.0.0.1")
+  })
+
+  it("HOST: loopback in development, every interface in production unless set", () => {
+    expect(parseConfig({ HOST: "0.0.0.0" }).listenHost).toBe("0.0.0.0")
+    expect(parseConfig({ HOST: "::" }).listenHost).toBe("::")
+    const production = { NODE_ENV: "production", MASTER_KEY: KEY, PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" }
+    expect(parseConfig(production).listenHost).toBeUndefined()
+    expect(parseConfig({ ...production, HOST: "10.0.0.5" }).listenHost).toBe("10.0.0.5")
+    refuse({ HOST: "not a host" }, /^HOST must be an IP address/)
   })
 
   it("derives hosts from PORT and uses https for non-local hosts", () => {
