@@ -34,16 +34,20 @@ export interface AppConfig {
 }
 
 export interface RateLimits {
-  /** Requests per window per client IP on login routes. */
+  /** Per client address (IPv4, IPv6 /64) per minute, separately for transaction creation, OTP sends and OTP verifies. */
   readonly ipPerMinute: number
-  /** OTP starts per email per 10 minutes. */
+  /** OTP mails to one email address from one client address per 10 minutes. */
   readonly emailPerWindow: number
-  /** Transaction creations per client per minute. */
+  /** OTP mails to one email address from all client addresses per hour (the mail-bomb ceiling). */
+  readonly emailCeilingPerHour: number
+  /** Transaction creations per client per minute, from all client addresses (a ceiling, not a per-user limit). */
   readonly clientPerMinute: number
-  /** OTP verifies per email per minute. */
+  /** OTP verifies for one email address from one client address per minute. */
   readonly otpVerifyPerEmailPerMinute: number
-  /** Wrong OTP codes per email per hour, across challenges and resends. */
+  /** Wrong OTP codes for one email address from one client address per hour, across challenges and resends. */
   readonly otpFailuresPerEmailPerHour: number
+  /** Wrong OTP codes for one email address from all client addresses per hour (then only a challenge's first try is checked). */
+  readonly otpFailuresCeilingPerHour: number
 }
 
 export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigInvalid", {
@@ -147,11 +151,14 @@ export const parseConfig = (env: Env): AppConfig => {
     publicScheme: scheme,
     trustProxy,
     rateLimits: {
+      // Numbers and reasoning: docs/decisions.md, "Lockout-proof login rate limits".
       ipPerMinute: positiveInt(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
       emailPerWindow: positiveInt(env, "RATE_LIMIT_EMAIL_PER_10_MINUTES", 5),
-      clientPerMinute: positiveInt(env, "RATE_LIMIT_CLIENT_PER_MINUTE", 120),
+      emailCeilingPerHour: positiveInt(env, "RATE_LIMIT_EMAIL_CEILING_PER_HOUR", 50),
+      clientPerMinute: positiveInt(env, "RATE_LIMIT_CLIENT_PER_MINUTE", 6000),
       otpVerifyPerEmailPerMinute: positiveInt(env, "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE", 20),
       otpFailuresPerEmailPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR", 20),
+      otpFailuresCeilingPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_CEILING_PER_HOUR", 50),
     },
     smtpUrl,
     mailFrom: env["MAIL_FROM"] || `no-reply@${platformDomain}`,

@@ -26,14 +26,18 @@ export const consume = (environmentId: string, limit: Limit, subject: string) =>
   if (hits > limit.limit) return yield* new RateLimited({ retryAfterSeconds: w.retryAfterSeconds })
 }).pipe(Effect.withSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
 
-/** Refuses when the window is already full, without counting (for limits on failures only). */
-export const ensureNotExhausted = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+/** Whether the window is already full, without counting; `refusal` is the 429 to give if so. */
+export const exhausted = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
   const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
   const w = windowOf(now, limit.windowMs)
   const hits = yield* repo.peek({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), windowStart: w.windowStart })
-  if (hits >= limit.limit) return yield* new RateLimited({ retryAfterSeconds: w.retryAfterSeconds })
+  return hits >= limit.limit ? new RateLimited({ retryAfterSeconds: w.retryAfterSeconds }) : undefined
 })
+
+/** Refuses when the window is already full, without counting (for limits on failures only). */
+export const ensureNotExhausted = (environmentId: string, limit: Limit, subject: string) =>
+  Effect.flatMap(exhausted(environmentId, limit, subject), (refusal) => refusal === undefined ? Effect.void : Effect.fail(refusal))
 
 /** Counts one hit without refusing anything (e.g. a wrong OTP, counted after the fact). */
 export const record = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
