@@ -159,4 +159,26 @@ describe("Email OTP: a stranger flooding the victim's address", () => {
     expect(Number(late.headers["retry-after"])).toBeGreaterThan(0)
     expect(await transactionStatus(app, other.txn)).toBe("challenge_issued")
   })
+
+  it("past the all-addresses mail ceiling, an address that signed in as the victim before still gets codes; others do not", async () => {
+    const { b, client } = await fresh()
+    const email = uniqueEmail("victim")
+    // The victim signed in from its usual address earlier.
+    const earlier = await startedFrom(b, client, email, VICTIM)
+    expect((await verify(b, earlier.txn, earlier.challenge, earlier.code, VICTIM)).status).toBe(200)
+    // Four attacker addresses mail the victim at their full rate (2 each): with the victim's 1, the ceiling (9) is reached.
+    for (let i = 1; i <= 4; i++) {
+      const txn = await txnFrom(b, client, `203.0.113.${i}`)
+      for (let n = 0; n < 2; n++) expect((await start(b, txn, email, `203.0.113.${i}`)).status).toBe(202)
+    }
+    const stranger = await txnFrom(b, client, "203.0.113.9")
+    const capped = await start(b, stranger, email, "203.0.113.9")
+    expect([capped.status, capped.json.code]).toEqual([429, "rate_limited"])
+    // A new device of the victim's elsewhere is capped too (the recorded trade-off) ...
+    const elsewhere = await txnFrom(b, client, "198.51.100.99")
+    expect((await start(b, elsewhere, email, "198.51.100.99")).status).toBe(429)
+    // ... but its usual address gets a code and signs in.
+    const again = await startedFrom(b, client, email, VICTIM)
+    expect((await verify(b, again.txn, again.challenge, again.code, VICTIM)).status).toBe(200)
+  })
 })

@@ -12,7 +12,7 @@ import { ipPrefixHash } from "../../platform/ip-prefix.js"
 import { CurrentRequest } from "../../platform/request-context.js"
 import { normalizeEmail, type UserRow, userByEmail } from "../../users/repo.js"
 import { Users } from "../../users/service.js"
-import { addressSubject, emailAddressSubject, loginLimits } from "../rate-limit/limits.js"
+import { addressSubject, emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
 import * as rateLimit from "../rate-limit/service.js"
 import { AccessDenied, InvalidTransactionState } from "../transactions/errors.js"
 import * as transactions from "../transactions/repo.js"
@@ -48,13 +48,17 @@ const requestFacts = (workspaceId: string) => Effect.gen(function* () {
 /**
  * Counts one OTP mail (start or resend) before anything is sent; commits on its own. Per
  * client address, then per email from that address, then the all-addresses ceiling per
- * email, so a stranger's flood refused at its own address never reaches the shared one.
+ * email, so a stranger's flood refused at its own address never reaches the shared one; an
+ * address that signed in as this email before passes the ceiling (KNOWN_ADDRESS).
  */
 const limitSend = (environmentId: string, emailNormalized: string, ip: string | undefined) => Effect.gen(function* () {
   const limits = loginLimits(yield* Config)
   yield* rateLimit.consume(environmentId, limits.otpSendPerIp, addressSubject(ip))
   yield* rateLimit.consume(environmentId, limits.otpSendPerEmailAndIp, emailAddressSubject(emailNormalized, ip))
-  yield* rateLimit.consume(environmentId, limits.otpSendPerEmail, emailNormalized)
+  yield* rateLimit.consume(environmentId, limits.otpSendPerEmail, emailNormalized).pipe(
+    Effect.catchTag("RateLimited", (refusal) => Effect.flatMap(
+      rateLimit.isRemembered(environmentId, KNOWN_ADDRESS, emailAddressSubject(emailNormalized, ip)),
+      (known) => known ? Effect.void : Effect.fail(refusal))))
 })
 
 /**
@@ -276,6 +280,7 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
       action: "login.authenticated", subjectType: "auth_transaction", subjectId: txn.id,
       details: { method: "email_otp", challenge_id: row.id, client_id: txn.client_id },
     })
+    yield* rateLimit.remember(txn.environment_id, KNOWN_ADDRESS, emailAndIp)
     return { kind: "authenticated" } as const
   })).pipe(Effect.catchTag("SqlError", Effect.die))
 

@@ -53,6 +53,13 @@ export const loginLimits = (config: AppConfig) => {
   } satisfies Record<string, Limit>
 }
 
+/**
+ * An address that signed in as an email within 30 days: its OTP mails to that email pass the
+ * all-addresses mail ceiling (strangers who exhaust it cannot keep a returning user from
+ * getting codes on their usual network); its per-address limits still apply.
+ */
+export const KNOWN_ADDRESS = { bucket: "otp_signed_in:email+ip", ttlMs: 30 * 24 * 3600_000 } as const
+
 /** The subject of a per-address limit. */
 export const addressSubject = (ip: string | undefined) => rateLimitAddress(ip)
 

@@ -10,7 +10,7 @@ const windowOf = (now: number, windowMs: number) => {
 }
 
 /** Counters never hold a raw email or IP address: the subject is an HMAC under a master-key pepper. */
-const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: Limit, subject: string) =>
+const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: { readonly bucket: string }, subject: string) =>
   crypto.hmac("rate-limit", `${limit.bucket}\u0000${subject}`).toString("base64url")
 
 /**
@@ -44,4 +44,22 @@ export const record = (environmentId: string, limit: Limit, subject: string) => 
   const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
   yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...windowOf(now, limit.windowMs) })
+})
+
+/** A fact kept for `ttlMs` (e.g. "this address has signed in as this email"); subjects are HMAC'd like counters. */
+export interface Memory {
+  readonly bucket: string
+  readonly ttlMs: number
+}
+
+export const remember = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  yield* repo.remember({ environmentId, bucket: memory.bucket, subject: subjectOf(crypto, memory, subject), until: new Date(now + memory.ttlMs) })
+})
+
+export const isRemembered = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  return yield* repo.remembered({ environmentId, bucket: memory.bucket, subject: subjectOf(crypto, memory, subject), now: new Date(now) })
 })
