@@ -1,4 +1,8 @@
+import { Clock, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { sweepLogin } from "../../src/login/housekeeping.js"
+import { KNOWN_ADDRESS } from "../../src/login/rate-limit/limits.js"
+import * as rateLimit from "../../src/login/rate-limit/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
   createClient, type LoginClientInfo, publicApi, query, type SmtpSink, startSmtpSink, transactionBody, transactionStatus, uniqueEmail,
@@ -49,15 +53,32 @@ const txnFrom = async (b: Bootstrapped, client: LoginClientInfo, ip: string) => 
 }
 const start = (b: Bootstrapped, txn: string, email: string, ip: string) =>
   publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email }, headers: from(ip) })
+
+/**
+ * Waits (real time: the worker polls) until no login-code job is left, so every mail of an
+ * earlier start has reached the SMTP sink or was skipped as superseded.
+ */
+const mailsSettled = async () => {
+  for (let i = 0; i < 300; i++) {
+    const [row] = await query<{ n: number }>(app, `select count(*)::int as n from graphile_worker._private_jobs j
+      join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'`)
+    if (row!.n === 0) return
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error("login-code jobs did not finish within 15 s")
+}
 const verify = (b: Bootstrapped, txn: string, challenge_id: string, code: string, ip: string) =>
   publicApi(app, b, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id, code }, headers: from(ip) })
 
 /** A transaction from `ip` with a code mailed to `email`; the code is read from the SMTP sink. */
 const startedFrom = async (b: Bootstrapped, client: LoginClientInfo, email: string, ip: string) => {
   const txn = await txnFrom(b, client, ip)
+  // Earlier mails to this address (the attackers') are delivered or dropped first: the next one is ours.
+  await mailsSettled()
+  const before = smtp.messagesTo(email).length
   const res = await start(b, txn, email, ip)
   expect(res.status, res.text).toBe(202)
-  const code = await smtp.waitForCode(email, smtp.messagesTo(email).length + 1)
+  const code = await smtp.waitForCode(email, before + 1)
   return { txn, challenge: res.json.challenge_id as string, code }
 }
 const wrong = (code: string) => (code === "000000" ? "111111" : "000000")
@@ -180,5 +201,21 @@ describe("Email OTP: a stranger flooding the victim's address", () => {
     // ... but its usual address gets a code and signs in.
     const again = await startedFrom(b, client, email, VICTIM)
     expect((await verify(b, again.txn, again.challenge, again.code, VICTIM)).status).toBe(200)
+  })
+
+  it("a remembered address is forgotten when its time is up (TestClock), and housekeeping deletes it", async () => {
+    const { b } = await fresh()
+    expect(KNOWN_ADDRESS.ttlMs).toBe(30 * 24 * 3600_000)
+    // The same mechanism with a one-minute memory, so the shared clock moves only a minute.
+    const memory = { bucket: "test_memory", ttlMs: 60_000 }
+    const known = () => app.run(rateLimit.isRemembered(b.environment_id, memory, "someone\u0000198.51.100.20"))
+    await app.run(rateLimit.remember(b.environment_id, memory, "someone\u0000198.51.100.20"))
+    expect(await known()).toBe(true)
+    await app.advance("59 seconds")
+    expect(await known()).toBe(true)
+    await app.advance("1 second")
+    expect(await known()).toBe(false)
+    await app.run(Effect.flatMap(Clock.currentTimeMillis, (now) => sweepLogin(new Date(now))))
+    expect(await query(app, "select 1 from rate_limit_counters where environment_id = $1 and bucket = 'test_memory'", [b.environment_id])).toEqual([])
   })
 })
