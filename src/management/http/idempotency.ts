@@ -17,7 +17,8 @@ const RETENTION_MS = 24 * 3600_000
 export const callerCredential = (caller: Caller) =>
   caller.kind === "api_key" ? `api_key:${caller.actor.id ?? ""}` : `platform_user:${caller.platformUserId ?? ""}`
 
-const sealContext = (workspaceId: string, credential: string, key: string) =>
+/** AES-GCM associated data of a stored answer: the row's columns workspace_id, caller and key (re-sealing needs it too). */
+export const sealContext = (workspaceId: string, credential: string, key: string) =>
   ({ purpose: "idempotent-response", table: "idempotency_keys", rowId: `${workspaceId}/${credential}/${key}` })
 
 /** Response headers a replay repeats (the body's own metadata; `no-store` is added to every replay). */
