@@ -1,8 +1,11 @@
+import { BlockList, isIPv4 } from "node:net"
 import { Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
 import { NotFound } from "../http/errors.js"
 import { route } from "../http/route.js"
 import { Config } from "../platform/config.js"
 import { Mailer } from "../platform/mailer.js"
+import { normalizeIp } from "../platform/trust-proxy.js"
 import { escapeHtml, htmlPage } from "./page.js"
 
 /** How many of the newest messages the page shows. */
@@ -13,7 +16,7 @@ const SHOWN = 20
  * development mailer's messages, codes included, on a page of the Interaction Domain, so
  * the Hosted Login can be tried at once. It exists only when every public host is
  * localhost (`PUBLIC_SCHEME` http is refused for anything else), `NODE_ENV` is not
- * production and `SMTP_URL` is unset; otherwise 404.
+ * production and `SMTP_URL` is unset, and only for callers on this machine; otherwise 404.
  */
 export const devMailboxEnabled = Effect.gen(function* () {
   const config = yield* Config
@@ -21,8 +24,31 @@ export const devMailboxEnabled = Effect.gen(function* () {
   return !config.production && config.publicScheme === "http" && mailer.kind === "dev"
 })
 
+const LOOPBACK = new BlockList()
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4")
+LOOPBACK.addAddress("::1", "ipv6")
+
+/** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6 (how a dual-stack socket reports 127.0.0.1). */
+export const isLoopbackAddress = (address: string | undefined) => {
+  const ip = address === undefined ? undefined : normalizeIp(address)
+  return ip !== undefined && LOOPBACK.check(ip, isIPv4(ip) ? "ipv4" : "ipv6")
+}
+
+/**
+ * The mailbox shows every code sent: only a caller on this machine may read it (issue 12).
+ * The socket peer decides, never a header; a request a proxy forwarded (X-Forwarded-For or
+ * Forwarded present) is refused even from a local proxy, whose callers may be anyone.
+ */
+const callerIsLocal = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const peer = request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
+  const forwarded = request.headers["x-forwarded-for"] !== undefined || request.headers["forwarded"] !== undefined
+  return isLoopbackAddress(peer) && !forwarded
+})
+
 const mailbox = Effect.gen(function* () {
-  if (!(yield* devMailboxEnabled)) return yield* new NotFound({})
+  // 404 either way: a remote caller learns nothing about whether the page exists.
+  if (!(yield* devMailboxEnabled) || !(yield* callerIsLocal)) return yield* new NotFound({})
   const mailer = yield* Mailer
   const messages = mailer.sent().slice(-SHOWN).reverse()
   const items = messages.map((m) => `<li><p><strong>${escapeHtml(m.to)}</strong>: ${escapeHtml(m.subject)}</p><pre>${escapeHtml(m.text)}</pre></li>`)

@@ -4,6 +4,7 @@ import { SqlClient } from "effect/sql"
 import { Config } from "../platform/config.js"
 import { Ids } from "../platform/ids.js"
 import { CurrentRequest } from "../platform/request-context.js"
+import { clientIp } from "../platform/trust-proxy.js"
 import { Tenancy } from "../tenancy/service.js"
 import { environmentUrls } from "../tenancy/urls.js"
 import { CurrentEnvironment } from "./current-environment.js"
@@ -18,13 +19,9 @@ import { allRoutes } from "./routes.js"
 /** Paths an Environment keeps serving while suspended: verifiers must still check old tokens. */
 const SERVED_WHILE_SUSPENDED = new Set(["/.well-known/openid-configuration", "/oauth2/jwks"])
 
-const clientIp = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
-  if (trustProxy) {
-    const forwarded = request.headers["x-forwarded-for"]
-    if (forwarded) return forwarded.split(",")[0]!.trim()
-  }
-  return request.remoteAddress._tag === "Some" ? request.remoteAddress.value.replace(/^::ffff:/, "") : undefined
-}
+/** The socket peer: the one address no header can change. */
+const socketPeer = (request: HttpServerRequest.HttpServerRequest) =>
+  request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
 
 /** Turns any failure into a response: the ONE place error bodies are written. */
 const renderFailure = (cause: Cause.Cause<unknown>) => {
@@ -105,7 +102,7 @@ export const makeHttpApp = Effect.gen(function* () {
     const started = yield* Clock.currentTimeNanos
     const requestId = yield* ids.make("req")
     const inbound = request.headers["x-request-id"]
-    const info = { requestId, ip: clientIp(request, config.trustProxy) }
+    const info = { requestId, ip: clientIp(config.trustProxy, socketPeer(request), request.headers["x-forwarded-for"]) }
     const response = yield* dispatch(request).pipe(
       Effect.catchCause(renderFailure),
       Effect.provideService(CurrentRequest, info),

@@ -31,7 +31,10 @@ export const openApiDocument = (surfaces: ReadonlyArray<{ readonly name: string;
         }
       }
       if (doc.idempotent) {
-        parameters.push({ name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 255 } })
+        parameters.push({
+          name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 255 },
+          description: "Replays the first 2xx answer (24 h) to the same credential (API key or Dashboard user) for the same method, path and body",
+        })
       }
       const status = String(doc.status ?? 200)
       const operation: JsonObject = {

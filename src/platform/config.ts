@@ -1,4 +1,6 @@
+import { isIP } from "node:net"
 import { Context, Layer, Schema } from "effect"
+import { parseTrustProxy, type TrustProxy } from "./trust-proxy.js"
 
 /**
  * Every environment variable of the run contract (DESIGN.md), parsed once at start.
@@ -6,13 +8,20 @@ import { Context, Layer, Schema } from "effect"
  */
 export interface AppConfig {
   readonly port: number
+  /**
+   * The address the HTTP listener binds (HOST). Development defaults to loopback: the dev
+   * mailbox and a generated master key must not be reachable from the network. Production
+   * defaults to every interface (undefined), as containers and load balancers expect.
+   */
+  readonly listenHost: string | undefined
   readonly databaseUrl: string | undefined
   readonly dataDir: string
   readonly platformDomain: string
   readonly canonicalIssuerHost: string
   readonly managementHost: string
   readonly publicScheme: "http" | "https"
-  readonly trustProxy: boolean
+  /** Which proxies may report the client address (TRUST_PROXY; src/platform/trust-proxy.ts). */
+  readonly trustProxy: TrustProxy
   readonly rateLimits: RateLimits
   readonly smtpUrl: string | undefined
   readonly mailFrom: string
@@ -25,16 +34,20 @@ export interface AppConfig {
 }
 
 export interface RateLimits {
-  /** Requests per window per client IP on login routes. */
+  /** Per client address (IPv4, IPv6 /64) per minute, separately for transaction creation, OTP sends and OTP verifies. */
   readonly ipPerMinute: number
-  /** OTP starts per email per 10 minutes. */
+  /** OTP mails to one email address from one client address per 10 minutes. */
   readonly emailPerWindow: number
-  /** Transaction creations per client per minute. */
+  /** OTP mails to one email address from all client addresses per hour (the mail-bomb ceiling). */
+  readonly emailCeilingPerHour: number
+  /** Transaction creations per client per minute, from all client addresses (a ceiling, not a per-user limit). */
   readonly clientPerMinute: number
-  /** OTP verifies per email per minute. */
+  /** OTP verifies for one email address from one client address per minute. */
   readonly otpVerifyPerEmailPerMinute: number
-  /** Wrong OTP codes per email per hour, across challenges and resends. */
+  /** Wrong OTP codes for one email address from one client address per hour, across challenges and resends. */
   readonly otpFailuresPerEmailPerHour: number
+  /** Wrong OTP codes for one email address from all client addresses per hour (then only a challenge's first try is checked). */
+  readonly otpFailuresCeilingPerHour: number
 }
 
 export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigInvalid", {
@@ -88,6 +101,12 @@ export const parseConfig = (env: Env): AppConfig => {
   if (!/^\d+$/.test(rawPort) || Number(rawPort) > 65535) throw new ConfigInvalid({ message: `PORT must be a TCP port number 0-65535 (got "${rawPort}")` })
   const port = Number(rawPort)
 
+  const rawListenHost = env["HOST"] || undefined
+  if (rawListenHost !== undefined && isIP(rawListenHost) === 0 && !HOST.test(rawListenHost.toLowerCase())) {
+    throw new ConfigInvalid({ message: `HOST must be an IP address or host name to listen on, e.g. 127.0.0.1 or 0.0.0.0 (got "${rawListenHost}")` })
+  }
+  const listenHost = rawListenHost ?? (production ? undefined : "127.0.0.1")
+
   const databaseUrl = env["DATABASE_URL"] || undefined
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigInvalid({ message: "DATABASE_URL must be a postgres:// or postgresql:// URL" })
@@ -115,24 +134,31 @@ export const parseConfig = (env: Env): AppConfig => {
   const webhookAllowPrivateTargets = flag(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS")
   if (webhookAllowPrivateTargets && production) throw new ConfigInvalid({ message: "WEBHOOK_ALLOW_PRIVATE_TARGETS is refused when NODE_ENV=production" })
 
+  const trustProxy = parseTrustProxy(env["TRUST_PROXY"])
+  if (typeof trustProxy === "string") throw new ConfigInvalid({ message: trustProxy })
+
   const smtpUrl = env["SMTP_URL"] || undefined
   if (smtpUrl !== undefined && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigInvalid({ message: "SMTP_URL must be an smtp:// or smtps:// URL" })
 
   return {
     port,
+    listenHost,
     databaseUrl,
     dataDir: env["DATA_DIR"] || "./.data",
     platformDomain,
     canonicalIssuerHost,
     managementHost,
     publicScheme: scheme,
-    trustProxy: flag(env, "TRUST_PROXY"),
+    trustProxy,
     rateLimits: {
+      // Numbers and reasoning: docs/decisions.md, "Lockout-proof login rate limits".
       ipPerMinute: positiveInt(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
       emailPerWindow: positiveInt(env, "RATE_LIMIT_EMAIL_PER_10_MINUTES", 5),
-      clientPerMinute: positiveInt(env, "RATE_LIMIT_CLIENT_PER_MINUTE", 120),
+      emailCeilingPerHour: positiveInt(env, "RATE_LIMIT_EMAIL_CEILING_PER_HOUR", 50),
+      clientPerMinute: positiveInt(env, "RATE_LIMIT_CLIENT_PER_MINUTE", 6000),
       otpVerifyPerEmailPerMinute: positiveInt(env, "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE", 20),
       otpFailuresPerEmailPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR", 20),
+      otpFailuresCeilingPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_CEILING_PER_HOUR", 50),
     },
     smtpUrl,
     mailFrom: env["MAIL_FROM"] || `no-reply@${platformDomain}`,

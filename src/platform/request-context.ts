@@ -10,7 +10,7 @@ export interface Actor {
 export interface RequestInfo {
   readonly requestId: string
   readonly correlationId?: string | undefined
-  /** The client IP: the socket peer, or X-Forwarded-For only when TRUST_PROXY is set. */
+  /** The client IP: the socket peer, or the X-Forwarded-For entry TRUST_PROXY allows (src/platform/trust-proxy.ts). */
   readonly ip?: string | undefined
 }
 

@@ -4,11 +4,9 @@ import { Config } from "../platform/config.js"
 import { Crypto } from "../platform/crypto.js"
 import { Ids } from "../platform/ids.js"
 import { Keys } from "../platform/keys/service.js"
+import { makeEnvironmentCache } from "./environment-cache.js"
 import * as repo from "./repo.js"
 import type { EnvironmentRecord } from "./schema.js"
-
-/** Other replicas see an Environment change (suspension, custom domain) within this time. */
-const ENVIRONMENT_CACHE_MS = 5_000
 
 export const API_KEY_PREFIX = "sk_live_"
 
@@ -37,17 +35,8 @@ export const TenancyLive = Layer.effect(Tenancy, Effect.gen(function* () {
   const crypto = yield* Crypto
   const sql = yield* SqlClient.SqlClient
   yield* Config
-  const cache = new Map<string, { env: EnvironmentRecord | undefined; loadedAt: number }>()
-  const hostCache = new Map<string, { id: string | undefined; loadedAt: number }>()
-
-  const environment = (id: string) => Effect.gen(function* () {
-    const now = yield* Clock.currentTimeMillis
-    const hit = cache.get(id)
-    if (hit && now - hit.loadedAt < ENVIRONMENT_CACHE_MS) return hit.env
-    const env = yield* repo.environmentById(id)
-    cache.set(id, { env, loadedAt: now })
-    return env
-  }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+  // Other replicas see an Environment change (suspension, custom domain) within the positive TTL (5 s).
+  const cache = yield* makeEnvironmentCache()
 
   const uniqueSlug = (base: string) => Effect.gen(function* () {
     for (let i = 0; ; i++) {
@@ -84,20 +73,8 @@ export const TenancyLive = Layer.effect(Tenancy, Effect.gen(function* () {
       yield* repo.insertApiKey({ id, ...input, secretHash: crypto.sha256Hex(secret), now })
       return { id, secret }
     }).pipe(Effect.orDie),
-    environment,
-    environmentByCustomHost: (hostname) => Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      const hit = hostCache.get(hostname)
-      let id = hit && now - hit.loadedAt < ENVIRONMENT_CACHE_MS ? hit.id : undefined
-      if (!hit || now - hit.loadedAt >= ENVIRONMENT_CACHE_MS) {
-        id = yield* repo.environmentIdByCustomHost(hostname).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
-        hostCache.set(hostname, { id, loadedAt: now })
-      }
-      return id === undefined ? undefined : yield* environment(id)
-    }),
-    forgetEnvironment: (id) => {
-      cache.delete(id)
-      hostCache.clear()
-    },
+    environment: (id) => cache.environment(id).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
+    environmentByCustomHost: (hostname) => cache.environmentByCustomHost(hostname).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
+    forgetEnvironment: cache.forget,
   })
 }))

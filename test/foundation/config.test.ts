@@ -23,9 +23,19 @@ describe("configuration", () => {
     expect(c.canonicalIssuerHost).toBe("localhost:3000")
     expect(c.managementHost).toBe("api.localhost:3000")
     expect(c.publicScheme).toBe("http")
-    expect(c.trustProxy).toBe(false)
+    expect(c.trustProxy).toEqual({ kind: "none" })
     expect(c.webhookAllowPrivateTargets).toBe(false)
     expect(c.smtpUrl).toBeUndefined()
+    expect(c.listenHost).toBe("127.0.0.1")
+  })
+
+  it("HOST: loopback in development, every interface in production unless set", () => {
+    expect(parseConfig({ HOST: "0.0.0.0" }).listenHost).toBe("0.0.0.0")
+    expect(parseConfig({ HOST: "::" }).listenHost).toBe("::")
+    const production = { NODE_ENV: "production", MASTER_KEY: KEY, PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" }
+    expect(parseConfig(production).listenHost).toBeUndefined()
+    expect(parseConfig({ ...production, HOST: "10.0.0.5" }).listenHost).toBe("10.0.0.5")
+    refuse({ HOST: "not a host" }, /^HOST must be an IP address/)
   })
 
   it("derives hosts from PORT and uses https for non-local hosts", () => {
@@ -44,6 +54,8 @@ describe("configuration", () => {
     refuse({ PUBLIC_SCHEME: "ftp" }, /^PUBLIC_SCHEME /)
     refuse({ PUBLIC_SCHEME: "http", CANONICAL_ISSUER_HOST: "id.example.com" }, /PUBLIC_SCHEME=http is only allowed/)
     refuse({ TRUST_PROXY: "maybe" }, /^TRUST_PROXY /)
+    refuse({ TRUST_PROXY: "true" }, /^TRUST_PROXY must be the number of proxies/)
+    refuse({ TRUST_PROXY: "10.0.0.0/33" }, /^TRUST_PROXY entry "10.0.0.0\/33"/)
     refuse({ PLATFORM_DOMAIN: "exa mple" }, /^PLATFORM_DOMAIN /)
     refuse({ PLATFORM_DOMAIN: "example.com:80" }, /^PLATFORM_DOMAIN must not carry a port/)
     refuse({ NODE_ENV: "production", MASTER_KEY: KEY, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" },

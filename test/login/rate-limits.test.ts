@@ -59,7 +59,7 @@ describe("per client on transaction create", () => {
 })
 
 describe("OTP start", () => {
-  it("per email: the 3rd mail to one address within 10 minutes is 429; other addresses are not affected", async () => {
+  it("per email from one client address: the 3rd mail to one address within 10 minutes is 429; other addresses are not affected", async () => {
     const { b, client } = await fresh()
     const email = uniqueEmail()
     for (let i = 0; i < 2; i++) {
@@ -88,7 +88,7 @@ describe("OTP start", () => {
 })
 
 describe("OTP verify", () => {
-  it("per email: the 5th verify for one address within a minute is 429 (before the code is even looked at)", async () => {
+  it("per email from one client address: the 5th verify for one address within a minute is 429 (before the code is even looked at)", async () => {
     await app.advance(`${leftInWindow(60_000)} seconds`)
     const { b, client } = await fresh()
     const txn = await createTransaction(app, b, client)
@@ -112,7 +112,7 @@ describe("OTP verify", () => {
     expect(rows[0]!.failed_attempts).toBe(2)
   })
 
-  it("wrong codes are capped per email across challenges: after 7 in an hour, every verify is 429", async () => {
+  it("wrong codes are capped per email (from one client address) across challenges: after 7 in an hour, every verify is 429", async () => {
     await app.advance(`${leftInWindow(3_600_000)} seconds`)
     const { b, client } = await fresh()
     const email = uniqueEmail()

@@ -69,8 +69,8 @@ export const startApp = async (options: StartOptions = {}): Promise<TestApp> => 
   const clockLayer = Layer.succeed(Clock.Clock, testClock)
   const app = AppLayer(config, database.url, keyring, { maxConnections: 6 })
   const processLayer = options.worker
-    ? Layer.mergeAll(HttpServerLive(port), WorkerLive({ concurrency: 2, pollInterval: 100 }))
-    : HttpServerLive(port)
+    ? Layer.mergeAll(HttpServerLive(port, config.listenHost), WorkerLive({ concurrency: 2, pollInterval: 100 }))
+    : HttpServerLive(port, config.listenHost)
   const layer = Layer.mergeAll(processLayer, clockLayer).pipe(Layer.provideMerge(app), Layer.provideMerge(clockLayer))
   const runtime = ManagedRuntime.make(layer as Layer.Layer<any, unknown, never>)
   await runtime.runPromise(prepareDatabase(database.url, keyring))

@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { CurrentEnvironment } from "../../http/current-environment.js"
-import { InvalidRequest } from "../../http/errors.js"
+import { InvalidRequest, type RateLimited } from "../../http/errors.js"
 import { Audit } from "../../platform/audit.js"
 import { Config } from "../../platform/config.js"
 import { Crypto } from "../../platform/crypto.js"
@@ -12,7 +12,7 @@ import { ipPrefixHash } from "../../platform/ip-prefix.js"
 import { CurrentRequest } from "../../platform/request-context.js"
 import { normalizeEmail, type UserRow, userByEmail } from "../../users/repo.js"
 import { Users } from "../../users/service.js"
-import { loginLimits } from "../rate-limit/limits.js"
+import { addressSubject, emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
 import * as rateLimit from "../rate-limit/service.js"
 import { AccessDenied, InvalidTransactionState } from "../transactions/errors.js"
 import * as transactions from "../transactions/repo.js"
@@ -42,7 +42,23 @@ const requestFacts = (workspaceId: string) => Effect.gen(function* () {
   const request = yield* CurrentRequest
   const crypto = yield* Crypto
   const ip = request?.ip
-  return { ip: ip ?? "unknown", ipHash: ipPrefixHash(crypto, workspaceId, ip) }
+  return { ip, ipHash: ipPrefixHash(crypto, workspaceId, ip) }
+})
+
+/**
+ * Counts one OTP mail (start or resend) before anything is sent; commits on its own. Per
+ * client address, then per email from that address, then the all-addresses ceiling per
+ * email, so a stranger's flood refused at its own address never reaches the shared one; an
+ * address that signed in as this email before passes the ceiling (KNOWN_ADDRESS).
+ */
+const limitSend = (environmentId: string, emailNormalized: string, ip: string | undefined) => Effect.gen(function* () {
+  const limits = loginLimits(yield* Config)
+  yield* rateLimit.consume(environmentId, limits.otpSendPerIp, addressSubject(ip))
+  yield* rateLimit.consume(environmentId, limits.otpSendPerEmailAndIp, emailAddressSubject(emailNormalized, ip))
+  yield* rateLimit.consume(environmentId, limits.otpSendPerEmail, emailNormalized).pipe(
+    Effect.catchTag("RateLimited", (refusal) => Effect.flatMap(
+      rateLimit.isRemembered(environmentId, KNOWN_ADDRESS, emailAddressSubject(emailNormalized, ip)),
+      (known) => known ? Effect.void : Effect.fail(refusal))))
 })
 
 /**
@@ -57,14 +73,11 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
   if (!STARTABLE.includes(txn.status)) {
     return yield* new InvalidTransactionState({ detail: `An Email OTP cannot be started on a ${txn.status} transaction` })
   }
-  const config = yield* Config
-  const limits = loginLimits(config)
   const facts = yield* requestFacts(txn.workspace_id)
   const emailNormalized = normalizeEmail(email)
   // The first method call moves the transaction on, and counters commit, even if the send is refused.
   yield* markInteractionStarted(txn)
-  yield* rateLimit.consume(txn.environment_id, limits.otpSendPerIp, facts.ip)
-  yield* rateLimit.consume(txn.environment_id, limits.otpSendPerEmail, emailNormalized)
+  yield* limitSend(txn.environment_id, emailNormalized, facts.ip)
 
   const sql = yield* SqlClient.SqlClient
   const ids = yield* Ids
@@ -129,11 +142,8 @@ export const resendEmailOtp = (transactionId: string, challengeId: string) => Ef
   const retryAfter = (row: repo.ChallengeRow, now: number) => Math.ceil((row.last_sent_at.getTime() + RESEND_INTERVAL_MS - now) / 1000)
   if (tooSoon(existing, now0)) return yield* new ResendTooSoon({ retryAfterSeconds: retryAfter(existing, now0) })
 
-  const config = yield* Config
-  const limits = loginLimits(config)
   const facts = yield* requestFacts(txn.workspace_id)
-  yield* rateLimit.consume(txn.environment_id, limits.otpSendPerIp, facts.ip)
-  yield* rateLimit.consume(txn.environment_id, limits.otpSendPerEmail, existing.email_normalized)
+  yield* limitSend(txn.environment_id, existing.email_normalized, facts.ip)
 
   const sql = yield* SqlClient.SqlClient
   const crypto = yield* Crypto
@@ -171,6 +181,7 @@ type VerifyOutcome =
   | { readonly kind: "dead" }
   | { readonly kind: "blocked" }
   | { readonly kind: "new_user_blocked" }
+  | { readonly kind: "ceiling"; readonly refusal: RateLimited }
 
 /**
  * `POST .../email/verify` (spec: Email OTP; Email OTP challenge; Login transaction
@@ -192,9 +203,13 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
   const env = yield* CurrentEnvironment
   const limits = loginLimits(config)
   const facts = yield* requestFacts(txn.workspace_id)
-  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerIp, facts.ip)
-  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerEmail, existing.email_normalized)
-  yield* rateLimit.ensureNotExhausted(txn.environment_id, limits.otpFailuresPerEmail, existing.email_normalized)
+  const emailAndIp = emailAddressSubject(existing.email_normalized, facts.ip)
+  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerIp, addressSubject(facts.ip))
+  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerEmailAndIp, emailAndIp)
+  yield* rateLimit.ensureNotExhausted(txn.environment_id, limits.otpFailuresPerEmailAndIp, emailAndIp)
+  // Past the all-addresses ceiling only a challenge's first attempt is checked (rechecked under the lock).
+  const ceiling = yield* rateLimit.exhausted(txn.environment_id, limits.otpFailuresPerEmail, existing.email_normalized)
+  if (ceiling && existing.failed_attempts > 0) return yield* ceiling
 
   const sql = yield* SqlClient.SqlClient
   const crypto = yield* Crypto
@@ -223,6 +238,7 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
     const now = yield* Clock.currentTimeMillis
     const row = yield* repo.lockChallenge(txn.environment_id, challengeId)
     if (!row || row.status !== "active") return { kind: "dead" } as const
+    if (ceiling && row.failed_attempts > 0) return { kind: "ceiling", refusal: ceiling } as const
     const user = yield* userByEmail(txn.environment_id, row.email_normalized)
     if (row.expires_at.getTime() <= now) {
       yield* loginFailed("expired_code", row, user)
@@ -230,6 +246,7 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
     }
     if (!crypto.constantTimeEqual(codeHmac(crypto, row.id, row.generation, code), row.code_hmac)) {
       const counted = yield* repo.recordFailure({ environmentId: txn.environment_id, id: row.id, maxFailures: MAX_FAILED_ATTEMPTS, now: new Date(now) })
+      yield* rateLimit.record(txn.environment_id, limits.otpFailuresPerEmailAndIp, emailAndIp)
       yield* rateLimit.record(txn.environment_id, limits.otpFailuresPerEmail, row.email_normalized)
       yield* loginFailed("invalid_code", row, user)
       return { kind: "wrong", invalidated: counted?.status === "invalidated" } as const
@@ -263,6 +280,7 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
       action: "login.authenticated", subjectType: "auth_transaction", subjectId: txn.id,
       details: { method: "email_otp", challenge_id: row.id, client_id: txn.client_id },
     })
+    yield* rateLimit.remember(txn.environment_id, KNOWN_ADDRESS, emailAndIp)
     return { kind: "authenticated" } as const
   })).pipe(Effect.catchTag("SqlError", Effect.die))
 
@@ -279,5 +297,7 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
       return yield* new AccessDenied({ detail: "The user is blocked" })
     case "new_user_blocked":
       return yield* new NewUserCreationBlocked({ detail: "New users cannot be created in this Environment" })
+    case "ceiling":
+      return yield* outcome.refusal
   }
 }).pipe(Effect.withSpan("login.verifyEmailOtp"))

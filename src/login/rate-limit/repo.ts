@@ -23,3 +23,23 @@ export const peek = (c: { environmentId: string; bucket: string; subject: string
 /** Housekeeping: windows that have ended count nothing any more. */
 export const deleteEndedWindows = (now: Date) =>
   SqlClient.SqlClient.use((sql) => sql`delete from rate_limit_counters where window_end <= ${now}`).pipe(Effect.orDie)
+
+/**
+ * A remembered fact ("this address signed in as this email") is a counter row whose window
+ * runs from the epoch to the fact's expiry: housekeeping deletes it with the ended windows.
+ * Remembering again extends it.
+ */
+const FOREVER_START = new Date(0)
+
+export const remember = (c: { environmentId: string; bucket: string; subject: string; until: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql`insert into rate_limit_counters
+      (environment_id, bucket, subject, window_start, window_end, hits)
+    values (${c.environmentId}, ${c.bucket}, ${c.subject}, ${FOREVER_START}, ${c.until}, 1)
+    on conflict (environment_id, bucket, subject, window_start)
+      do update set window_end = greatest(rate_limit_counters.window_end, excluded.window_end), hits = rate_limit_counters.hits + 1`)
+    .pipe(Effect.asVoid, Effect.orDie)
+
+export const remembered = (c: { environmentId: string; bucket: string; subject: string; now: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql<{ n: number }>`select 1 as n from rate_limit_counters
+    where environment_id = ${c.environmentId} and bucket = ${c.bucket} and subject = ${c.subject}
+      and window_start = ${FOREVER_START} and window_end > ${c.now}`).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)

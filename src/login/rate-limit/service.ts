@@ -10,7 +10,7 @@ const windowOf = (now: number, windowMs: number) => {
 }
 
 /** Counters never hold a raw email or IP address: the subject is an HMAC under a master-key pepper. */
-const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: Limit, subject: string) =>
+const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: { readonly bucket: string }, subject: string) =>
   crypto.hmac("rate-limit", `${limit.bucket}\u0000${subject}`).toString("base64url")
 
 /**
@@ -26,18 +26,40 @@ export const consume = (environmentId: string, limit: Limit, subject: string) =>
   if (hits > limit.limit) return yield* new RateLimited({ retryAfterSeconds: w.retryAfterSeconds })
 }).pipe(Effect.withSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
 
-/** Refuses when the window is already full, without counting (for limits on failures only). */
-export const ensureNotExhausted = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+/** Whether the window is already full, without counting; `refusal` is the 429 to give if so. */
+export const exhausted = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
   const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
   const w = windowOf(now, limit.windowMs)
   const hits = yield* repo.peek({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), windowStart: w.windowStart })
-  if (hits >= limit.limit) return yield* new RateLimited({ retryAfterSeconds: w.retryAfterSeconds })
+  return hits >= limit.limit ? new RateLimited({ retryAfterSeconds: w.retryAfterSeconds }) : undefined
 })
+
+/** Refuses when the window is already full, without counting (for limits on failures only). */
+export const ensureNotExhausted = (environmentId: string, limit: Limit, subject: string) =>
+  Effect.flatMap(exhausted(environmentId, limit, subject), (refusal) => refusal === undefined ? Effect.void : Effect.fail(refusal))
 
 /** Counts one hit without refusing anything (e.g. a wrong OTP, counted after the fact). */
 export const record = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
   const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
   yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...windowOf(now, limit.windowMs) })
+})
+
+/** A fact kept for `ttlMs` (e.g. "this address has signed in as this email"); subjects are HMAC'd like counters. */
+export interface Memory {
+  readonly bucket: string
+  readonly ttlMs: number
+}
+
+export const remember = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  yield* repo.remember({ environmentId, bucket: memory.bucket, subject: subjectOf(crypto, memory, subject), until: new Date(now + memory.ttlMs) })
+})
+
+export const isRemembered = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  return yield* repo.remembered({ environmentId, bucket: memory.bucket, subject: subjectOf(crypto, memory, subject), now: new Date(now) })
 })

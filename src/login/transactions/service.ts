@@ -13,7 +13,7 @@ import { CurrentRequest } from "../../platform/request-context.js"
 import { lockUser } from "../../users/repo.js"
 import { type LoginClient, loginClient } from "../clients.js"
 import { assertOriginAllowedForClient } from "../cors/cors.js"
-import { loginLimits } from "../rate-limit/limits.js"
+import { addressSubject, loginLimits } from "../rate-limit/limits.js"
 import * as rateLimit from "../rate-limit/service.js"
 import { stillRegistered } from "../rules.js"
 import { requestBindingHash } from "./binding.js"
@@ -37,11 +37,17 @@ export interface CreateTransactionInput {
   readonly source: "api" | "authorize"
 }
 
-/** Counts a transaction creation against its client's limit (commits on its own). */
+/**
+ * Counts a transaction creation (commits on its own): per client address first, so a
+ * refused address never eats the client's shared ceiling, then against that ceiling.
+ */
 export const limitTransactionCreation = (clientId: string) => Effect.gen(function* () {
   const config = yield* Config
   const env = yield* CurrentEnvironment
-  yield* rateLimit.consume(env.record.id, loginLimits(config).transactionsPerClient, clientId)
+  const request = yield* CurrentRequest
+  const limits = loginLimits(config)
+  yield* rateLimit.consume(env.record.id, limits.transactionsPerIp, addressSubject(request?.ip))
+  yield* rateLimit.consume(env.record.id, limits.transactionsPerClient, clientId)
 })
 
 /**
