@@ -7,7 +7,7 @@ import { InvalidCode } from "../../login/email-otp/errors.js"
 import { enqueueLoginCodeMail } from "../../login/email-otp/mail-job.js"
 import * as otp from "../../login/email-otp/repo.js"
 import { CHALLENGE_TTL_MS, MAX_FAILED_ATTEMPTS } from "../../login/email-otp/service.js"
-import { loginLimits } from "../../login/rate-limit/limits.js"
+import { addressSubject, emailAddressSubject, loginLimits } from "../../login/rate-limit/limits.js"
 import * as rateLimit from "../../login/rate-limit/service.js"
 import { Audit } from "../../platform/audit.js"
 import { Config } from "../../platform/config.js"
@@ -84,10 +84,13 @@ export const startEmailChange = (newEmail: string) => Effect.gen(function* () {
   if (newNormalized === me.user.email_normalized) return yield* new InvalidRequest({ detail: "new_email is already the address of your account" })
   if (yield* unavailableOnSqlError(taken(env.record.id, newNormalized, me))) return yield* emailTaken()
   const { limits, ip } = yield* limitsAndIp
-  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerIp, ip))
-  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmail, me.user.email_normalized))
-  // The new address gets a code after verify-old: counted now, so many accounts cannot bomb it.
-  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmail, newNormalized))
+  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerIp, addressSubject(ip)))
+  // Both addresses get a code: each counted as Email OTP mails are (per address from this
+  // client address, and the all-addresses ceiling), so many accounts cannot bomb one address.
+  for (const address of [me.user.email_normalized, newNormalized]) {
+    yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmailAndIp, emailAddressSubject(address, ip)))
+    yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmail, address))
+  }
   return yield* unavailableOnSqlError(sql.withTransaction(Effect.gen(function* () {
     const user = yield* lockMe(me)
     const row = yield* issueChallenge(user, "email_change_old", user.email, newEmail, !user.email_suppressed)
@@ -110,13 +113,14 @@ type Checked =
 const checkCode = (me: Me, stage: repo.EmailChangeStage, challengeId: string, code: string) => Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   const crypto = yield* Crypto
-  const { limits } = yield* limitsAndIp
+  const { limits, ip } = yield* limitsAndIp
   const now = yield* Clock.currentTimeMillis
   const row = yield* repo.lockEmailChangeChallenge(env.record.id, me.userId, challengeId, stage)
   if (!row || row.status !== "active") return { kind: "dead" } as Checked
   if (row.expires_at.getTime() <= now) return { kind: "expired" } as Checked
   if (!crypto.constantTimeEqual(codeHmac(crypto, row.id, row.generation, code), row.code_hmac)) {
     const counted = yield* otp.recordFailure({ environmentId: env.record.id, id: row.id, maxFailures: MAX_FAILED_ATTEMPTS, now: new Date(now) })
+    yield* rateLimit.record(env.record.id, limits.otpFailuresPerEmailAndIp, emailAddressSubject(me.user.email_normalized, ip))
     yield* rateLimit.record(env.record.id, limits.otpFailuresPerEmail, row.email_normalized)
     yield* audit(me, "user.email_change_failed", { challenge_id: row.id, stage, reason: "invalid_code" }, "failure")
     return { kind: "wrong", invalidated: counted?.status === "invalidated" } as Checked
@@ -129,9 +133,9 @@ const verifyLimits = (me: Me, code: string) => Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   if (!isCodeShape(code)) return yield* new InvalidRequest({ detail: "code must be 6 digits" })
   const { limits, ip } = yield* limitsAndIp
-  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerIp, ip))
-  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerEmail, me.user.email_normalized))
-  yield* unavailableOnSqlError(rateLimit.ensureNotExhausted(env.record.id, limits.otpFailuresPerEmail, me.user.email_normalized))
+  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerIp, addressSubject(ip)))
+  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerEmailAndIp, emailAddressSubject(me.user.email_normalized, ip)))
+  yield* unavailableOnSqlError(rateLimit.ensureNotExhausted(env.record.id, limits.otpFailuresPerEmailAndIp, emailAddressSubject(me.user.email_normalized, ip)))
 })
 
 const refuse = (checked: Exclude<Checked, { kind: "right" }>) => {
