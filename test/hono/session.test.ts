@@ -143,7 +143,8 @@ describe("mountAuthRoutes: sign-in through Hosted Login", () => {
     const jar = new CookieJar()
     const login = await rpFetch(rp, jar, "/auth/login")
     const state = new URL(login.headers.get("location")!).searchParams.get("state")!
-    const res = await rpFetch(rp, jar, `/auth/callback?${new URLSearchParams({ error: "access_denied", state })}`)
+    // An error response carries `iss` too (RFC 9207; the issuer's discovery says so).
+    const res = await rpFetch(rp, jar, `/auth/callback?${new URLSearchParams({ error: "access_denied", state, iss: b.issuer })}`)
     const body = await expectProblem(res, 400, "login_failed")
     expect(body.detail).toBe("access_denied")
     expect(jar.names()).toEqual([])

@@ -135,6 +135,8 @@ export const hostedLoginOverHttp = async (app: TestApp, b: Bootstrapped, smtp: S
   const target = new URL(complete.json.redirect_uri)
   target.searchParams.set("code", complete.json.authorization_code)
   target.searchParams.set("state", complete.json.state)
+  // As the Hosted Login page does (RFC 9207; discovery says the response carries `iss`).
+  target.searchParams.set("iss", b.issuer)
   return `${target.pathname}${target.search}`
 }
 
