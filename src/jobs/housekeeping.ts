@@ -5,6 +5,8 @@ import { sweepPasskeys } from "../passkeys/housekeeping.js"
 import { sweepExpiredSessions } from "../sessions/housekeeping.js"
 import { deleteExpiredKeys } from "../platform/keys/repo.js"
 import { pruneDeliveries } from "../webhooks/tasks.js"
+import { pruneIdempotencyRecords } from "../management/http/idempotency-retention.js"
+import { pruneOutbox } from "../platform/events/retention.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
 
 /**
@@ -25,6 +27,10 @@ export const housekeeping = Effect.gen(function* () {
   if (passkeys.challengesDeleted > 0) yield* Effect.logInfo("housekeeping: WebAuthn challenges", passkeys)
   const deliveries = yield* pruneDeliveries
   if (deliveries > 0) yield* Effect.logInfo("housekeeping: deleted webhook delivery records older than 90 days", { count: deliveries })
+  const idempotency = yield* pruneIdempotencyRecords
+  if (idempotency > 0) yield* Effect.logInfo("housekeeping: deleted expired idempotency records", { count: idempotency })
+  const outbox = yield* pruneOutbox
+  if (outbox > 0) yield* Effect.logInfo("housekeeping: deleted outbox events past retention", { count: outbox })
   // Every worker process also does this on each heartbeat; here it covers a pool whose
   // processes all died and came back.
   const released = yield* releaseStaleWorkers(DEFAULT_HEARTBEAT.staleAfterMs)
