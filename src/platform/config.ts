@@ -1,4 +1,5 @@
 import { Context, Layer, Schema } from "effect"
+import { type ProviderConfig, parseProviderConfig } from "./config-providers.js"
 
 /**
  * Every environment variable of the run contract (DESIGN.md), parsed once at start.
@@ -22,6 +23,8 @@ export interface AppConfig {
   readonly production: boolean
   /** One log line per request (LOG_REQUESTS, default true). */
   readonly logRequests: boolean
+  /** Billing provider, bounce intake, deletion retention (src/platform/config-providers.ts). */
+  readonly providers: ProviderConfig
 }
 
 export interface RateLimits {
@@ -141,6 +144,7 @@ export const parseConfig = (env: Env): AppConfig => {
     webhookAllowPrivateTargets,
     production,
     logRequests: env["LOG_REQUESTS"] === undefined ? true : flag(env, "LOG_REQUESTS"),
+    providers: parseProviderConfig(env, production),
   }
 }
 
