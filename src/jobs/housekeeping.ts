@@ -7,6 +7,7 @@ import { deleteExpiredKeys } from "../platform/keys/repo.js"
 import { pruneDeliveries } from "../webhooks/tasks.js"
 import { pruneIdempotencyRecords } from "../management/http/idempotency-retention.js"
 import { pruneOutbox } from "../platform/events/retention.js"
+import { pruneEvents as pruneStripeEvents } from "../billing/repo.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
 
 /**
@@ -31,6 +32,9 @@ export const housekeeping = Effect.gen(function* () {
   if (idempotency > 0) yield* Effect.logInfo("housekeeping: deleted expired idempotency records", { count: idempotency })
   const outbox = yield* pruneOutbox
   if (outbox > 0) yield* Effect.logInfo("housekeeping: deleted outbox events past retention", { count: outbox })
+  // Stripe retries an event for up to 3 days; its id is kept 30 days for deduplication.
+  const stripeEvents = yield* pruneStripeEvents(new Date(now.getTime() - 30 * 24 * 3600_000))
+  if (stripeEvents > 0) yield* Effect.logInfo("housekeeping: forgot Stripe event ids older than 30 days", { count: stripeEvents })
   // Every worker process also does this on each heartbeat; here it covers a pool whose
   // processes all died and came back.
   const released = yield* releaseStaleWorkers(DEFAULT_HEARTBEAT.staleAfterMs)
