@@ -83,6 +83,10 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   BillingNotConfigured: { status: 501, code: "billing_not_configured", title: "Billing is not configured" },
   BillingProviderFailed: { status: 502, code: "billing_provider_error", title: "Payment provider error" },
   BillingWebhookInvalid: { status: 400, code: "invalid_signature", title: "Webhook signature invalid" },
+  // bounce intake (src/bounces)
+  BounceSourceRejected: { status: 403, code: "bounce_source_rejected", title: "Bounce source not verified" },
+  BounceIntakeDisabled: { status: 404, code: "not_found", title: "Not found" },
+  DeliveryNotFound: { status: 404, code: "delivery_not_found", title: "Delivery not found" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

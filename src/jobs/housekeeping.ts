@@ -8,6 +8,7 @@ import { pruneDeliveries } from "../webhooks/tasks.js"
 import { pruneIdempotencyRecords } from "../management/http/idempotency-retention.js"
 import { pruneOutbox } from "../platform/events/retention.js"
 import { pruneEvents as pruneStripeEvents } from "../billing/repo.js"
+import { pruneDeliveries as pruneMailDeliveries } from "../bounces/repo.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
 
 /**
@@ -35,6 +36,9 @@ export const housekeeping = Effect.gen(function* () {
   // Stripe retries an event for up to 3 days; its id is kept 30 days for deduplication.
   const stripeEvents = yield* pruneStripeEvents(new Date(now.getTime() - 30 * 24 * 3600_000))
   if (stripeEvents > 0) yield* Effect.logInfo("housekeeping: forgot Stripe event ids older than 30 days", { count: stripeEvents })
+  // Bounces arrive within days of a send; delivery records (and their bounces) go after 30.
+  const mail = yield* pruneMailDeliveries(new Date(now.getTime() - 30 * 24 * 3600_000))
+  if (mail > 0) yield* Effect.logInfo("housekeeping: deleted mail delivery records older than 30 days", { count: mail })
   // Every worker process also does this on each heartbeat; here it covers a pool whose
   // processes all died and came back.
   const released = yield* releaseStaleWorkers(DEFAULT_HEARTBEAT.staleAfterMs)

@@ -17,6 +17,8 @@ export interface BounceConfig {
   readonly secret: string | undefined
   /** SNS_CERT_URL_PREFIX (dev/test only): an extra allowed prefix for SNS certificate and subscribe URLs. */
   readonly snsUrlPrefix: string | undefined
+  /** BOUNCE_SNS_TOPIC_ARNS: when set, only these topics' messages are accepted. */
+  readonly snsTopicArns: ReadonlyArray<string> | undefined
 }
 
 export interface ProviderConfig {
@@ -55,7 +57,10 @@ export const parseProviderConfig = (env: Env, production: boolean): ProviderConf
     stripe: given.length === 3
       ? { secretKey: env["STRIPE_SECRET_KEY"]!, priceId: env["STRIPE_PRICE_ID"]!, webhookSecret: env["STRIPE_WEBHOOK_SECRET"]!, apiBase }
       : undefined,
-    bounces: { secret, snsUrlPrefix: devOnly(env, "SNS_CERT_URL_PREFIX", production) },
+    bounces: {
+      secret, snsUrlPrefix: devOnly(env, "SNS_CERT_URL_PREFIX", production),
+      snsTopicArns: env["BOUNCE_SNS_TOPIC_ARNS"] ? env["BOUNCE_SNS_TOPIC_ARNS"].split(",").map((t) => t.trim()).filter((t) => t !== "") : undefined,
+    },
     userDeletionRetentionDays: rawDays === undefined || rawDays === "" ? 30 : Number(rawDays),
   }
 }
