@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { recipientHash } from "../../src/bounces/recipient.js"
+import { makeCrypto } from "../../src/platform/crypto.js"
 import { purgeDeletedUsers } from "../../src/users/purge/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient as createLoginClient, createTransaction, publicApi } from "../login/support.js"
@@ -35,7 +37,10 @@ const footprint = async (user: TestUser) => ({
   personalAudit: await count(`select 1 from audit_events where (details ? 'masked_email' or details ? 'note')
     and (subject_id = $1 or actor_id = $1 or details->>'user_id' = $1)`, [user.id]),
   mau: await count("select 1 from mau_users where user_id = $1", [user.id]),
+  mailTraces: await count(`select 1 from mail_deliveries where recipient_hash = $1 union all
+    select 1 from email_suppressions where recipient_hash = $1`, [hashOf(user.email)]),
 })
+const hashOf = (email: string) => recipientHash(makeCrypto({ current: app.config.masterKey! }), env.workspace_id, email)
 
 /** A user with a bit of everything: an OTP challenge, a session with a refresh family, an identity, a passkey, a blocked-with-note history. */
 const richUser = async () => {
@@ -51,6 +56,12 @@ const richUser = async () => {
   const q = `?environment_id=${env.environment_id}`
   expect((await app.management(`/v1/users/${user.id}/block${q}`, { method: "POST", body: { reason: `fraud by ${user.email}` } })).status).toBe(200)
   expect((await app.management(`/v1/users/${user.id}/unblock${q}`, { method: "POST", body: {} })).status).toBe(200)
+  // a mail that hard-bounced (src/bounces), as the mail job and the bounce intake record them
+  const dlv = `dlv_${user.id.slice(4)}`
+  await queryRows(app, `insert into mail_deliveries (id, workspace_id, environment_id, message_id, recipient_hash, purpose, sent_at)
+    values ($1, $2, $3, $4, $5, 'login_code', $6)`, [dlv, env.workspace_id, env.environment_id, `<${dlv}@localhost>`, hashOf(user.email), new Date(app.now())])
+  await queryRows(app, `insert into email_suppressions (environment_id, recipient_hash, delivery_id, created_at) values ($1, $2, $3, $4)`,
+    [env.environment_id, hashOf(user.email), dlv, new Date(app.now())])
   return user
 }
 const remove = async (user: TestUser) =>
@@ -63,7 +74,7 @@ describe("purge of users pending deletion (worker task)", () => {
     const keeper = await richUser() // another user of the Environment, never deleted
     await remove(user)
     const before = await footprint(user)
-    expect(before).toMatchObject({ users: 1, identities: 1, passkeys: 1, sessions: 1, families: 1, refreshTokens: 1, codes: 1, challenges: 1 })
+    expect(before).toMatchObject({ users: 1, identities: 1, passkeys: 1, sessions: 1, families: 1, refreshTokens: 1, codes: 1, challenges: 1, mailTraces: 2 })
     expect(before.personalAudit).toBeGreaterThan(0)
     const keeperBefore = await footprint(keeper)
 
@@ -79,7 +90,7 @@ describe("purge of users pending deletion (worker task)", () => {
     const after = await footprint(user)
     expect(after).toEqual({
       users: 0, identities: 0, passkeys: 0, sessions: 0, families: 0, refreshTokens: 0, codes: 0, challenges: 0, transactions: 0,
-      auditRecords: before.auditRecords + 1, personalAudit: 0, mau: before.mau,
+      auditRecords: before.auditRecords + 1, personalAudit: 0, mau: before.mau, mailTraces: 0,
     })
     const [purged] = await queryRows<{ actor_type: string; details: Record<string, unknown> }>(app,
       "select actor_type, details from audit_events where action = 'user.purged' and subject_id = $1", [user.id])

@@ -1,7 +1,9 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Audit } from "../../platform/audit.js"
+import { recipientHash } from "../../bounces/recipient.js"
 import { Config } from "../../platform/config.js"
+import { Crypto } from "../../platform/crypto.js"
 import * as repo from "./repo.js"
 
 const DAY_MS = 24 * 3600_000
@@ -33,6 +35,7 @@ export const purgeDeletedUsers = (options: PurgeOptions = {}) => Effect.gen(func
   const sql = yield* SqlClient.SqlClient
   const config = yield* Config
   const audit = yield* Audit
+  const crypto = yield* Crypto
   const olderThanMs = options.olderThanMs ?? config.providers.userDeletionRetentionDays * DAY_MS
   const cutoff = new Date((yield* Clock.currentTimeMillis) - olderThanMs)
   if (options.dryRun) return { cutoff, userIds: yield* repo.countDueUsers(cutoff, options.environmentId), auditRecordsRedacted: 0 }
@@ -43,7 +46,7 @@ export const purgeDeletedUsers = (options: PurgeOptions = {}) => Effect.gen(func
       const due = yield* repo.lockDueUsers(cutoff, options.environmentId, BATCH)
       for (const user of due) {
         auditRecordsRedacted += yield* repo.redactAuditRecords(user)
-        yield* repo.deleteUserData(user)
+        yield* repo.deleteUserData(user, recipientHash(crypto, user.workspace_id, user.email))
         yield* audit.append({
           workspaceId: user.workspace_id, environmentId: user.environment_id, actor: { type: "system" },
           action: "user.purged", subjectType: "user", subjectId: user.id,
