@@ -3,6 +3,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createUser, queryRows } from "../oidc/support.js"
+import { parsePurgeArgs } from "../../src/cli-purge.js"
 
 // `npm run cli -- purge-deleted-users`, run end to end as a child process (like the CLI
 // bootstrap test in test/foundation/processes.test.ts) against this file's database.
@@ -49,19 +50,28 @@ describe("npm run cli -- purge-deleted-users", () => {
     const top = await cli(["--help"], {})
     expect(top.code).toBe(0)
     expect(top.stdout).toContain("purge-deleted-users")
+  }, 120_000)
+
+  it("option rules (parsed before anything touches the database)", () => {
+    expect(parsePurgeArgs([])).toEqual({ environmentId: undefined, olderThanMs: 0, dryRun: false })
+    expect(parsePurgeArgs(["--older-than", "30d", "--dry-run", `--environment-id=env_${"a".repeat(32)}`]))
+      .toEqual({ environmentId: `env_${"a".repeat(32)}`, olderThanMs: 30 * 86_400_000, dryRun: true })
+    expect(parsePurgeArgs(["--older-than=2h"]).olderThanMs).toBe(7_200_000)
+    expect(parsePurgeArgs(["--older-than", "15m"]).olderThanMs).toBe(900_000)
+    for (const args of [["--older-than", "30"], ["--older-than", "-1d"], ["--older-than"], ["--environment-id", "prod"], ["--frobnicate"], ["--dry-run=yes"]]) {
+      expect(() => parsePurgeArgs(args), args.join(" ")).toThrow(/usage: npm run cli -- purge-deleted-users/)
+    }
   })
 
-  it("refuses bad options with one message and exit 1, before touching the database", async () => {
-    for (const args of [["--older-than", "30"], ["--environment-id", "prod"], ["--frobnicate"], ["--older-than"]]) {
-      const out = await cli(["purge-deleted-users", ...args], { DATABASE_URL: "postgres://postgres@127.0.0.1:1/nowhere", MASTER_KEY: processEnv["MASTER_KEY"]! })
-      expect(out.code).toBe(1)
-      expect(out.stderr).toMatch(/^authservice cli: /)
-      expect(out.stdout).toBe("")
-    }
+  it("refuses a bad option (exit 1, one message, before touching the database) and an unknown Environment", async () => {
+    const out = await cli(["purge-deleted-users", "--older-than", "30"], { DATABASE_URL: "postgres://postgres@127.0.0.1:1/nowhere", MASTER_KEY: processEnv["MASTER_KEY"]! })
+    expect(out.code).toBe(1)
+    expect(out.stderr).toMatch(/^authservice cli: --older-than must be/)
+    expect(out.stdout).toBe("")
     const unknownEnv = await cli(["purge-deleted-users", "--environment-id", `env_${"a".repeat(32)}`], processEnv)
     expect(unknownEnv.code).toBe(1)
     expect(unknownEnv.stderr).toContain("no Environment")
-  })
+  }, 120_000)
 
   it("--dry-run lists, --older-than filters, --environment-id narrows; without them every pending user is purged now", async () => {
     const mine = await deletedUser(env)
@@ -87,5 +97,5 @@ describe("npm run cli -- purge-deleted-users", () => {
     const all = JSON.parse((await cli(["purge-deleted-users"], processEnv)).stdout)
     expect(all).toMatchObject({ purged: 1, user_ids: [theirs.id], environment_id: null })
     expect(await exists(theirs.id)).toBe(false)
-  })
+  }, 180_000)
 })

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { recipientHash } from "../../src/bounces/recipient.js"
 import { makeCrypto } from "../../src/platform/crypto.js"
 import { purgeDeletedUsers } from "../../src/users/purge/service.js"
+import { crontab, tasks } from "../../src/jobs/tasks.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient as createLoginClient, createTransaction, publicApi } from "../login/support.js"
 import { seedIdentity, seedPasskey } from "../management-users/helpers.js"
@@ -143,9 +144,13 @@ describe("purge of users pending deletion (worker task)", () => {
     const users = await Promise.all(Array.from({ length: 6 }, () => createUser(app, env)))
     for (const u of users) await remove(u)
     await app.advance("31 days")
-    const [a, b] = await Promise.all([purge(), purge()])
-    const all = [...a.userIds, ...b.userIds]
-    expect(all.sort()).toEqual(users.map((u) => u.id).sort())
+    // one run as the worker runs it (the cron task), one as the CLI does
+    const before = await count("select 1 from users where status = 'pending_deletion'", [])
+    const [, b] = await Promise.all([app.run(tasks["users_purge_deleted"]!(null)), purge({ olderThanMs: 30 * 86_400_000 })])
+    expect(crontab).toContain("users_purge_deleted")
+    expect(await count("select 1 from users where id = any($1)", [users.map((u) => u.id)])).toBe(0)
+    expect(b.userIds.every((id) => users.some((u) => u.id === id))).toBe(true)
+    expect(await count("select 1 from users where status = 'pending_deletion'", [])).toBe(before - users.length)
     expect(await count("select 1 from audit_events where action = 'user.purged' and subject_id = any($1)", [users.map((u) => u.id)])).toBe(6)
   })
 })
