@@ -80,6 +80,14 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   // impersonation (src/management/impersonation)
   ImpersonationDisabled: { status: 403, code: "impersonation_disabled", title: "Impersonation disabled" },
   ImpersonationTargetBlocked: { status: 409, code: "user_blocked", title: "User is blocked" },
+  // billing (src/billing)
+  BillingNotConfigured: { status: 501, code: "billing_not_configured", title: "Billing is not configured" },
+  BillingProviderFailed: { status: 502, code: "billing_provider_error", title: "Payment provider error" },
+  BillingWebhookInvalid: { status: 400, code: "invalid_signature", title: "Webhook signature invalid" },
+  // bounce intake (src/bounces)
+  BounceSourceRejected: { status: 403, code: "bounce_source_rejected", title: "Bounce source not verified" },
+  BounceIntakeDisabled: { status: 404, code: "not_found", title: "Not found" },
+  DeliveryNotFound: { status: 404, code: "delivery_not_found", title: "Delivery not found" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

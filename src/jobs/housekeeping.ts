@@ -5,6 +5,10 @@ import { sweepPasskeys } from "../passkeys/housekeeping.js"
 import { sweepExpiredSessions } from "../sessions/housekeeping.js"
 import { deleteExpiredKeys } from "../platform/keys/repo.js"
 import { pruneDeliveries } from "../webhooks/tasks.js"
+import { pruneIdempotencyRecords } from "../management/http/idempotency-retention.js"
+import { pruneOutbox } from "../platform/events/retention.js"
+import { pruneEvents as pruneStripeEvents } from "../billing/repo.js"
+import { pruneDeliveries as pruneMailDeliveries } from "../bounces/repo.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
 
 /**
@@ -25,6 +29,16 @@ export const housekeeping = Effect.gen(function* () {
   if (passkeys.challengesDeleted > 0) yield* Effect.logInfo("housekeeping: WebAuthn challenges", passkeys)
   const deliveries = yield* pruneDeliveries
   if (deliveries > 0) yield* Effect.logInfo("housekeeping: deleted webhook delivery records older than 90 days", { count: deliveries })
+  const idempotency = yield* pruneIdempotencyRecords
+  if (idempotency > 0) yield* Effect.logInfo("housekeeping: deleted expired idempotency records", { count: idempotency })
+  const outbox = yield* pruneOutbox
+  if (outbox > 0) yield* Effect.logInfo("housekeeping: deleted outbox events past retention", { count: outbox })
+  // Stripe retries an event for up to 3 days; its id is kept 30 days for deduplication.
+  const stripeEvents = yield* pruneStripeEvents(new Date(now.getTime() - 30 * 24 * 3600_000))
+  if (stripeEvents > 0) yield* Effect.logInfo("housekeeping: forgot Stripe event ids older than 30 days", { count: stripeEvents })
+  // Bounces arrive within days of a send; delivery records (and their bounces) go after 30.
+  const mail = yield* pruneMailDeliveries(new Date(now.getTime() - 30 * 24 * 3600_000))
+  if (mail > 0) yield* Effect.logInfo("housekeeping: deleted mail delivery records older than 30 days", { count: mail })
   // Every worker process also does this on each heartbeat; here it covers a pool whose
   // processes all died and came back.
   const released = yield* releaseStaleWorkers(DEFAULT_HEARTBEAT.staleAfterMs)

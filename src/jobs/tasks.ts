@@ -5,6 +5,7 @@ import { SEND_EMAIL_CHANGE_NOTICE_TASK, sendEmailChangeNotice } from "../me/emai
 import { webhookTasks } from "../webhooks/tasks.js"
 import { housekeeping } from "./housekeeping.js"
 import { purgeExpiredExports } from "../management/user-data-jobs/export-service.js"
+import { purgeDeletedUsers } from "../users/purge/service.js"
 
 /** Every graphile-worker task, by identifier. Payloads are validated by each task. */
 export const tasks: Record<string, (payload: unknown) => Effect.Effect<void, never, SqlClient.SqlClient | any>> = {
@@ -14,7 +15,10 @@ export const tasks: Record<string, (payload: unknown) => Effect.Effect<void, nev
   [SEND_EMAIL_CHANGE_NOTICE_TASK]: sendEmailChangeNotice,
   // Export artifacts past their 15-minute download window are wiped.
   user_exports_purge: () => Effect.asVoid(purgeExpiredExports),
+  // Users pending deletion past USER_DELETION_RETENTION_DAYS are purged (decisions, issue 11).
+  users_purge_deleted: () => Effect.flatMap(purgeDeletedUsers(), (r) => r.userIds.length === 0 ? Effect.void
+    : Effect.logInfo("purged users pending deletion", { count: r.userIds.length, audit_records_redacted: r.auditRecordsRedacted })),
 }
 
-/** graphile-worker crontab: housekeeping and the export purge every 5 minutes. */
-export const crontab = "*/5 * * * * housekeeping ?max=1\n*/5 * * * * user_exports_purge ?max=1"
+/** graphile-worker crontab: housekeeping and the export purge every 5 minutes, the deleted-user purge hourly. */
+export const crontab = "*/5 * * * * housekeeping ?max=1\n*/5 * * * * user_exports_purge ?max=1\n17 * * * * users_purge_deleted ?max=1"

@@ -12,6 +12,8 @@ import { webhookRoutes } from "../webhooks/http.js"
 import { usageRoutes } from "./usage/http.js"
 import { userDataJobRoutes } from "./user-data-jobs/http.js"
 import { impersonationRoutes } from "./impersonation/http.js"
+import { billingRoutes } from "../billing/http.js"
+import { bounceRoutes } from "../bounces/http.js"
 
 /** Every Management API route (host MANAGEMENT_HOST, prefix /v1). */
-export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes, ...domainRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes, ...usageRoutes, ...userDataJobRoutes, ...impersonationRoutes]
+export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes, ...domainRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes, ...usageRoutes, ...userDataJobRoutes, ...impersonationRoutes, ...billingRoutes, ...bounceRoutes]

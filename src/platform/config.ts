@@ -1,6 +1,7 @@
 import { isIP } from "node:net"
 import { Context, Layer, Schema } from "effect"
 import { parseTrustProxy, type TrustProxy } from "./trust-proxy.js"
+import { type ProviderConfig, parseProviderConfig } from "./config-providers.js"
 
 /**
  * Every environment variable of the run contract (DESIGN.md), parsed once at start.
@@ -31,6 +32,8 @@ export interface AppConfig {
   readonly production: boolean
   /** One log line per request (LOG_REQUESTS, default true). */
   readonly logRequests: boolean
+  /** Billing provider, bounce intake, deletion retention (src/platform/config-providers.ts). */
+  readonly providers: ProviderConfig
 }
 
 export interface RateLimits {
@@ -167,6 +170,7 @@ export const parseConfig = (env: Env): AppConfig => {
     webhookAllowPrivateTargets,
     production,
     logRequests: env["LOG_REQUESTS"] === undefined ? true : flag(env, "LOG_REQUESTS"),
+    providers: parseProviderConfig(env, production),
   }
 }
 

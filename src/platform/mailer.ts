@@ -8,6 +8,9 @@ export interface MailMessage {
   readonly subject: string
   readonly text: string
   readonly html?: string | undefined
+  /** Our own Message-ID (`<dlv_...@PLATFORM_DOMAIN>`, src/bounces), so a bounce can name it. */
+  readonly messageId?: string | undefined
+  readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
 export interface SentMail extends MailMessage {
@@ -44,7 +47,7 @@ export const makeDevMailer = (from: string) => {
     sent: () => box.slice(),
     send: (message) => Effect.gen(function* () {
       counter += 1
-      const messageId = `<dev-${counter}@authservice.local>`
+      const messageId = message.messageId ?? `<dev-${counter}@authservice.local>`
       box.push({ ...message, from, messageId })
       if (box.length > DEV_MAILBOX_LIMIT) box.shift()
       yield* Effect.logInfo("dev mailer: message kept in memory (set SMTP_URL to deliver)", {
@@ -64,6 +67,8 @@ export const makeSmtpMailer = (smtpUrl: string, from: string) => {
       try: () => transport.sendMail({
         from, to: message.to, subject: message.subject, text: message.text,
         ...(message.html !== undefined ? { html: message.html } : {}),
+        ...(message.messageId !== undefined ? { messageId: message.messageId } : {}),
+        ...(message.headers !== undefined ? { headers: { ...message.headers } } : {}),
       }),
       // The transport's error text names the server's reply, never our message body.
       catch: (e) => new MailerError({ reason: e instanceof Error ? e.message : "SMTP delivery failed" }),

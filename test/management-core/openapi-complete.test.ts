@@ -15,9 +15,7 @@ describe("OpenAPI completeness", () => {
     const res = await app.request(app.config.managementHost, "/v1/openapi.json")
     expect(res.status).toBe(200)
     const documented = documentedRoutes(res.json)
-    // billing: no payment provider in a self-hosted install; see docs/decisions.md
-    const notBuilt = new Set(["POST /v1/billing/checkout-session", "POST /v1/billing/portal-session"])
-    const missing = SPEC_MANAGEMENT_ROUTES.filter((r) => !notBuilt.has(r) && !documented.has(normalize(r)))
+    const missing = SPEC_MANAGEMENT_ROUTES.filter((r) => !documented.has(normalize(r)))
     expect(missing).toEqual([])
   })
 })

@@ -52,9 +52,10 @@ describe("OpenAPI: jobs, usage, impersonation", () => {
     expect(JSON.stringify(operation("POST /v1/impersonation")!.responses["201"])).toContain("forbidden_scopes")
   })
 
-  it("billing routes are not offered (no payment provider in a self-hosted install)", async () => {
-    expect(operation("POST /v1/billing/checkout-session")).toBeUndefined()
-    expectProblem(await app.management("/v1/billing/checkout-session", { method: "POST", body: { success_url: "https://a.example/s", cancel_url: "https://a.example/c" } }), 404, "not_found")
-    expectProblem(await app.management("/v1/billing/portal-session", { method: "POST", body: { return_url: "https://a.example/r" } }), 404, "not_found")
+  it("billing routes are documented (src/billing) and, without a payment provider, answer 501 billing_not_configured", async () => {
+    expect(operation("POST /v1/billing/checkout-session")!["x-required-scope"]).toBe("billing:write")
+    expect(operation("POST /v1/billing/portal-session")!["x-required-scope"]).toBe("billing:write")
+    expectProblem(await app.management("/v1/billing/checkout-session", { method: "POST", body: { success_url: "https://a.example/s", cancel_url: "https://a.example/c" } }), 501, "billing_not_configured")
+    expectProblem(await app.management("/v1/billing/portal-session", { method: "POST", body: { return_url: "https://a.example/r" } }), 501, "billing_not_configured")
   })
 })

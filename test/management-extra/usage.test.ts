@@ -67,6 +67,7 @@ describe("MAU counting at login completion", () => {
         { percent: 100, mau: 30000, reached: false, reached_at: null },
       ],
       billing_status: "within_free_tier", grace_period_started_at: null, grace_period_ends_at: null,
+      billing: { status: "not_configured", subscription_id: null, past_due_since: null, grace_period_ends_at: null, grace_period_ended: false },
     })
     expect(await query(app, `select user_id from mau_users where environment_id = $1`, [w.environment_id])).toHaveLength(2)
   })

@@ -3,6 +3,7 @@ import { Crypto, type SealContext } from "../../platform/crypto.js"
 import { Mailer } from "../../platform/mailer.js"
 import { addJob } from "../../platform/jobs.js"
 import { isCurrentGeneration } from "./repo.js"
+import { trackDelivery } from "../../bounces/deliveries.js"
 
 /** The graphile-worker task that mails login codes (registered in src/jobs/tasks.ts). */
 export const SEND_LOGIN_CODE_TASK = "send_login_code"
@@ -72,5 +73,6 @@ export const sendLoginCode = (payload: unknown) => Effect.gen(function* () {
   const content = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(Sealed))(opened.toString("utf8"))
   if (!content.deliver) return
   if (!(yield* isCurrentGeneration(job.environment_id, job.challenge_id, job.generation))) return
-  yield* mailer.send(messageFor(content.purpose, content.to, content.code))
+  // Tracked: a bounce names the delivery id and is tied to this Environment (src/bounces).
+  yield* mailer.send(yield* trackDelivery(job.environment_id, content.purpose ?? "login_code", messageFor(content.purpose, content.to, content.code)))
 }).pipe(Effect.orDie, Effect.withSpan("jobs.sendLoginCode"))

@@ -2,6 +2,7 @@ import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { CurrentEnvironment } from "../../http/current-environment.js"
 import { InvalidRequest, type RateLimited } from "../../http/errors.js"
+import { isAddressSuppressed } from "../../bounces/suppression.js"
 import { Audit } from "../../platform/audit.js"
 import { Config } from "../../platform/config.js"
 import { Crypto } from "../../platform/crypto.js"
@@ -101,7 +102,9 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
       now: new Date(now), expiresAt: new Date(now + CHALLENGE_TTL_MS),
     })
     const user = yield* userByEmail(txn.environment_id, emailNormalized)
-    const suppressed = user?.email_suppressed === true
+    const suppressed = yield* isAddressSuppressed({
+      workspaceId: txn.workspace_id, environmentId: txn.environment_id, address: email, userFlag: user?.email_suppressed,
+    })
     yield* enqueueLoginCodeMail({ environmentId: txn.environment_id, challengeId, generation: 1, to: email, code, deliver: !suppressed })
     if (suppressed && user) {
       yield* events.emit({
@@ -163,7 +166,9 @@ export const resendEmailOtp = (transactionId: string, challengeId: string) => Ef
       now: new Date(now), expiresAt: new Date(now + CHALLENGE_TTL_MS),
     })
     const user = yield* userByEmail(txn.environment_id, row.email_normalized)
-    const suppressed = user?.email_suppressed === true
+    const suppressed = yield* isAddressSuppressed({
+      workspaceId: txn.workspace_id, environmentId: txn.environment_id, address: row.email, userFlag: user?.email_suppressed,
+    })
     yield* enqueueLoginCodeMail({ environmentId: txn.environment_id, challengeId: row.id, generation, to: row.email, code, deliver: !suppressed })
     yield* audit.append({
       workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", ...(user ? { id: user.id } : {}) },

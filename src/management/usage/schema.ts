@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { BillingState } from "../../billing/schema.js"
 import { BILLING_MONTH_PATTERN } from "../../usage/limits.js"
 
 // Wire of GET /v1/usage/mau (spec: "Other Management routes"; Resources "usage": the
@@ -44,5 +45,7 @@ export const MauUsage = Schema.Struct({
   billing_status: BillingStatus,
   grace_period_started_at: Schema.NullOr(Schema.String),
   grace_period_ends_at: Schema.NullOr(Schema.String),
+  /** The paid subscription (payment provider), apart from the free tier's state above. */
+  billing: BillingState,
 })
 export type MauUsage = typeof MauUsage.Type

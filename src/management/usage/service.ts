@@ -1,4 +1,5 @@
 import { Clock, Effect } from "effect"
+import { billingState } from "../../billing/service.js"
 import type { EnvironmentRecord } from "../../tenancy/schema.js"
 import { billingMonthOf, FREE_TIER_MAU, GRACE_PERIOD_MS, monthBounds, THRESHOLD_PERCENTS, thresholdMau } from "../../usage/limits.js"
 import * as repo from "../../usage/repo.js"
@@ -39,6 +40,7 @@ export const mauReport = (workspaceId: string, env: EnvironmentRecord | undefine
       billing_status: graceEndsMs === undefined ? "within_free_tier" : nowMs < graceEndsMs ? "grace_period" : "grace_period_ended",
       grace_period_started_at: full?.reached_at.toISOString() ?? null,
       grace_period_ends_at: graceEndsMs === undefined ? null : new Date(graceEndsMs).toISOString(),
+      billing: yield* billingState(workspaceId),
     }
     return report
   }).pipe(Effect.orDie)

@@ -11,7 +11,7 @@ import { assertOriginAllowedForClient } from "../../login/cors/cors.js"
 import { checkClient } from "./client-auth.js"
 import { clientOf } from "./client-repo.js"
 import { type CodeState, consumeCodeAndIssue, readClientAndCode } from "./code-repo.js"
-import { invalidGrant, invalidRequest, invalidScope } from "./errors.js"
+import { accessDenied, invalidGrant, invalidRequest, invalidScope } from "./errors.js"
 import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
 
@@ -58,6 +58,9 @@ export const authorizationCodeGrant = (ctx: GrantContext) => Effect.gen(function
   yield* assertOriginAllowedForClient(client)
   const row = read!.session_id === null ? undefined : read as CodeState
   if (!row || row.client_id !== client.id) return yield* invalidGrant("The authorization code is invalid")
+  // Spec, OAuth errors: "access_denied 403: blocked user", also when the code was already used
+  // or has expired; nothing changes (blocking revoked the session and its families already).
+  if (row.user_status === "blocked") return yield* accessDenied("The user is blocked")
   if (row.consumed_at !== null) return yield* refuseReplay(ctx, row, nowMs)
   if (row.expires_at.getTime() <= nowMs) return yield* invalidGrant("The authorization code has expired")
   if (row.redirect_uri !== redirectUri) return yield* invalidGrant("redirect_uri does not match the authorization request")

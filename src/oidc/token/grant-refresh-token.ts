@@ -16,9 +16,10 @@ import { recordMonthlyActiveUser } from "../../usage/mau.js"
 import { billingMonthOf } from "../../usage/limits.js"
 import { MAX_RESOURCES, narrow, splitScope } from "./check-narrowing.js"
 import { checkGrantState } from "./check-user.js"
-import { invalidGrant, invalidRequest, invalidScope } from "./errors.js"
+import { accessDenied, invalidGrant, invalidRequest, invalidScope } from "./errors.js"
 import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
+import { emitRefreshSucceeded } from "./refresh-events.js"
 
 interface RefreshRequest {
   readonly token: ParsedRefreshToken
@@ -60,6 +61,10 @@ const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): 
     if (family.presented_hash === null || !constantTimeEqual(sha256Hex(token.secret), family.presented_hash)) {
       return yield* invalidGrant("The refresh token is invalid")
     }
+    // Spec, OAuth errors: "access_denied 403: blocked user". Blocking also revokes the family
+    // (and raises the security version), so the block is answered before those checks, and
+    // before reuse detection: nothing changes for a blocked user's token (decisions, Tokens).
+    if (family.user_status === "blocked") return yield* accessDenied("The user is blocked")
     if (family.revoked_at !== null) return yield* invalidGrant("The refresh token has been revoked")
     if (family.idle_expires_at.getTime() <= nowMs || family.absolute_expires_at.getTime() <= nowMs) {
       return yield* invalidGrant("The refresh token has expired")
@@ -93,22 +98,28 @@ const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): 
     const body = JSON.stringify(tokenResponseBody({
       accessToken: tokens.accessToken, idToken: tokens.idToken, refreshToken: next.token, scopes: scopes.values,
     }))
-    const rotated = yield* rotateFamily({
+    const rotated = yield* sql.withTransaction(Effect.gen(function* () {
+      const won = yield* rotateFamily({
       environmentId: ctx.environmentId, familyId: family.id, sessionId: family.session_id,
       retiredGeneration: family.generation, nextGeneration, nextSecretHash: next.hash,
       graceResponseSealed: yield* crypto.seal(graceSealContext(family.id, family.generation), body),
       graceUntil: new Date(nowMs + REFRESH_GRACE_MS), now,
       idleExpiresAt: new Date(Math.min(nowMs + REFRESH_IDLE_MS, family.absolute_expires_at.getTime())),
       absoluteExpiresAt: family.absolute_expires_at,
-    })
-    if (rotated) {
+      })
+      if (!won) return false
+      // A successful rotation is a login by refresh token (decisions, "Tokens: refresh events"):
+      // login.succeeded with method refresh_token, committed with the rotation. No
+      // session.created: the login session goes on, none is created.
+      yield* emitRefreshSucceeded(ctx.environmentId, family)
       // A refresh makes the user active this month (src/usage, decisions "Usage"); the read
       // above already knows whether that was recorded, so usually nothing is written.
       if (!family.mau_counted) {
-        yield* sql.withTransaction(recordMonthlyActiveUser({ workspaceId: family.workspace_id, environmentId: ctx.environmentId, userId: family.user_id }))
+        yield* recordMonthlyActiveUser({ workspaceId: family.workspace_id, environmentId: ctx.environmentId, userId: family.user_id })
       }
-      return body
-    }
+      return true
+    }))
+    if (rotated) return body
     // A concurrent refresh of the same generation rotated first (or the family was revoked
     // meanwhile): read again, which finds the winner's sealed response (or the revocation).
     if (isRetry) return yield* invalidGrant("The refresh token is invalid")

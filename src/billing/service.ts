@@ -1,0 +1,172 @@
+import { Clock, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Forbidden, InvalidRequest } from "../http/errors.js"
+import { Audit } from "../platform/audit.js"
+import { CurrentCaller } from "../management/auth/caller.js"
+import { BillingNotConfigured } from "./errors.js"
+import { Billing, type ProviderEvent } from "./provider.js"
+import * as repo from "./repo.js"
+import type { BillingState } from "./schema.js"
+
+/** Decisions, "Billing grace period": 7 days from the first failed payment not yet made good. */
+export const BILLING_GRACE_MS = 7 * 24 * 3600_000
+
+/** Spec: the billing URLs are HTTPS. An absolute https URL without credentials, else 400 invalid_request. */
+const requireHttps = (name: string, value: string) => {
+  const url = URL.canParse(value) ? new URL(value) : undefined
+  if (!url || url.protocol !== "https:" || url.username !== "" || url.password !== "" || url.hostname === "") {
+    return Effect.fail(new InvalidRequest({ detail: `${name} must be an absolute https URL without credentials` }))
+  }
+  return Effect.void
+}
+
+/** Billing belongs to the Workspace: an Environment-pinned key cannot manage it (as Workspace changes). */
+const workspaceCaller = Effect.gen(function* () {
+  const caller = yield* CurrentCaller
+  if (caller.environmentId !== null) return yield* new Forbidden({ detail: "An Environment-pinned API key cannot manage the Workspace's billing" })
+  return caller
+})
+
+/** Spec order: scope, then body, then 501 when no provider is configured. */
+const configuredBilling = Effect.gen(function* () {
+  const billing = yield* Billing
+  if (!billing.configured) return yield* new BillingNotConfigured()
+  return billing
+})
+
+/** The Workspace's Stripe customer: created on first use (row locked: one per Workspace) and kept. */
+const ensureCustomer = (workspaceId: string) => Effect.gen(function* () {
+  const billing = yield* Billing
+  const row = yield* repo.lockBilling(workspaceId, new Date(yield* Clock.currentTimeMillis))
+  if (row.stripe_customer_id !== null) return row.stripe_customer_id
+  const customerId = yield* billing.createCustomer({ id: workspaceId, name: row.workspace_name })
+  yield* repo.setCustomer(workspaceId, customerId, new Date(yield* Clock.currentTimeMillis))
+  return customerId
+})
+
+const auditBilling = (workspaceId: string, action: string, details: Record<string, unknown>) => Effect.gen(function* () {
+  const caller = yield* CurrentCaller
+  yield* (yield* Audit).append({ workspaceId, actor: caller.actor, action, subjectType: "workspace", subjectId: workspaceId, details })
+})
+
+export const openCheckoutSession = (body: { readonly success_url: string; readonly cancel_url: string }) => Effect.gen(function* () {
+  const caller = yield* workspaceCaller
+  yield* requireHttps("success_url", body.success_url)
+  yield* requireHttps("cancel_url", body.cancel_url)
+  const billing = yield* configuredBilling
+  const customerId = yield* ensureCustomer(caller.workspaceId)
+  const session = yield* billing.createCheckoutSession({
+    workspaceId: caller.workspaceId, customerId, successUrl: body.success_url, cancelUrl: body.cancel_url,
+  })
+  yield* auditBilling(caller.workspaceId, "billing.checkout_session_created", { expires_at: session.expiresAt.toISOString() })
+  return { checkout_url: session.url, expires_at: session.expiresAt.toISOString() }
+}).pipe(Effect.withSpan("billing.openCheckoutSession"))
+
+export const openPortalSession = (body: { readonly return_url: string }) => Effect.gen(function* () {
+  const caller = yield* workspaceCaller
+  yield* requireHttps("return_url", body.return_url)
+  const billing = yield* configuredBilling
+  const customerId = yield* ensureCustomer(caller.workspaceId)
+  const session = yield* billing.createPortalSession({ customerId, returnUrl: body.return_url })
+  yield* auditBilling(caller.workspaceId, "billing.portal_session_created", {})
+  return { portal_url: session.url }
+}).pipe(Effect.withSpan("billing.openPortalSession"))
+
+const idOf = (value: unknown): string | undefined =>
+  typeof value === "string" ? value : typeof value === "object" && value !== null && typeof (value as { id?: unknown }).id === "string"
+    ? (value as { id: string }).id : undefined
+
+const PAST_DUE = new Set(["past_due", "unpaid"])
+
+/** The new subscription state an event implies, or undefined when it changes nothing. */
+const nextState = (row: NonNullable<Effect.Success<ReturnType<typeof repo.lockBillingByCustomer>>>, event: ProviderEvent): repo.SubscriptionUpdate | undefined => {
+  const eventAt = new Date(event.created * 1000)
+  // Stripe does not promise order: an event older than the newest applied one changes nothing.
+  const stale = row.last_event_at !== null && eventAt.getTime() < row.last_event_at.getTime()
+  const o = event.object
+  switch (event.type) {
+    case "checkout.session.completed": {
+      const subscriptionId = idOf(o["subscription"])
+      if (o["mode"] !== "subscription" || subscriptionId === undefined) return undefined
+      return {
+        subscriptionId, subscriptionStatus: stale && row.subscription_status !== null ? row.subscription_status : row.subscription_status ?? "active",
+        pastDueSince: row.past_due_since, eventAt,
+      }
+    }
+    case "customer.subscription.created":
+    case "customer.subscription.updated":
+    case "customer.subscription.paused":
+    case "customer.subscription.resumed":
+    case "customer.subscription.deleted": {
+      if (stale) return undefined
+      const status = event.type === "customer.subscription.deleted" ? "canceled" : typeof o["status"] === "string" ? o["status"] : "active"
+      return {
+        subscriptionId: idOf(o["id"]) ?? row.subscription_id, subscriptionStatus: status,
+        pastDueSince: PAST_DUE.has(status) ? row.past_due_since ?? eventAt : null, eventAt,
+      }
+    }
+    case "invoice.payment_failed":
+      if (stale) return undefined
+      return {
+        subscriptionId: idOf(o["subscription"]) ?? row.subscription_id,
+        subscriptionStatus: row.subscription_status === "canceled" ? "canceled" : "past_due",
+        pastDueSince: row.past_due_since ?? eventAt, eventAt,
+      }
+    case "invoice.paid":
+    case "invoice.payment_succeeded":
+      if (stale || row.past_due_since === null) return undefined
+      return { subscriptionId: row.subscription_id, subscriptionStatus: "active", pastDueSince: null, eventAt }
+    default:
+      return undefined
+  }
+}
+
+/**
+ * Stripe's webhook (decisions, "Billing"): verified with the `stripe` package's signature check
+ * (400 on failure, nothing recorded), recorded once by event id (a redelivery changes nothing),
+ * then applied to the Workspace of its customer in the same transaction.
+ */
+export const receiveProviderEvent = (rawBody: string, signature: string | undefined) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const billing = yield* Billing
+  const nowMs = yield* Clock.currentTimeMillis
+  const event = yield* billing.verifyWebhook(rawBody, signature, nowMs)
+  return yield* sql.withTransaction(Effect.gen(function* () {
+    const customerId = idOf(event.object["customer"])
+    const row = customerId === undefined ? undefined : yield* repo.lockBillingByCustomer(customerId)
+    const fresh = yield* repo.recordEvent({ id: event.id, type: event.type, workspaceId: row?.workspace_id ?? null, now: new Date(nowMs) })
+    const update = fresh && row !== undefined ? nextState(row, event) : undefined
+    if (update !== undefined) {
+      yield* repo.updateSubscription(row!.workspace_id, update, new Date(nowMs))
+      yield* (yield* Audit).append({
+        workspaceId: row!.workspace_id, actor: { type: "system" }, action: "billing.subscription_changed",
+        subjectType: "workspace", subjectId: row!.workspace_id,
+        details: { stripe_event_id: event.id, stripe_event_type: event.type, subscription_status: update.subscriptionStatus },
+      })
+    }
+    return { received: true as const, duplicate: !fresh, applied: update !== undefined }
+  }))
+}).pipe(Effect.withSpan("billing.receiveProviderEvent"))
+
+const STATUS: Readonly<Record<string, BillingState["status"]>> = {
+  active: "active", trialing: "active", past_due: "past_due", unpaid: "past_due",
+  incomplete: "incomplete", incomplete_expired: "incomplete", paused: "paused", canceled: "canceled",
+}
+
+/** The billing state shown by GET /usage/mau. */
+export const billingState = (workspaceId: string) => Effect.gen(function* () {
+  const billing = yield* Billing
+  const none: BillingState = { status: "no_subscription", subscription_id: null, past_due_since: null, grace_period_ends_at: null, grace_period_ended: false }
+  if (!billing.configured) return { ...none, status: "not_configured" } satisfies BillingState
+  const row = yield* repo.billingOf(workspaceId)
+  if (!row || row.subscription_id === null || row.subscription_status === null) return none
+  const nowMs = yield* Clock.currentTimeMillis
+  const status = row.past_due_since !== null && row.subscription_status !== "canceled" ? "past_due" : STATUS[row.subscription_status] ?? "incomplete"
+  const graceEnds = status === "past_due" && row.past_due_since !== null ? row.past_due_since.getTime() + BILLING_GRACE_MS : undefined
+  return {
+    status, subscription_id: row.subscription_id,
+    past_due_since: status === "past_due" ? row.past_due_since?.toISOString() ?? null : null,
+    grace_period_ends_at: graceEnds === undefined ? null : new Date(graceEnds).toISOString(),
+    grace_period_ended: graceEnds !== undefined && nowMs >= graceEnds,
+  } satisfies BillingState
+})

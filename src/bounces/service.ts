@@ -1,0 +1,128 @@
+import { Clock, Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { InvalidRequest, Unauthorized } from "../http/errors.js"
+import { Audit } from "../platform/audit.js"
+import { Config } from "../platform/config.js"
+import { Crypto, constantTimeEqual } from "../platform/crypto.js"
+import { Events } from "../platform/events/service.js"
+import { normalizeEmail } from "../users/repo.js"
+import { DELIVERY_ID_HEADER } from "./deliveries.js"
+import { BounceIntakeDisabled, BounceSourceRejected, DeliveryNotFound } from "./errors.js"
+import { recipientHash } from "./recipient.js"
+import * as repo from "./repo.js"
+import { SesNotification } from "./schema.js"
+import { confirmSubscription, type SnsMessage, verifySnsMessage } from "./sns.js"
+
+export interface Bounce {
+  readonly deliveryId?: string | undefined
+  readonly messageId?: string | undefined
+  readonly recipient: string
+  readonly bounceType: "hard" | "soft"
+  readonly source: "generic" | "ses"
+}
+
+export type BounceOutcome =
+  | { readonly matched: false }
+  | { readonly matched: true; readonly deliveryId: string; readonly duplicate: boolean; readonly suppressed: boolean }
+
+/**
+ * Records one bounce of one of our deliveries (decisions, "Bounces"): the delivery (by id or
+ * Message-ID) ties it to its Environment, and the bounced address must be that delivery's
+ * recipient (by its HMAC), so nobody can suppress an address with another mail's id. Once per
+ * delivery and type, in one transaction: a hard bounce suppresses the address for Email OTP
+ * (registered or not), `email.delivery.bounced` is emitted (recipientHash, never the address)
+ * and the bounce is audited. A repeated report changes nothing.
+ */
+export const recordBounce = (bounce: Bounce) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const crypto = yield* Crypto
+  const events = yield* Events
+  const audit = yield* Audit
+  const delivery = yield* repo.findDelivery({ deliveryId: bounce.deliveryId, messageId: bounce.messageId })
+  if (delivery === undefined) return { matched: false } satisfies BounceOutcome
+  const hash = recipientHash(crypto, delivery.workspace_id, bounce.recipient)
+  if (!constantTimeEqual(hash, delivery.recipient_hash)) return { matched: false } satisfies BounceOutcome
+  const now = new Date(yield* Clock.currentTimeMillis)
+  return yield* sql.withTransaction(Effect.gen(function* () {
+    const fresh = yield* repo.insertBounce({ deliveryId: delivery.id, bounceType: bounce.bounceType, source: bounce.source, now })
+    const suppressed = bounce.bounceType === "hard"
+    if (!fresh) return { matched: true, deliveryId: delivery.id, duplicate: true, suppressed } satisfies BounceOutcome
+    const users = suppressed
+      ? yield* repo.suppress({ environmentId: delivery.environment_id, recipientHash: hash, deliveryId: delivery.id, emailNormalized: normalizeEmail(bounce.recipient), now })
+      : []
+    yield* events.emit({
+      type: "email.delivery.bounced", workspaceId: delivery.workspace_id, environmentId: delivery.environment_id, actor: { type: "system" },
+      payload: { deliveryId: delivery.id, recipientHash: hash, messageId: delivery.message_id, bounceType: bounce.bounceType },
+    })
+    yield* audit.append({
+      workspaceId: delivery.workspace_id, environmentId: delivery.environment_id, actor: { type: "system" }, action: "email.bounced",
+      subjectType: "mail_delivery", subjectId: delivery.id,
+      details: { bounce_type: bounce.bounceType, source: bounce.source, suppressed, suppressed_user_ids: users },
+    })
+    return { matched: true, deliveryId: delivery.id, duplicate: false, suppressed } satisfies BounceOutcome
+  }))
+}).pipe(Effect.withSpan("bounces.recordBounce"))
+
+/** The generic JSON form, authenticated by BOUNCE_WEBHOOK_SECRET in `X-Bounce-Secret` (constant time). */
+export const authenticateGeneric = (presented: string | undefined) => Effect.gen(function* () {
+  const config = yield* Config
+  const secret = config.providers.bounces.secret
+  if (secret === undefined) return yield* new BounceIntakeDisabled()
+  if (presented === undefined || !constantTimeEqual(presented, secret)) {
+    return yield* new Unauthorized({ detail: "Send the install's bounce secret in X-Bounce-Secret" })
+  }
+})
+
+export const receiveGeneric = (body: { delivery_id?: string; message_id?: string; recipient: string; bounce_type: "hard" | "soft" }) =>
+  Effect.gen(function* () {
+    if (body.delivery_id === undefined && body.message_id === undefined) {
+      return yield* new InvalidRequest({ detail: "Name the delivery: delivery_id or message_id" })
+    }
+    const outcome = yield* recordBounce({
+      deliveryId: body.delivery_id, messageId: body.message_id, recipient: body.recipient, bounceType: body.bounce_type, source: "generic",
+    })
+    if (!outcome.matched) return yield* new DeliveryNotFound({ detail: "No delivery of ours to that recipient has this id" })
+    return { delivery_id: outcome.deliveryId, bounce_type: body.bounce_type, duplicate: outcome.duplicate, suppressed: outcome.suppressed }
+  })
+
+const decodeSes = Schema.decodeUnknownEffect(Schema.fromJsonString(SesNotification))
+
+/** SES: Permanent is a hard bounce; Transient and Undetermined are soft. */
+const bounceTypeOf = (sesType: string): "hard" | "soft" => sesType === "Permanent" ? "hard" : "soft"
+
+/**
+ * Amazon SES through SNS: the SNS message is verified (signature, certificate host, topic),
+ * a SubscriptionConfirmation is confirmed by visiting its SubscribeURL, and a bounce
+ * notification records each bounced recipient of our delivery (found by the
+ * X-Authservice-Delivery-Id header SES keeps, else the original Message-ID). Anything else
+ * verified is acknowledged (200), so SNS does not retry it.
+ */
+export const receiveSns = (message: SnsMessage) => Effect.gen(function* () {
+  const config = yield* Config
+  const { snsUrlPrefix, snsTopicArns } = config.providers.bounces
+  if (snsTopicArns !== undefined && !snsTopicArns.includes(message.TopicArn)) {
+    return yield* new BounceSourceRejected({ detail: "The SNS topic is not in BOUNCE_SNS_TOPIC_ARNS" })
+  }
+  yield* verifySnsMessage(message, snsUrlPrefix)
+  if (message.Type === "SubscriptionConfirmation") {
+    yield* confirmSubscription(message, snsUrlPrefix)
+    yield* Effect.logInfo("confirmed an SNS subscription for bounces", { topic_arn: message.TopicArn })
+    return { type: message.Type, processed: 0 }
+  }
+  if (message.Type !== "Notification") return { type: message.Type, processed: 0 }
+  const ses = yield* decodeSes(message.Message).pipe(Effect.option)
+  if (ses._tag === "None") return { type: message.Type, processed: 0 }
+  const n = ses.value
+  if ((n.notificationType ?? n.eventType) !== "Bounce" || n.bounce === undefined) return { type: message.Type, processed: 0 }
+  const deliveryId = n.mail.headers?.find((h) => h.name.toLowerCase() === DELIVERY_ID_HEADER.toLowerCase())?.value
+  const messageId = n.mail.commonHeaders?.messageId
+  let processed = 0
+  for (const r of n.bounce.bouncedRecipients) {
+    const outcome = yield* recordBounce({
+      deliveryId, messageId: deliveryId === undefined ? messageId : undefined, recipient: r.emailAddress,
+      bounceType: bounceTypeOf(n.bounce.bounceType), source: "ses",
+    })
+    if (outcome.matched && !outcome.duplicate) processed += 1
+  }
+  return { type: message.Type, processed }
+})

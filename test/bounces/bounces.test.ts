@@ -1,0 +1,261 @@
+import { createHmac, createSign, hkdfSync } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
+import { createClient, createTransaction, type LoginClientInfo, publicApi, query, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
+import { expectProblem } from "../management-extra/helpers.js"
+
+// Bounce intake end to end: real SMTP (smtp-server sink), real graphile-worker mail jobs, the
+// generic JSON form, and Amazon SES bounces through SNS signed with a test certificate served
+// by a local HTTP server (SNS_CERT_URL_PREFIX, dev/test only). The certificate and key in
+// ./fixtures were made once with `openssl req -x509 -newkey rsa:2048` for these tests only.
+
+const FIXTURES = join(import.meta.dirname, "fixtures")
+const SIGNING_KEY = readFileSync(join(FIXTURES, "sns-signing.key"), "utf8")
+const CERT = readFileSync(join(FIXTURES, "sns-signing.pem"), "utf8")
+const SECRET = "bounce-secret-0123456789-abcdefghijklmnop"
+const TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-bounces"
+
+let smtp: SmtpSink
+let app: TestApp
+let b: Bootstrapped
+let client: LoginClientInfo
+let aws: Server
+let awsBase: string
+const awsVisits: Array<string> = []
+
+beforeAll(async () => {
+  aws = createServer((req, res) => {
+    awsVisits.push(req.url ?? "")
+    if (req.url === "/cert.pem") return void res.writeHead(200, { "content-type": "application/x-pem-file" }).end(CERT)
+    if (req.url?.startsWith("/confirm")) return void res.writeHead(200, { "content-type": "text/xml" }).end("<ConfirmSubscriptionResponse/>")
+    res.writeHead(404).end()
+  })
+  await new Promise<void>((resolve) => aws.listen(0, "127.0.0.1", resolve))
+  awsBase = `http://127.0.0.1:${(aws.address() as AddressInfo).port}/`
+  smtp = await startSmtpSink()
+  app = await startApp({ worker: true, env: { SMTP_URL: smtp.url, BOUNCE_WEBHOOK_SECRET: SECRET, SNS_CERT_URL_PREFIX: awsBase, BOUNCE_SNS_TOPIC_ARNS: TOPIC } })
+  b = await app.bootstrap()
+  client = await createClient(app, b)
+})
+afterAll(async () => {
+  await app?.close()
+  await smtp?.close()
+  aws?.closeAllConnections()
+  await new Promise((resolve) => aws?.close(resolve))
+})
+
+const waitFor = async <T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+/** Starts Email OTP for `email` and waits until the worker has run the mail job (sent or no-op). */
+const startOtp = async (email: string) => {
+  const txn = await createTransaction(app, b, client)
+  const res = await publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email } })
+  expect(res.status, res.text).toBe(202)
+  await waitFor(async () => (await query(app, `select 1 from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+    where t.identifier = 'send_login_code' and j.payload->>'challenge_id' = $1`, [res.json.challenge_id])).length === 0 ? true : undefined, "the mail job")
+  return res
+}
+/** The Message-ID and delivery id of the last mail to `email`, as received by the SMTP server. */
+const lastMail = (email: string) => {
+  const raw = smtp.messagesTo(email).at(-1)!.raw
+  return {
+    messageId: /^Message-ID: (<[^>]+>)/mi.exec(raw)![1]!,
+    deliveryId: /^X-Authservice-Delivery-Id: (dlv_[a-z2-7]{32})/mi.exec(raw)![1]!,
+  }
+}
+const generic = (body: unknown, secret: string | null = SECRET) => app.request(app.config.managementHost, "/v1/email-bounces", {
+  method: "POST", body, headers: secret === null ? {} : { "x-bounce-secret": secret },
+})
+const bouncedEvents = async () => (await query<{ envelope: any }>(app,
+  "select envelope from event_outbox where type = 'email.delivery.bounced' and environment_id = $1 order by seq", [b.environment_id])).map((r) => r.envelope)
+const createUser = async (email: string) => {
+  const res = await app.management(`/v1/users?environment_id=${b.environment_id}`, { method: "POST", body: { environment_id: b.environment_id, email } })
+  expect(res.status, res.text).toBe(201)
+  return res.json.id as string
+}
+/**
+ * The spec's recipientHash computed independently of the app's code: base64url HMAC-SHA256 of the
+ * normalized address under HKDF-SHA256(MASTER_KEY, info "authservice/hmac/email-recipient/<workspace>").
+ */
+const expectedHash = async (email: string) => {
+  const key = Buffer.from(hkdfSync("sha256", app.config.masterKey!, Buffer.alloc(0), `authservice/hmac/email-recipient/${b.workspace_id}`, 32))
+  return createHmac("sha256", key).update(email.trim().toLowerCase()).digest("base64url")
+}
+
+describe("deliveries", () => {
+  it("each login-code mail carries our delivery id in its Message-ID and a header; the address is stored only as an HMAC", async () => {
+    const email = uniqueEmail("tracked")
+    await startOtp(email)
+    await waitFor(async () => smtp.messagesTo(email).length === 1 ? true : undefined, "the mail")
+    const mail = lastMail(email)
+    expect(mail.messageId).toBe(`<${mail.deliveryId}@localhost>`)
+    const [row] = await query<Record<string, unknown>>(app, "select * from mail_deliveries where id = $1", [mail.deliveryId])
+    expect(row).toMatchObject({ environment_id: b.environment_id, workspace_id: b.workspace_id, message_id: mail.messageId, purpose: "login_code" })
+    expect(row!["recipient_hash"]).toBe(await expectedHash(email))
+    expect(JSON.stringify(row)).not.toContain(email)
+  })
+})
+
+describe("generic JSON bounces (X-Bounce-Secret)", () => {
+  it("refusals change nothing: no or wrong secret 401, bad body 400, unknown delivery or another recipient 404", async () => {
+    const email = uniqueEmail("refused")
+    const userId = await createUser(email)
+    await startOtp(email)
+    const { deliveryId } = lastMail(email)
+    const before = (await bouncedEvents()).length
+    expectProblem(await generic({ delivery_id: deliveryId, recipient: email, bounce_type: "hard" }, null), 401, "unauthorized")
+    expectProblem(await generic({ delivery_id: deliveryId, recipient: email, bounce_type: "hard" }, SECRET + "x"), 401, "unauthorized")
+    expectProblem(await generic({ delivery_id: deliveryId, recipient: email, bounce_type: "permanent" }), 400, "invalid_request_body")
+    expectProblem(await generic({ recipient: email, bounce_type: "hard" }), 400, "invalid_request")
+    expectProblem(await generic({ delivery_id: `dlv_${"a".repeat(32)}`, recipient: email, bounce_type: "hard" }), 404, "delivery_not_found")
+    expectProblem(await generic({ delivery_id: deliveryId, recipient: "someone.else@example.com", bounce_type: "hard" }), 404, "delivery_not_found")
+    expect((await bouncedEvents()).length).toBe(before)
+    expect((await query<{ email_suppressed: boolean }>(app, "select email_suppressed from users where id = $1", [userId]))[0]!.email_suppressed).toBe(false)
+    expect(await query(app, "select 1 from mail_bounces where delivery_id = $1", [deliveryId])).toHaveLength(0)
+  })
+
+  it("soft: recorded and emitted, nothing suppressed; hard (by Message-ID): suppressed, emitted once; start still answers the same and sends nothing", async () => {
+    const email = uniqueEmail("bouncy")
+    const userId = await createUser(email)
+    await startOtp(email)
+    const { deliveryId, messageId } = lastMail(email)
+
+    const soft = await generic({ delivery_id: deliveryId, recipient: email, bounce_type: "soft" })
+    expect(soft.status, soft.text).toBe(200)
+    expect(soft.json).toEqual({ delivery_id: deliveryId, bounce_type: "soft", duplicate: false, suppressed: false })
+    expect((await query<{ email_suppressed: boolean }>(app, "select email_suppressed from users where id = $1", [userId]))[0]!.email_suppressed).toBe(false)
+
+    const hard = await generic({ message_id: messageId, recipient: email.toUpperCase(), bounce_type: "hard" })
+    expect(hard.json).toEqual({ delivery_id: deliveryId, bounce_type: "hard", duplicate: false, suppressed: true })
+    const again = await generic({ message_id: messageId.slice(1, -1), recipient: email, bounce_type: "hard" })
+    expect(again.json).toEqual({ delivery_id: deliveryId, bounce_type: "hard", duplicate: true, suppressed: true })
+
+    const mine = (await bouncedEvents()).filter((e) => e.payload.deliveryId === deliveryId)
+    expect(mine.map((e) => e.payload)).toEqual([
+      { deliveryId, recipientHash: await expectedHash(email), messageId, bounceType: "soft" },
+      { deliveryId, recipientHash: await expectedHash(email), messageId, bounceType: "hard" },
+    ])
+    expect(mine[1]!.payload.recipientHash).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(mine[1]!.actor).toEqual({ type: "system" })
+    expect(JSON.stringify(mine)).not.toContain(email.split("@")[0])
+    expect((await query<{ email_suppressed: boolean }>(app, "select email_suppressed from users where id = $1", [userId]))[0]!.email_suppressed).toBe(true)
+
+    // Email OTP start for the suppressed address: same 202 shape, a no-op job, no mail, login.failed email_suppressed
+    const mails = smtp.messagesTo(email).length
+    const res = await startOtp(email)
+    expect(Object.keys(res.json).sort()).toEqual(["challenge_id", "expires_at"])
+    expect(smtp.messagesTo(email).length).toBe(mails)
+    const failed = await query<{ envelope: any }>(app, "select envelope from event_outbox where type = 'login.failed' and envelope->'payload'->>'userId' = $1", [userId])
+    expect(failed.map((f) => f.envelope.payload.reason)).toEqual(["email_suppressed"])
+  })
+
+  it("an unregistered address that hard-bounced is suppressed too (start answers the same, nothing is sent)", async () => {
+    const email = uniqueEmail("nobody")
+    await startOtp(email)
+    const { deliveryId } = lastMail(email)
+    expect((await generic({ delivery_id: deliveryId, recipient: email, bounce_type: "hard" })).json.suppressed).toBe(true)
+    const mails = smtp.messagesTo(email).length
+    expect((await startOtp(email)).status).toBe(202)
+    expect(smtp.messagesTo(email).length).toBe(mails)
+    // another Environment of the Workspace is not affected: its own deliveries, its own suppressions
+    expect(await query(app, "select environment_id from email_suppressions where delivery_id = $1", [deliveryId])).toEqual([{ environment_id: b.environment_id }])
+  })
+
+  it("concurrent reports of one bounce record and emit it once", async () => {
+    const email = uniqueEmail("race")
+    await startOtp(email)
+    const { deliveryId } = lastMail(email)
+    const results = await Promise.all(Array.from({ length: 6 }, () => generic({ delivery_id: deliveryId, recipient: email, bounce_type: "hard" })))
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200])
+    expect(results.filter((r) => r.json.duplicate === false)).toHaveLength(1)
+    expect((await bouncedEvents()).filter((e) => e.payload.deliveryId === deliveryId)).toHaveLength(1)
+  })
+})
+
+describe("Amazon SES through SNS", () => {
+  const KEYS = {
+    Notification: ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"],
+    SubscriptionConfirmation: ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"],
+  } as const
+  /** Signs an SNS message as AWS does (SignatureVersion 1: SHA1withRSA, 2: SHA256withRSA). */
+  const signed = (fields: Record<string, string>, version: "1" | "2" = "2", certUrl = `${awsBase}cert.pem`) => {
+    const m: Record<string, string> = { MessageId: crypto.randomUUID(), TopicArn: TOPIC, Timestamp: new Date().toISOString(), ...fields }
+    const text = KEYS[m["Type"] as keyof typeof KEYS].filter((k) => m[k] !== undefined).map((k) => `${k}\n${m[k]}\n`).join("")
+    const signature = createSign(version === "1" ? "RSA-SHA1" : "RSA-SHA256").update(text).sign(SIGNING_KEY, "base64")
+    return { ...m, SignatureVersion: version, Signature: signature, SigningCertURL: certUrl }
+  }
+  const post = (message: unknown) => app.request(app.config.managementHost, "/v1/email-bounces/sns", {
+    method: "POST", body: JSON.stringify(message), headers: { "content-type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
+  })
+  const sesBounce = (deliveryId: string | undefined, messageId: string, recipient: string, bounceType = "Permanent") => JSON.stringify({
+    notificationType: "Bounce",
+    bounce: { bounceType, bounceSubType: "General", bouncedRecipients: [{ emailAddress: recipient, status: "5.1.1" }], timestamp: new Date().toISOString() },
+    mail: {
+      messageId: "0100018c-ses-internal-id", source: "no-reply@localhost", destination: [recipient],
+      headers: deliveryId === undefined ? [] : [{ name: "X-Authservice-Delivery-Id", value: deliveryId }],
+      commonHeaders: { messageId, subject: "Your sign-in code" },
+    },
+  })
+
+  it("SubscriptionConfirmation (v1) is verified and confirmed by visiting SubscribeURL", async () => {
+    const res = await post(signed({ Type: "SubscriptionConfirmation", Message: "You have chosen to subscribe", Token: "tok123",
+      SubscribeURL: `${awsBase}confirm?Action=ConfirmSubscription&Token=tok123` }, "1"))
+    expect(res.status, res.text).toBe(200)
+    expect(res.json).toEqual({ type: "SubscriptionConfirmation", processed: 0 })
+    expect(awsVisits).toContain("/confirm?Action=ConfirmSubscription&Token=tok123")
+  })
+
+  it("a Permanent bounce notification (v2) suppresses; by Message-ID alone too; Transient is soft; a redelivery changes nothing", async () => {
+    const email = uniqueEmail("ses")
+    const userId = await createUser(email)
+    await startOtp(email)
+    const first = lastMail(email)
+    const res = await post(signed({ Type: "Notification", Message: sesBounce(first.deliveryId, first.messageId, email) }))
+    expect(res.json).toEqual({ type: "Notification", processed: 1 })
+    expect((await query<{ email_suppressed: boolean }>(app, "select email_suppressed from users where id = $1", [userId]))[0]!.email_suppressed).toBe(true)
+    const again = signed({ Type: "Notification", Message: sesBounce(first.deliveryId, first.messageId, email) })
+    expect((await post(again)).json.processed).toBe(0)
+
+    const other = uniqueEmail("ses-soft")
+    await startOtp(other)
+    const second = lastMail(other)
+    const soft = await post(signed({ Type: "Notification", Subject: "Amazon SES Email Event Notification", Message: sesBounce(undefined, second.messageId, other, "Transient") }, "1"))
+    expect(soft.json.processed).toBe(1)
+    expect((await bouncedEvents()).filter((e) => e.payload.deliveryId === second.deliveryId).map((e) => e.payload.bounceType)).toEqual(["soft"])
+  })
+
+  it("refused: a bad signature, a certificate outside sns.<region>.amazonaws.com, another topic, a SubscribeURL elsewhere -> 403; nothing recorded or visited", async () => {
+    const email = uniqueEmail("forged")
+    await startOtp(email)
+    const { deliveryId, messageId } = lastMail(email)
+    const good = signed({ Type: "Notification", Message: sesBounce(deliveryId, messageId, email) })
+    expectProblem(await post({ ...good, Message: sesBounce(deliveryId, messageId, "victim@example.com") }), 403, "bounce_source_rejected")
+    expectProblem(await post({ ...good, SignatureVersion: "1" }), 403, "bounce_source_rejected")
+    const visits = awsVisits.length
+    expectProblem(await post(signed({ Type: "Notification", Message: sesBounce(deliveryId, messageId, email) }, "2", "https://evil.example.com/cert.pem")), 403, "bounce_source_rejected")
+    expectProblem(await post(signed({ Type: "Notification", Message: sesBounce(deliveryId, messageId, email) }, "2", "https://sns.eu-west-1.amazonaws.com.evil.example/cert.pem")), 403, "bounce_source_rejected")
+    expectProblem(await post({ ...good, TopicArn: "arn:aws:sns:eu-west-1:999999999999:other" }), 403, "bounce_source_rejected")
+    expectProblem(await post(signed({ Type: "SubscriptionConfirmation", Message: "x", Token: "t", SubscribeURL: "https://attacker.example.com/confirm" })), 403, "bounce_source_rejected")
+    expect(awsVisits.slice(visits).filter((v) => v !== "/cert.pem")).toEqual([])
+    expectProblem(await post({ hello: "world" }), 400, "invalid_request_body")
+    expect(await query(app, "select 1 from mail_bounces where delivery_id = $1", [deliveryId])).toHaveLength(0)
+  })
+
+  it("verified notifications that are not bounces of ours are acknowledged with nothing processed", async () => {
+    const complaint = JSON.stringify({ notificationType: "Complaint", complaint: {}, mail: { messageId: "x" } })
+    expect((await post(signed({ Type: "Notification", Message: complaint }))).json).toEqual({ type: "Notification", processed: 0 })
+    expect((await post(signed({ Type: "Notification", Message: sesBounce(undefined, "<unknown@localhost>", "a@example.com") }))).json.processed).toBe(0)
+    expect((await post(signed({ Type: "Notification", Message: "not json" }))).json.processed).toBe(0)
+  })
+})
