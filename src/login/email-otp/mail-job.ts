@@ -22,7 +22,7 @@ const JobPayload = Schema.Struct({
 
 const Sealed = Schema.Struct({ to: Schema.String, code: Schema.String, deliver: Schema.Boolean })
 
-const sealContext = (challengeId: string, generation: number): SealContext =>
+export const sealContext = (challengeId: string, generation: number): SealContext =>
   ({ purpose: "email-otp-mail", table: "email_challenges", rowId: `${challengeId}:${generation}` })
 
 /** Mail is useless after the code's 5 minutes: few retries, close together. */

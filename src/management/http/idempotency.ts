@@ -9,7 +9,7 @@ import { CurrentCaller } from "../auth/caller.js"
 
 const RETENTION_MS = 24 * 3600_000
 
-const sealContext = (workspaceId: string, key: string) =>
+export const sealContext = (workspaceId: string, key: string) =>
   ({ purpose: "idempotent-response", table: "idempotency_keys", rowId: `${workspaceId}/${key}` })
 
 const bodyHashOf = (text: string) => {
