@@ -1,13 +1,10 @@
 import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
 import pg from "pg"
+import { parseCommandLine, type Outcome, usage } from "./operator/commands.js"
 import { ConfigInvalid, parseConfig } from "./platform/config.js"
 import { runningEmbeddedUrl, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
 import { loadKeyring } from "./platform/master-key.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
-import { bootstrap } from "./tenancy/bootstrap.js"
-
-const usage = "usage: npm run cli -- bootstrap [--json]"
 
 const reachable = async (url: string) => {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
@@ -21,10 +18,26 @@ const reachable = async (url: string) => {
   }
 }
 
-const main = async () => {
-  const [command, ...flags] = process.argv.slice(2)
-  if (command !== "bootstrap") throw new ConfigInvalid({ message: usage })
-  const asJson = flags.includes("--json")
+const print = (outcome: Outcome, asJson: boolean) => {
+  if (asJson) return void process.stdout.write(JSON.stringify(outcome.json) + "\n")
+  const lines = Object.entries(outcome.json).map(([k, v]) => `${k.padEnd(20)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : String(v)}`)
+  process.stdout.write(lines.join("\n") + "\n" + (outcome.note ? `${outcome.note}\n` : ""))
+}
+
+/** Operator commands (`npm run cli -- <command>`); see COMMANDS in src/operator/commands.ts. */
+const main = async (): Promise<number> => {
+  const argv = process.argv.slice(2)
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "help") {
+    process.stdout.write(usage() + "\n")
+    return 0
+  }
+  const parsed = parseCommandLine(argv)
+  if (!parsed) throw new ConfigInvalid({ message: usage().split("\n").join(" ").replace(/\s+/g, " ") })
+  const { command, args } = parsed
+  if (args.help) {
+    process.stdout.write(`usage: npm run cli -- ${command.synopsis}\n\n${command.description}\n`)
+    return 0
+  }
   const config = parseConfig(process.env)
   const keyring = loadKeyring(config)
   // Without DATABASE_URL, use the embedded Postgres of a running `npm start`, or start one.
@@ -40,22 +53,20 @@ const main = async () => {
     }
   }
   try {
-    const result = await Effect.runPromise(Effect.gen(function* () {
+    const outcome = await Effect.runPromise(Effect.gen(function* () {
       yield* prepareDatabase(url, keyring)
-      const sql = yield* SqlClient.SqlClient
-      return yield* sql.withTransaction(bootstrap)
-    }).pipe(Effect.provide(AppLayer(config, url, keyring, { maxConnections: 2 }))))
-    if (asJson) process.stdout.write(JSON.stringify(result) + "\n")
-    else {
-      process.stdout.write(Object.entries(result).map(([k, v]) => `${k.padEnd(20)} ${v}`).join("\n") + "\n")
-      process.stdout.write("The API key is shown only now: store it.\n")
-    }
+      return yield* command.run(args, config)
+    }).pipe(Effect.provide(AppLayer(config, url, keyring, { maxConnections: 2 }))) as Effect.Effect<Outcome, unknown, never>)
+    print(outcome, args.json)
+    return outcome.exitCode ?? 0
   } finally {
     await stop?.()
   }
 }
 
-main().then(() => process.exit(0), (e: unknown) => {
-  process.stderr.write(`authservice cli: ${e instanceof ConfigInvalid ? e.message : e instanceof Error ? e.message.split("\n")[0] : String(e)}\n`)
+main().then((code) => process.exit(code), (e: unknown) => {
+  const message = e instanceof Error ? e.message.split("\n")[0] : String(e)
+  process.stderr.write(`authservice cli: ${message}\n`)
   process.exit(1)
 })
+
