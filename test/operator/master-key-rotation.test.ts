@@ -6,6 +6,9 @@ import { openProviderClientSecret } from "../../src/management/connections/secre
 import { sealContext as loginCodeMailContext } from "../../src/login/email-otp/mail-job.js"
 import { keyId, makeCrypto } from "../../src/platform/crypto.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
+import * as rotationRepo from "../../src/operator/master-key/repo.js"
+import { rotateMasterKey } from "../../src/operator/master-key/service.js"
+import { SEALED_VALUES } from "../../src/operator/master-key/sealed-values.js"
 import { verifyWebhook } from "../../src/webhooks/verifier.js"
 import { type TestApp, startApp } from "../support/app.js"
 import { runCliJson, runEntry } from "../support/processes.js"
@@ -138,4 +141,61 @@ describe("master-key rotation that completes (issue 12)", () => {
     // The old key alone is now refused.
     await expect(third.run(verifyMasterKey({ current: keyA }))).rejects.toThrow(/does not match/)
   }, 180_000)
+})
+
+describe("re-sealing is resumable, compare-and-set, and covers every sealed column", () => {
+  it("every `*_sealed` column of the schema is known to the rotation; an unknown one refuses it", async () => {
+    const fresh = await restart(undefined, { MASTER_KEY: A })
+    expect(await fresh.run(rotationRepo.unregisteredSealedColumns)).toEqual([])
+    const withPrevious = await restart(fresh.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
+    await sqlRows(withPrevious, "alter table webhooks add column extra_sealed text")
+    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/Sealed columns unknown to the rotation: webhooks.extra_sealed/)
+    const [state] = await sqlRows<{ previous: string | null }>(withPrevious, "select previous_check_value as previous from master_key_check")
+    expect(state!.previous).not.toBeNull()
+  }, 60_000)
+
+  it("a run that stops half-way resumes after the last recorded row; a value the service changed meanwhile is not overwritten", async () => {
+    const first = await restart(undefined, { MASTER_KEY: A })
+    const env = await first.bootstrap()
+    const receiverUrl = "http://127.0.0.1:9/hook"
+    const hooks = []
+    for (let i = 0; i < 3; i++) hooks.push(await createWebhook(first, { environment_id: env.environment_id, url: receiverUrl, event_types: ["user.created"] }))
+    const second = await restart(first.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
+    const ordered = [...hooks].sort((x, y) => Buffer.compare(Buffer.from(x.id), Buffer.from(y.id)))
+    // The second webhook's update fails (a crash) until the table crash_over exists: the run stops
+    // after the first batch (batch size 1).
+    await sqlRows(second, `create function simulated_crash() returns trigger language plpgsql as $$
+      begin
+        if new.id = '${ordered[1]!.id}' and to_regclass('crash_over') is null then raise exception 'simulated crash'; end if;
+        return new;
+      end $$`)
+    await sqlRows(second, "create trigger simulated_crash before update of secret_sealed on webhooks for each row execute function simulated_crash()")
+    await expect(second.run(rotateMasterKey({ batchSize: 1 }))).rejects.toThrow(/Query failed/)
+    await sqlRows(second, "create table crash_over ()")
+    const stored = async () => new Map((await sqlRows<{ id: string; secret_sealed: string }>(second, "select id, secret_sealed from webhooks")).map((r) => [r.id, r.secret_sealed]))
+    const afterCrash = await stored()
+    const idB = keyId(keyB)
+    expect(afterCrash.get(ordered[0]!.id)!.split(".")[1]).toBe(idB)
+    expect(afterCrash.get(ordered[1]!.id)!.split(".")[1]).toBe(keyId(keyA))
+    const [progress] = await sqlRows<{ last_row: string; resealed: string; completed_at: Date | null }>(second,
+      "select last_row, resealed::text, completed_at from master_key_rotation_progress where to_key_id = $1 and sealed_column = 'webhooks.secret_sealed'", [idB])
+    expect({ ...progress, resealed: Number(progress!.resealed) }).toEqual({ last_row: ordered[0]!.id, resealed: 1, completed_at: null })
+
+    // Meanwhile the service rotates the third webhook's secret (sealed under B by the service itself).
+    const rotatedSecret = await second.management(`/v1/webhooks/${ordered[2]!.id}/rotate-secret`, { method: "POST", key: env.api_key })
+    expect(rotatedSecret.status, rotatedSecret.text).toBe(200)
+    // A compare-and-set from the stale value read before that change does nothing.
+    const webhooksColumn = SEALED_VALUES.find((v) => v.name === "webhooks.secret_sealed")!
+    const changed = await second.run(rotationRepo.replaceSealed(webhooksColumn, ordered[2]!.id, afterCrash.get(ordered[2]!.id)!, "v1.x.y.z.w"))
+    expect(changed).toBe(false)
+    const serviceValue = (await stored()).get(ordered[2]!.id)!
+
+    const report = await second.run(rotateMasterKey({ batchSize: 1 }))
+    expect(report.completed).toBe(true)
+    const final = await stored()
+    expect(final.get(ordered[0]!.id)).toBe(afterCrash.get(ordered[0]!.id)) // not re-sealed a second time
+    expect(final.get(ordered[1]!.id)!.split(".")[1]).toBe(idB)
+    expect(final.get(ordered[2]!.id)).toBe(serviceValue)
+    expect(report.resealed["webhooks.secret_sealed"]).toBe(2)
+  }, 60_000)
 })
