@@ -1,4 +1,4 @@
-import { Clock, Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createPlatformUser, startDashboardSession } from "../management/auth/dashboard.js"
 import type { AppConfig } from "../platform/config.js"
@@ -50,8 +50,7 @@ export const createDashboardSessionCommand = (config: AppConfig, email: string) 
   const id = yield* userByEmail(email).pipe(Effect.orDie)
   if (id === undefined) return yield* new OperatorRefused({ message: `No platform user with the email ${email.toLowerCase()}: create one with platform-user create` })
   const session = yield* startDashboardSession(id)
-  const now = yield* Clock.currentTimeMillis
-  const maxAge = Math.floor((session.expiresAt.getTime() - now) / 1000)
+  const maxAge = Math.floor((session.expiresAt.getTime() - session.createdAt.getTime()) / 1000)
   return {
     platform_user_id: id,
     dashboard_session: session.token,

@@ -24,7 +24,7 @@ export const startDashboardSession = (platformUserId: string) => Effect.gen(func
   const expiresAt = new Date(now + SESSION_TTL_MS)
   yield* sql`insert into dashboard_sessions (id, secret_hash, platform_user_id, created_at, expires_at)
     values (${id}, ${sha256Hex(token)}, ${platformUserId}, ${new Date(now)}, ${expiresAt})`
-  return { id, token, expiresAt }
+  return { id, token, createdAt: new Date(now), expiresAt }
 }).pipe(Effect.orDie)
 
 export const mintDashboardSession = (platformUserId: string) => Effect.map(startDashboardSession(platformUserId), (s) => s.token)
