@@ -36,9 +36,10 @@ export const rotateSigningKey = (environmentId: string, publishAheadMs: number) 
     if (active === undefined) return yield* new UnknownEnvironment({ message: `Environment ${environmentId} has no active signing key` })
     const staged = yield* repo.nextKey(environmentId)
     if (!staged) {
-      const jwk = yield* keys.stage(environmentId)
-      return { environment_id: environmentId, action: "staged", active_kid: active, next_kid: jwk.kid,
-        promotable_at: new Date(now + publishAheadMs).toISOString() } satisfies SigningKeyRotation
+      yield* keys.stage(environmentId)
+      const published = (yield* repo.nextKey(environmentId))!
+      return { environment_id: environmentId, action: "staged", active_kid: active, next_kid: published.kid,
+        promotable_at: new Date(published.published_at.getTime() + publishAheadMs).toISOString() } satisfies SigningKeyRotation
     }
     const promotableAt = staged.published_at.getTime() + publishAheadMs
     if (promotableAt > now) {
