@@ -158,10 +158,12 @@ describe("re-sealing is resumable, compare-and-set, and covers every sealed colu
     const first = await restart(undefined, { MASTER_KEY: A })
     const env = await first.bootstrap()
     const receiverUrl = "http://127.0.0.1:9/hook"
-    const hooks = []
+    const hooks: Array<{ id: string }> = []
     for (let i = 0; i < 3; i++) hooks.push(await createWebhook(first, { environment_id: env.environment_id, url: receiverUrl, event_types: ["user.created"] }))
     const second = await restart(first.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
-    const ordered = [...hooks].sort((x, y) => Buffer.compare(Buffer.from(x.id), Buffer.from(y.id)))
+    // The rotation walks rows in the database's order of the key.
+    const order = (await sqlRows<{ id: string }>(second, "select id from webhooks order by id")).map((r) => r.id)
+    const ordered = order.map((id) => hooks.find((h) => h.id === id)!)
     // The second webhook's update fails (a crash) until the table crash_over exists: the run stops
     // after the first batch (batch size 1).
     await sqlRows(second, `create function simulated_crash() returns trigger language plpgsql as $$

@@ -12,12 +12,15 @@ export interface StaleRow {
   readonly fields: Readonly<Record<string, string>>
 }
 
-/** The next batch after `after` (row order, byte-wise so the cursor is stable). */
+/**
+ * The next batch after `after`, in row order. The comparison and the ORDER BY use the same
+ * (default) collation, so the cursor is consistent, and a primary key's index serves both.
+ */
 export const staleBatch = (v: SealedValues, currentKeyId: string, after: string, limit: number) =>
   SqlClient.SqlClient.use((sql) => {
     const fields = Object.entries(v.fields).map(([name, expr]) => `, ${expr} as "f_${name}"`).join("")
     return sql.unsafe<Record<string, string>>(`select ${v.row} as "row", ${v.sealed} as "sealed"${fields} from ${v.from}
-      where ${staleCondition(v)} and ${v.row} collate "C" > $2 order by ${v.row} collate "C" limit $3`, [currentKeyId, after, limit])
+      where ${staleCondition(v)} and ${v.row} > $2 order by ${v.row} limit $3`, [currentKeyId, after, limit])
   }).pipe(Effect.map((rows) => rows.map((r): StaleRow => ({
     row: r["row"]!, sealed: r["sealed"]!,
     fields: { row: r["row"]!, ...Object.fromEntries(Object.keys(v.fields).map((name) => [name, r[`f_${name}`]!])) },
@@ -26,7 +29,7 @@ export const staleBatch = (v: SealedValues, currentKeyId: string, after: string,
 /** Compare-and-set: replaces the sealed value only if nobody changed it since it was read. */
 export const replaceSealed = (v: SealedValues, row: string, from: string, to: string) =>
   SqlClient.SqlClient.use((sql) => sql.unsafe<{ n: number }>(`with changed as (update ${v.table} set ${v.assignment.replace("$to", "$3")}
-      where ${v.row} = $1 and ${v.sealed} = $2${v.updatableWhen ? ` and ${v.updatableWhen}` : ""} returning 1)
+      where ${v.rowMatch ?? `${v.row} = $1`} and ${v.sealed} = $2${v.updatableWhen ? ` and ${v.updatableWhen}` : ""} returning 1)
     select count(*)::int as n from changed`, [row, from, to])).pipe(Effect.map((rows) => rows[0]!.n > 0))
 
 export const countStale = (v: SealedValues, currentKeyId: string) =>

@@ -24,6 +24,8 @@ export interface SealedValues {
   /** Extra WHERE condition (beyond "sealed under another key"). */
   readonly where?: string
   readonly row: string
+  /** How an UPDATE finds the row of a cursor value `$1` (default `<row> = $1`; an indexed form where `row` is an expression). */
+  readonly rowMatch?: string
   readonly sealed: string
   /** Named SQL expressions handed to `context`. */
   readonly fields: Readonly<Record<string, string>>
@@ -47,14 +49,19 @@ export const SEALED_VALUES: ReadonlyArray<SealedValues> = [
   column("user_export_jobs", "artifact_sealed", "id", {}, (f) => artifactSealContext(f["row"]!)),
   column("refresh_families", "grace_response_sealed", "id", { generation: "grace_generation::text" },
     (f) => graceSealContext(f["row"]!, Number(f["generation"]))),
-  column("idempotency_keys", "response_sealed", "(workspace_id || '/' || key)", { workspace: "workspace_id", key: "key" },
-    (f) => idempotentResponseContext(f["workspace"]!, f["key"]!)),
+  {
+    ...column("idempotency_keys", "response_sealed", "(workspace_id || '/' || key)", { workspace: "workspace_id", key: "key" },
+      (f) => idempotentResponseContext(f["workspace"]!, f["key"]!)),
+    // The namespace (a Workspace id or `dashboard:<user id>`) never contains '/'.
+    rowMatch: "workspace_id = split_part($1, '/', 1) and key = substr($1, length(split_part($1, '/', 1)) + 2)",
+  },
   {
     // The Email OTP mail job carries the code sealed in its graphile-worker payload (minutes long).
     name: "graphile_worker.jobs.send_login_code",
     from: "graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id",
     where: `t.identifier = '${SEND_LOGIN_CODE_TASK}'`,
     row: "lpad(j.id::text, 20, '0')",
+    rowMatch: "j.id = $1::bigint",
     sealed: "(j.payload->>'sealed')",
     fields: { challenge: "j.payload->>'challenge_id'", generation: "j.payload->>'generation'" },
     context: (f) => loginCodeMailContext(f["challenge"]!, Number(f["generation"])),
