@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { usableConnection } from "../../src/management/connections/repo.js"
 import { openProviderClientSecret } from "../../src/management/connections/secret.js"
 import { sealContext as loginCodeMailContext } from "../../src/login/email-otp/mail-job.js"
+import { graceSealContext } from "../../src/oidc/refresh/service.js"
 import { keyId, makeCrypto } from "../../src/platform/crypto.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
 import * as rotationRepo from "../../src/operator/master-key/repo.js"
@@ -43,6 +44,7 @@ const sealedKeyIds = async (a: TestApp) => {
     union all select split_part(secret_sealed, '.', 2) from webhooks where secret_sealed is not null
     union all select split_part(provider_client_secret_sealed, '.', 2) from connections where provider_client_secret_sealed is not null
     union all select split_part(response_sealed, '.', 2) from idempotency_keys where response_sealed is not null
+    union all select split_part(grace_response_sealed, '.', 2) from refresh_families where grace_response_sealed is not null
     union all select split_part(j.payload->>'sealed', '.', 2) from graphile_worker._private_jobs j
       join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'`)
   return rows.map((r) => r.k)
@@ -59,7 +61,10 @@ describe("master-key rotation that completes (issue 12)", () => {
     const env = await first.bootstrap()
     const client = await createClient(first, env, { type: "web_bff" })
     const user = await createUser(first, env)
-    const tokens = await exchangeCode(first, env, client, await mintCode(first, env, client, user))
+    const exchanged = await exchangeCode(first, env, client, await mintCode(first, env, client, user))
+    expect(exchanged.status, exchanged.text).toBe(200)
+    // A refresh keeps its answer sealed for the 5-second grace window.
+    const tokens = await refresh(first, env, client, exchanged.json.refresh_token)
     expect(tokens.status, tokens.text).toBe(200)
     const hook = await createWebhook(first, { environment_id: env.environment_id, url: receiver.url(), event_types: ["user.created"] })
     const connection = await first.management("/v1/connections", {
@@ -82,6 +87,9 @@ describe("master-key rotation that completes (issue 12)", () => {
     // --- B with A as previous: the rotation begins; B alone is refused until it completes. -------
     const second = await restart(databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
     await expect(second.run(verifyMasterKey({ current: keyB }))).rejects.toThrow(/rotation is not finished/)
+    // The keys swapped (a process that would seal under the old key again) and a third key are refused too.
+    await expect(second.run(verifyMasterKey({ current: keyA, previous: keyB }))).rejects.toThrow(/has begun/)
+    await expect(second.run(verifyMasterKey({ current: randomBytes(32), previous: keyB }))).rejects.toThrow(/earlier master-key rotation is not finished/)
     const cliEnv = { DATABASE_URL: databaseUrl, MASTER_KEY: B, MASTER_KEY_PREVIOUS: A }
     const help = await runEntry("src/cli.ts", ["master-key", "rotate", "--help"], {})
     expect(help.code).toBe(0)
@@ -93,7 +101,7 @@ describe("master-key rotation that completes (issue 12)", () => {
       from_key_id: idA, to_key_id: idB, completed: true, remaining: {},
       resealed: expect.objectContaining({
         "signing_keys.private_key_sealed": 1, "webhooks.secret_sealed": 1, "connections.provider_client_secret_sealed": 1,
-        "idempotency_keys.response_sealed": 1, "graphile_worker.jobs.send_login_code": 1,
+        "idempotency_keys.response_sealed": 1, "graphile_worker.jobs.send_login_code": 1, "refresh_families.grace_response_sealed": 1,
       }),
     })
     expect(new Set(await sealedKeyIds(second))).toEqual(new Set([idB]))
@@ -106,6 +114,11 @@ describe("master-key rotation that completes (issue 12)", () => {
     const again = await runCliJson(["master-key", "rotate"], cliEnv)
     expect([again.code, again.json]).toEqual([0, rotated.json])
 
+    // The refresh grace answer now opens under B alone.
+    const [family] = await sqlRows<{ id: string; grace_generation: number; grace_response_sealed: string }>(second,
+      "select id, grace_generation, grace_response_sealed from refresh_families where grace_response_sealed is not null")
+    const grace = await Effect.runPromise(makeCrypto({ current: keyB }).open(graceSealContext(family!.id, family!.grace_generation), family!.grace_response_sealed))
+    expect(grace.toString("utf8")).toContain(tokens.json.access_token)
     // The OTP mail job now opens under B alone; its code (HMAC'd under A) still verifies while A is the previous key.
     const [job] = await sqlRows<{ payload: { challenge_id: string; generation: number; sealed: string } }>(second,
       "select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'")
