@@ -6,6 +6,7 @@ import { openProviderClientSecret } from "../../src/management/connections/secre
 import { sealContext as loginCodeMailContext } from "../../src/login/email-otp/mail-job.js"
 import { graceSealContext } from "../../src/oidc/refresh/service.js"
 import { keyId, makeCrypto } from "../../src/platform/crypto.js"
+import { freePort } from "../../src/platform/embedded-postgres.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
 import * as rotationRepo from "../../src/operator/master-key/repo.js"
 import { rotateMasterKey } from "../../src/operator/master-key/service.js"
@@ -87,6 +88,9 @@ describe("master-key rotation that completes (issue 12)", () => {
     // --- B with A as previous: the rotation begins; B alone is refused until it completes. -------
     const second = await restart(databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
     await expect(second.run(verifyMasterKey({ current: keyB }))).rejects.toThrow(/rotation is not finished/)
+    const serverWithB = await runEntry("src/main.ts", [], { DATABASE_URL: databaseUrl, MASTER_KEY: B, PORT: String(await freePort()) })
+    expect(serverWithB.code).toBe(1)
+    expect(serverWithB.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^authservice: .*rotation is not finished.*master-key rotate/)])
     // The keys swapped (a process that would seal under the old key again) and a third key are refused too.
     await expect(second.run(verifyMasterKey({ current: keyA, previous: keyB }))).rejects.toThrow(/has begun/)
     await expect(second.run(verifyMasterKey({ current: randomBytes(32), previous: keyB }))).rejects.toThrow(/earlier master-key rotation is not finished/)
