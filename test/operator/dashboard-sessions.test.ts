@@ -130,6 +130,13 @@ describe("dashboard_session cookie: CSRF checks on unsafe methods (issue 12)", (
     expect([refused.status, refused.json.code]).toEqual([403, "forbidden"])
   })
 
+  it("the OpenAPI document offers the Dashboard session as bearer and as cookie, with the cookie's CSRF rule", async () => {
+    const doc = (await app.management("/v1/openapi.json")).json
+    expect(doc.components.securitySchemes.dashboardCookie).toMatchObject({ type: "apiKey", in: "cookie", name: "dashboard_session" })
+    expect(doc.components.securitySchemes.dashboardCookie.description).toContain("DASHBOARD_ORIGINS")
+    expect(doc.paths["/v1/workspaces/{workspaceId}"].get.security).toEqual([{ apiKey: [] }, { dashboardSession: [] }, { dashboardCookie: [] }])
+  })
+
   it("DASHBOARD_ORIGINS: default is the Management host's origin; a bad entry stops the process with one line naming it", () => {
     expect(parseConfig({}).dashboardOrigins).toEqual(["http://api.localhost:3000"])
     expect(parseConfig({ DASHBOARD_ORIGINS: "https://a.example.com,https://b.example.com:8443" }).dashboardOrigins)
