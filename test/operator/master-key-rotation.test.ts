@@ -164,6 +164,8 @@ describe("re-sealing is resumable, compare-and-set, and covers every sealed colu
   it("every `*_sealed` column of the schema is known to the rotation; an unknown one refuses it", async () => {
     const fresh = await restart(undefined, { MASTER_KEY: A })
     expect(await fresh.run(rotationRepo.unregisteredSealedColumns)).toEqual([])
+    // Without a previous key there is nothing to rotate from.
+    await expect(fresh.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/MASTER_KEY_PREVIOUS to the old one/)
     const withPrevious = await restart(fresh.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
     await sqlRows(withPrevious, "alter table webhooks add column extra_sealed text")
     await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/Sealed columns unknown to the rotation: webhooks.extra_sealed/)
