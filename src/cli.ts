@@ -1,20 +1,10 @@
 import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
 import pg from "pg"
+import { parseCommandLine, type Outcome, usage } from "./operator/commands.js"
 import { ConfigInvalid, parseConfig } from "./platform/config.js"
 import { runningEmbeddedUrl, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
 import { loadKeyring } from "./platform/master-key.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
-import { bootstrap } from "./tenancy/bootstrap.js"
-import { parsePurgeArgs, purgeUsage, runPurge } from "./cli-purge.js"
-
-const usage = `usage: npm run cli -- bootstrap [--json]
-       npm run cli -- purge-deleted-users [--environment-id <env_...>] [--older-than <N>d|h|m] [--dry-run]
-       npm run cli -- <command> --help`
-const bootstrapUsage = `usage: npm run cli -- bootstrap [--json]
-
-Creates a Workspace, a Project, a test Environment and an API key with every scope, and prints
-{workspace_id, project_id, environment_id, api_key, management_url, issuer, interaction_domain}.`
 
 const reachable = async (url: string) => {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
@@ -28,14 +18,26 @@ const reachable = async (url: string) => {
   }
 }
 
-const main = async () => {
-  const [command, ...flags] = process.argv.slice(2)
-  if (command === undefined || command === "--help" || command === "help") return void process.stdout.write(usage + "\n")
-  if (command !== "bootstrap" && command !== "purge-deleted-users") throw new ConfigInvalid({ message: usage })
-  if (flags.includes("--help")) return void process.stdout.write((command === "bootstrap" ? bootstrapUsage : purgeUsage) + "\n")
-  // Flags are checked before anything touches the database.
-  const purgeArgs = command === "purge-deleted-users" ? parsePurgeArgs(flags) : undefined
-  const asJson = flags.includes("--json")
+const print = (outcome: Outcome, asJson: boolean) => {
+  if (asJson) return void process.stdout.write(JSON.stringify(outcome.json) + "\n")
+  const lines = Object.entries(outcome.json).map(([k, v]) => `${k.padEnd(20)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : String(v)}`)
+  process.stdout.write(lines.join("\n") + "\n" + (outcome.note ? `${outcome.note}\n` : ""))
+}
+
+/** Operator commands (`npm run cli -- <command>`); see COMMANDS in src/operator/commands.ts. */
+const main = async (): Promise<number> => {
+  const argv = process.argv.slice(2)
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "help") {
+    process.stdout.write(usage() + "\n")
+    return 0
+  }
+  const parsed = parseCommandLine(argv)
+  if (!parsed) throw new ConfigInvalid({ message: usage().split("\n").join(" ").replace(/\s+/g, " ") })
+  const { command, args } = parsed
+  if (args.help) {
+    process.stdout.write(`usage: npm run cli -- ${command.synopsis}\n\n${command.description}\n`)
+    return 0
+  }
   const config = parseConfig(process.env)
   const keyring = loadKeyring(config)
   // Without DATABASE_URL, use the embedded Postgres of a running `npm start`, or start one.
@@ -51,31 +53,20 @@ const main = async () => {
     }
   }
   try {
-    const layer = AppLayer(config, url, keyring, { maxConnections: 2 })
-    if (purgeArgs !== undefined) {
-      const report = await Effect.runPromise(Effect.gen(function* () {
-        yield* prepareDatabase(url, keyring)
-        return yield* runPurge(purgeArgs)
-      }).pipe(Effect.provide(layer)))
-      process.stdout.write(JSON.stringify(report) + "\n")
-      return
-    }
-    const result = await Effect.runPromise(Effect.gen(function* () {
+    const outcome = await Effect.runPromise(Effect.gen(function* () {
       yield* prepareDatabase(url, keyring)
-      const sql = yield* SqlClient.SqlClient
-      return yield* sql.withTransaction(bootstrap)
-    }).pipe(Effect.provide(layer)))
-    if (asJson) process.stdout.write(JSON.stringify(result) + "\n")
-    else {
-      process.stdout.write(Object.entries(result).map(([k, v]) => `${k.padEnd(20)} ${v}`).join("\n") + "\n")
-      process.stdout.write("The API key is shown only now: store it.\n")
-    }
+      return yield* command.run(args, config)
+    }).pipe(Effect.provide(AppLayer(config, url, keyring, { maxConnections: 2 }))) as Effect.Effect<Outcome, unknown, never>)
+    print(outcome, args.json || command.alwaysJson === true)
+    return outcome.exitCode ?? 0
   } finally {
     await stop?.()
   }
 }
 
-main().then(() => process.exit(0), (e: unknown) => {
-  process.stderr.write(`authservice cli: ${e instanceof ConfigInvalid ? e.message : e instanceof Error ? e.message.split("\n")[0] : String(e)}\n`)
+main().then((code) => process.exit(code), (e: unknown) => {
+  const message = e instanceof Error ? e.message.split("\n")[0] : String(e)
+  process.stderr.write(`authservice cli: ${message}\n`)
   process.exit(1)
 })
+

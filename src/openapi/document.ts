@@ -50,7 +50,7 @@ export const openApiDocument = (surfaces: ReadonlyArray<{ readonly name: string;
             : { description: "Success" },
           default: { description: "Problem Details", content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } },
         },
-        ...(doc.scope ? { "x-required-scope": doc.scope, security: [{ apiKey: [] }] } : {}),
+        ...(doc.scope ? { "x-required-scope": doc.scope, security: [{ apiKey: [] }, { dashboardSession: [] }, { dashboardCookie: [] }] } : {}),
       }
       paths[path] = { ...paths[path], [route.method.toLowerCase()]: operation }
     }
@@ -61,7 +61,18 @@ export const openApiDocument = (surfaces: ReadonlyArray<{ readonly name: string;
     paths,
     components: {
       schemas: components,
-      securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "Management API key (sk_live_...)" } },
+      securitySchemes: {
+        apiKey: { type: "http", scheme: "bearer", description: "Management API key (sk_live_...)" },
+        dashboardSession: {
+          type: "http", scheme: "bearer",
+          description: "Dashboard session (dsh_..., from `npm run cli -- dashboard-session create`); send X-Workspace-Id",
+        },
+        // CSRF rule of src/management/auth/csrf.ts.
+        dashboardCookie: {
+          type: "apiKey", in: "cookie", name: "dashboard_session",
+          description: "Dashboard session as a cookie; send X-Workspace-Id. Writes need an Origin listed in DASHBOARD_ORIGINS and a JSON body, else 403 forbidden",
+        },
+      },
     },
   }
 }

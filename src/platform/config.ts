@@ -34,6 +34,8 @@ export interface AppConfig {
   readonly logRequests: boolean
   /** Billing provider, bounce intake, deletion retention (src/platform/config-providers.ts). */
   readonly providers: ProviderConfig
+  /** Origins allowed to make cookie-authenticated Management writes (DASHBOARD_ORIGINS). */
+  readonly dashboardOrigins: ReadonlyArray<string>
 }
 
 export interface RateLimits {
@@ -95,6 +97,24 @@ export const parseMasterKey = (name: string, raw: string): Uint8Array => {
     throw new ConfigInvalid({ message: `${name} must be 32 bytes encoded as base64url (43 characters); generate one with: node -e "console.log(require('crypto').randomBytes(32).toString('base64url'))"` })
   }
   return new Uint8Array(bytes)
+}
+
+/**
+ * DASHBOARD_ORIGINS: comma-separated `scheme://host[:port]` origins of the dashboard, the only
+ * pages whose cookie-authenticated writes the Management API accepts (CSRF defence). Default:
+ * the Management host's own origin. `http` only for localhost, like PUBLIC_SCHEME.
+ */
+const dashboardOrigins = (env: Env, fallback: string): ReadonlyArray<string> => {
+  const raw = env["DASHBOARD_ORIGINS"]
+  if (raw === undefined || raw.trim() === "") return [fallback]
+  return raw.split(",").map((entry) => {
+    const value = entry.trim().toLowerCase()
+    const m = /^(https?):\/\/([^/?#]+)$/.exec(value)
+    if (!m || !HOST.test(m[2]!) || (m[1] === "http" && !isLocalHost(m[2]!))) {
+      throw new ConfigInvalid({ message: `DASHBOARD_ORIGINS must list origins like https://dashboard.example.com (http only for localhost; got "${entry.trim()}")` })
+    }
+    return value
+  })
 }
 
 /** Parses the environment; throws ConfigInvalid with a one-line message. */
@@ -171,6 +191,7 @@ export const parseConfig = (env: Env): AppConfig => {
     production,
     logRequests: env["LOG_REQUESTS"] === undefined ? true : flag(env, "LOG_REQUESTS"),
     providers: parseProviderConfig(env, production),
+    dashboardOrigins: dashboardOrigins(env, `${scheme}://${managementHost}`),
   }
 }
 

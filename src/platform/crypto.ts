@@ -48,9 +48,10 @@ export const makeCrypto = (keyring: Keyring) => {
   if (keyring.previous) keys.set(keyId(keyring.previous), keyring.previous)
   const currentId = keyId(keyring.current)
   const hmacKeys = new Map<string, Buffer>()
-  const hmacKey = (purpose: string) => {
-    let key = hmacKeys.get(purpose)
-    if (!key) hmacKeys.set(purpose, (key = deriveKey(keyring.current, `hmac/${purpose}`)))
+  const hmacKey = (purpose: string, master: Uint8Array = keyring.current) => {
+    const cacheKey = `${master === keyring.current ? "current" : "previous"}/${purpose}`
+    let key = hmacKeys.get(cacheKey)
+    if (!key) hmacKeys.set(cacheKey, (key = deriveKey(master, `hmac/${purpose}`)))
     return key
   }
   const boxKeys = new Map<string, Buffer>()
@@ -67,6 +68,21 @@ export const makeCrypto = (keyring: Keyring) => {
     sha256Hex,
     /** HMAC-SHA256 under the per-purpose pepper derived from the master key. */
     hmac: (purpose: string, data: string | Uint8Array) => createHmac("sha256", hmacKey(purpose)).update(data).digest(),
+    /**
+     * The HMAC under the current key, then (during a master-key rotation) under the previous
+     * one: a short-lived value HMAC'd before the switch (an OTP code) still verifies, since
+     * what we only verify cannot be re-keyed (docs/master-key-rotation.md).
+     */
+    hmacCandidates: (purpose: string, data: string | Uint8Array): ReadonlyArray<Buffer> =>
+      [keyring.current, ...(keyring.previous ? [keyring.previous] : [])]
+        .map((master) => createHmac("sha256", hmacKey(purpose, master)).update(data).digest()),
+    /** The key id new seals carry (`v1.<key-id>....`). */
+    currentKeyId: currentId,
+    /** The key id a sealed value names, or undefined when it is not a sealed value. */
+    sealedKeyId: (sealed: string): string | undefined => {
+      const parts = sealed.split(".")
+      return parts.length === 5 && parts[0] === "v1" ? parts[1] : undefined
+    },
     constantTimeEqual,
     /** AES-256-GCM; the associated data binds purpose + table + row id. Format: v1.<key-id>.<iv>.<ciphertext>.<tag> */
     seal: (ctx: SealContext, plaintext: string | Uint8Array) => Effect.sync(() => {

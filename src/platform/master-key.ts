@@ -28,18 +28,36 @@ export const loadKeyring = (config: AppConfig): Keyring => {
 
 /**
  * A key-check value in the database refuses a wrong MASTER_KEY at start, before anything
- * is sealed under it. During a rotation the previous key's check is accepted and replaced.
+ * is sealed under it. The first start with MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>
+ * begins a rotation: the check moves to the new key and remembers the old one, and until
+ * `cli master-key rotate` has re-sealed everything (and cleared the old check) a start
+ * without the old key is refused, so nothing sealed under it can become unreadable.
  */
 export const verifyMasterKey = (keyring: Keyring) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const crypto = makeCrypto(keyring)
   const current = crypto.keyCheck(keyring.current)
+  const previous = keyring.previous ? crypto.keyCheck(keyring.previous) : undefined
   yield* sql`insert into master_key_check (singleton, check_value) values (true, ${current}) on conflict (singleton) do nothing`
-  const [row] = yield* sql<{ check_value: string }>`select check_value from master_key_check`
-  if (row!.check_value === current) return
-  if (keyring.previous && row!.check_value === crypto.keyCheck(keyring.previous)) {
-    yield* sql`update master_key_check set check_value = ${current}`
-    return
+  for (;;) {
+    const [row] = yield* sql<{ check_value: string; previous_check_value: string | null }>`select check_value, previous_check_value from master_key_check`
+    if (row!.check_value === current) {
+      if (row!.previous_check_value === null || row!.previous_check_value === previous) return
+      return yield* new MasterKeyMismatch({
+        message: "A master-key rotation is not finished: keep MASTER_KEY_PREVIOUS set to the old key until `npm run cli -- master-key rotate` reports it complete",
+      })
+    }
+    if (previous === undefined || row!.check_value !== previous) break
+    if (row!.previous_check_value !== null) {
+      return yield* new MasterKeyMismatch({
+        message: row!.previous_check_value === current
+          ? "The rotation to the key given as MASTER_KEY_PREVIOUS has begun: start with that key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS"
+          : "An earlier master-key rotation is not finished: complete it (`npm run cli -- master-key rotate`) before starting another",
+      })
+    }
+    // Begin the rotation; a concurrent start may win this compare-and-set: read again.
+    yield* sql`update master_key_check set check_value = ${current}, previous_check_value = ${previous}
+      where check_value = ${previous} and previous_check_value is null`
   }
   return yield* new MasterKeyMismatch({
     message: "MASTER_KEY does not match the key this database was created with: set the original MASTER_KEY (or pass the old one as MASTER_KEY_PREVIOUS while rotating)",

@@ -73,6 +73,17 @@ describe("secret box (AES-256-GCM under MASTER_KEY)", () => {
     expect(constantTimeEqual("abc", "abd")).toBe(false)
     expect(constantTimeEqual("abc", "abcd")).toBe(false)
   })
+
+  it("during a rotation, HMAC candidates are the current key's then the previous key's (what cannot be re-keyed still verifies)", () => {
+    const previous = key()
+    const current = key()
+    const rotating = makeCrypto({ current, previous })
+    const [first, second, ...rest] = rotating.hmacCandidates("email-otp", "x")
+    expect(rest).toEqual([])
+    expect(first!.equals(makeCrypto({ current }).hmac("email-otp", "x"))).toBe(true)
+    expect(second!.equals(makeCrypto({ current: previous }).hmac("email-otp", "x"))).toBe(true)
+    expect(makeCrypto({ current }).hmacCandidates("email-otp", "x")).toHaveLength(1)
+  })
 })
 
 describe("ids", () => {

@@ -8,22 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { send } from "../support/http.js"
 import { type TestApp, startApp } from "../support/app.js"
+import { type Outcome, runEntry } from "../support/processes.js"
 
 const TSX = join(process.cwd(), "node_modules/.bin/tsx")
-
-interface Outcome { code: number | null; stdout: string; stderr: string }
-
-/** Runs one of our entry points as a real child process. */
-const runEntry = (entry: string, args: ReadonlyArray<string>, env: Record<string, string>, timeoutMs = 60_000) =>
-  new Promise<Outcome>((resolve, reject) => {
-    const child = spawn(TSX, [entry, ...args], { env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root", ...env }, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (c: Buffer) => { stdout += c })
-    child.stderr.on("data", (c: Buffer) => { stderr += c })
-    const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error(`timeout: ${stdout} ${stderr}`)) }, timeoutMs)
-    child.on("exit", (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }) })
-  })
 
 const oneLine = (outcome: Outcome) => {
   expect(outcome.code).toBe(1)
@@ -96,7 +83,8 @@ describe("against a running database", () => {
   it("an unknown CLI command is refused with usage", async () => {
     const outcome = await runEntry("src/cli.ts", ["frobnicate"], { DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url") })
     expect(outcome.code).toBe(1)
-    expect(outcome.stderr).toContain("usage: npm run cli -- bootstrap")
+    expect(outcome.stderr).toContain("usage: npm run cli -- <command>")
+    expect(outcome.stderr).toContain("bootstrap [--json]")
   })
 })
 

@@ -104,18 +104,69 @@ describe("POST /v1/domains", () => {
     expect(await countRows(app, "domains", env)).toBe(0)
   })
 
-  it("a hostname is registered once across all Environments and Workspaces (409), even under concurrency", async () => {
+  it("a Workspace claims a hostname once (409), even under concurrency; deleting frees it", async () => {
     const hostname = uniqueHost("unique")
+    const other = await makeEnvironment(app, a.workspace_id, a.project_id)
     const results = await Promise.all([
-      create(a.environment_id, { hostname }), create(a.environment_id, { hostname }), create(b.environment_id, { hostname }, { key: b.api_key }),
+      create(a.environment_id, { hostname }), create(a.environment_id, { hostname }), create(other, { hostname }),
     ])
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409])
     for (const r of results.filter((x) => x.status === 409)) expectProblem(r, 409, "domain_already_exists")
-    // Deleting frees it.
     const winner = results.find((r) => r.status === 201)!
-    const key = winner.json.environment_id === b.environment_id ? b.api_key : a.api_key
-    expect((await app.management(`/v1/domains/${winner.json.id}`, { method: "DELETE", key })).status).toBe(200)
+    expect((await app.management(`/v1/domains/${winner.json.id}`, { method: "DELETE" })).status).toBe(200)
     expect((await create(a.environment_id, { hostname })).status).toBe(201)
+  })
+})
+
+describe("custom-domain squatting (issue 12): a pending claim reserves nothing; only the TXT proof grants the hostname", () => {
+  /** Whether the host routes to an Environment (an unknown host is 404 before any route). */
+  const served = async (hostname: string) => (await app.request(hostname, "/v1/config")).status !== 404
+
+  it("another Workspace's pending claim does not block the owner, who activates it; then the hostname is taken", async () => {
+    const hostname = uniqueHost("squat")
+    // Workspace B claims first and never proves anything.
+    const squat = await create(b.environment_id, { hostname }, { key: b.api_key })
+    expect(squat.status).toBe(201)
+    // Workspace A (the real owner) can still claim the same hostname.
+    const owner = await create(a.environment_id, { hostname })
+    expect(owner.status).toBe(201)
+    expect(owner.json.verification.value).not.toBe(squat.json.verification.value)
+    // Only A's token is published: only A's claim activates.
+    expect(await served(hostname)).toBe(false)
+    dns.setTxt(owner.json.verification.name, [owner.json.verification.value])
+    const squatRetry = await retry(squat.json.id, { key: b.api_key })
+    expect([squatRetry.status, squatRetry.json.status]).toEqual([200, "failed"])
+    const ownerRetry = await retry(owner.json.id)
+    expect([ownerRetry.status, ownerRetry.json.status, ownerRetry.json.validation_errors]).toEqual([200, "active", []])
+    expect(await served(hostname)).toBe(true)
+
+    // Once active, the hostname is unique: new claims anywhere are 409 and change nothing.
+    const before = await countRows(app, "domains", b.environment_id)
+    expectProblem(await create(b.environment_id, { hostname }, { key: b.api_key }), 409, "domain_already_exists")
+    expect(await countRows(app, "domains", b.environment_id)).toBe(before)
+    // B publishing its own token too cannot take the hostname over.
+    dns.setTxt(owner.json.verification.name, [owner.json.verification.value, squat.json.verification.value])
+    const takeover = await retry(squat.json.id, { key: b.api_key })
+    expect(takeover.json.status).toBe("failed")
+    expect(takeover.json.validation_errors).toEqual([`${hostname} is already active as another custom domain; it must be deleted there first`])
+    const [row] = await query<{ environment_id: string }>(app, "select environment_id from domains where hostname = $1 and status = 'active'", [hostname])
+    expect(row!.environment_id).toBe(a.environment_id)
+
+    // When A deletes its domain, a proven claim may activate.
+    expect((await app.management(`/v1/domains/${owner.json.id}`, { method: "DELETE" })).status).toBe(200)
+    expect((await retry(squat.json.id, { key: b.api_key })).json.status).toBe("active")
+  })
+
+  it("two proven claims of one hostname validated at once: exactly one becomes active", async () => {
+    const hostname = uniqueHost("race")
+    const first = (await create(a.environment_id, { hostname })).json
+    const second = (await create(b.environment_id, { hostname }, { key: b.api_key })).json
+    dns.setTxt(first.verification.name, [first.verification.value, second.verification.value])
+    const results = await Promise.all([retry(first.id), retry(second.id, { key: b.api_key })])
+    expect(results.map((r) => r.status)).toEqual([200, 200])
+    expect(results.map((r) => r.json.status).sort()).toEqual(["active", "failed"])
+    const active = await query<{ id: string }>(app, "select id from domains where hostname = $1 and status = 'active'", [hostname])
+    expect(active).toHaveLength(1)
   })
 })
 

@@ -44,6 +44,8 @@ export interface StartOptions {
   readonly env?: Record<string, string>
   /** Also run a graphile-worker runner in this process. */
   readonly worker?: boolean
+  /** Reuse this database (a restart) instead of cloning a fresh one. */
+  readonly databaseUrl?: string
 }
 
 /**
@@ -51,8 +53,9 @@ export interface StartOptions {
  * template. Time is a TestClock (set to the wall clock at start) that tests advance.
  */
 export const startApp = async (options: StartOptions = {}): Promise<TestApp> => {
-  const database = await cloneDatabase(inject("serverUrl"), inject("templateDb"))
+  const database = options.databaseUrl !== undefined ? { url: options.databaseUrl } : await cloneDatabase(inject("serverUrl"), inject("templateDb"))
   const port = await freePort()
+  // MASTER_KEY / MASTER_KEY_PREVIOUS in options.env replace the random key (rotation tests).
   const masterKey = randomBytes(32).toString("base64url")
   const config = parseConfig({
     PORT: String(port),
@@ -62,7 +65,7 @@ export const startApp = async (options: StartOptions = {}): Promise<TestApp> => 
     LOG_REQUESTS: "false",
     ...options.env,
   })
-  const keyring = { current: Buffer.from(masterKey, "base64url") }
+  const keyring = { current: config.masterKey!, previous: config.masterKeyPrevious }
   const scope = Effect.runSync(Scope.make())
   const testClock = await Effect.runPromise(Scope.provide(TestClock.make(), scope))
   await Effect.runPromise(testClock.setTime(Date.now()))

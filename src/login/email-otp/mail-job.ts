@@ -27,7 +27,7 @@ export type CodePurpose = typeof CodePurpose.Type
 
 const Sealed = Schema.Struct({ to: Schema.String, code: Schema.String, deliver: Schema.Boolean, purpose: Schema.optionalKey(CodePurpose) })
 
-const sealContext = (challengeId: string, generation: number): SealContext =>
+export const sealContext = (challengeId: string, generation: number): SealContext =>
   ({ purpose: "email-otp-mail", table: "email_challenges", rowId: `${challengeId}:${generation}` })
 
 /** Mail is useless after the code's 5 minutes: few retries, close together. */

@@ -18,7 +18,7 @@ import * as rateLimit from "../rate-limit/service.js"
 import { AccessDenied, InvalidTransactionState } from "../transactions/errors.js"
 import * as transactions from "../transactions/repo.js"
 import { explainLostTransition, loadTransactionForUse, markInteractionStarted } from "../transactions/service.js"
-import { codeHmac, generateCode, isCodeShape } from "./code.js"
+import { codeHmac, codeMatches, generateCode, isCodeShape } from "./code.js"
 import { InvalidCode, NewUserCreationBlocked, ResendTooSoon } from "./errors.js"
 import { enqueueLoginCodeMail } from "./mail-job.js"
 import * as repo from "./repo.js"
@@ -249,7 +249,7 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
       yield* loginFailed("expired_code", row, user)
       return { kind: "expired" } as const
     }
-    if (!crypto.constantTimeEqual(codeHmac(crypto, row.id, row.generation, code), row.code_hmac)) {
+    if (!codeMatches(crypto, row.id, row.generation, code, row.code_hmac)) {
       const counted = yield* repo.recordFailure({ environmentId: txn.environment_id, id: row.id, maxFailures: MAX_FAILED_ATTEMPTS, now: new Date(now) })
       yield* rateLimit.record(txn.environment_id, limits.otpFailuresPerEmailAndIp, emailAndIp)
       yield* rateLimit.record(txn.environment_id, limits.otpFailuresPerEmail, row.email_normalized)

@@ -14,17 +14,20 @@ const SESSION_TTL_MS = 12 * 3600_000
  * Creates a server-side Dashboard session for a platform user. The dashboard itself is a
  * later capability; tests and the CLI mint sessions through this function.
  */
-export const mintDashboardSession = (platformUserId: string) => Effect.gen(function* () {
+export const startDashboardSession = (platformUserId: string) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const crypto = yield* Crypto
   const ids = yield* Ids
   const id = yield* ids.make("dsh")
   const token = `${DASHBOARD_TOKEN_PREFIX}${yield* crypto.randomToken(32)}`
   const now = yield* Clock.currentTimeMillis
+  const expiresAt = new Date(now + SESSION_TTL_MS)
   yield* sql`insert into dashboard_sessions (id, secret_hash, platform_user_id, created_at, expires_at)
-    values (${id}, ${sha256Hex(token)}, ${platformUserId}, ${new Date(now)}, ${new Date(now + SESSION_TTL_MS)})`
-  return token
+    values (${id}, ${sha256Hex(token)}, ${platformUserId}, ${new Date(now)}, ${expiresAt})`
+  return { id, token, createdAt: new Date(now), expiresAt }
 }).pipe(Effect.orDie)
+
+export const mintDashboardSession = (platformUserId: string) => Effect.map(startDashboardSession(platformUserId), (s) => s.token)
 
 /** Creates a platform user (dashboard account) and, optionally, a membership. */
 export const createPlatformUser = (email: string, membership?: { workspaceId: string; role: "owner" | "admin" | "member" }) =>

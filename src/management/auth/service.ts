@@ -2,9 +2,11 @@ import { Clock, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { Forbidden, InsufficientScope, InvalidRequest, Unauthorized } from "../../http/errors.js"
+import { Config } from "../../platform/config.js"
 import { sha256Hex } from "../../platform/crypto.js"
 import { API_KEY_PREFIX } from "../../tenancy/service.js"
 import { type Caller, CurrentCaller } from "./caller.js"
+import { checkCookieWrite } from "./csrf.js"
 import { authenticateDashboard, DASHBOARD_TOKEN_PREFIX } from "./dashboard.js"
 import * as repo from "./repo.js"
 
@@ -46,7 +48,10 @@ export interface CallerRequirements {
 export const withCaller = <A, E, R>(scope: string | undefined, handler: Effect.Effect<A, E, R>, requirements: CallerRequirements = {}) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const token = bearer(request.headers["authorization"]) ?? request.cookies["dashboard_session"]
+    const headerToken = bearer(request.headers["authorization"])
+    const cookieToken = headerToken === undefined ? request.cookies["dashboard_session"] : undefined
+    if (cookieToken !== undefined) yield* checkCookieWrite(request, yield* Config)
+    const token = headerToken ?? cookieToken
     const caller = token?.startsWith(DASHBOARD_TOKEN_PREFIX)
       ? yield* authenticateDashboard(token, request.headers["x-workspace-id"])
       : yield* authenticateApiKey(token)
@@ -58,7 +63,7 @@ export const withCaller = <A, E, R>(scope: string | undefined, handler: Effect.E
     }
     if (scope !== undefined && !caller.scopes.has(scope)) return yield* new InsufficientScope({ required: scope })
     return yield* Effect.provideService(handler, CurrentCaller, caller)
-  }) as Effect.Effect<A, E | Unauthorized | InsufficientScope | Forbidden | InvalidRequest, Exclude<R, CurrentCaller> | HttpServerRequest.HttpServerRequest | SqlClient.SqlClient>
+  }) as Effect.Effect<A, E | Unauthorized | InsufficientScope | Forbidden | InvalidRequest, Exclude<R, CurrentCaller> | HttpServerRequest.HttpServerRequest | SqlClient.SqlClient | Config>
 
 /**
  * Where a `workspace_id` is sent (query or body) it must equal the authenticated Workspace

@@ -3,7 +3,7 @@ import { Crypto } from "../../platform/crypto.js"
 import type { ConnectionRow } from "./repo.js"
 
 /** The secret box context of a provider client secret: it opens only on its own row. */
-const sealContext = (connectionId: string) =>
+export const sealContext = (connectionId: string) =>
   ({ purpose: "connection-provider-client-secret", table: "connections", rowId: connectionId })
 
 /** Provider client secrets are used, not just verified, so they are sealed (DESIGN: security model). */

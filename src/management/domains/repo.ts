@@ -19,12 +19,23 @@ export interface DomainRow {
 const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, hostname, rp_enabled, status,
   validation_errors, verification_token, created_at, updated_at, version`
 
-/** Serialises registrations of one hostname (uniqueness check, then insert). */
+/** Serialises registrations and activations of one hostname (check, then insert or activate). */
 export const lockHostname = (hostname: string) => SqlClient.SqlClient.use((sql) =>
   sql`select pg_advisory_xact_lock(hashtextextended(${`domains:${hostname}`}, 0))`).pipe(Effect.asVoid)
 
-export const hostnameTaken = (hostname: string) => SqlClient.SqlClient.use((sql) =>
-  sql<{ id: string }>`select id from domains where hostname = ${hostname}`).pipe(Effect.map((rows) => rows.length > 0))
+/**
+ * Whether a new claim of `hostname` by this Workspace is refused: the hostname is `active`
+ * anywhere, or this Workspace already claims it. Other Workspaces' pending or failed claims
+ * never block it (no squatting: only the TXT proof grants a hostname).
+ */
+export const hostnameTaken = (workspaceId: string, hostname: string) => SqlClient.SqlClient.use((sql) =>
+  sql<{ id: string }>`select id from domains where hostname = ${hostname} and (status = 'active' or workspace_id = ${workspaceId})
+    limit 1`).pipe(Effect.map((rows) => rows.length > 0))
+
+/** Whether another domain (any Workspace) holds `hostname` as `active`. */
+export const hostnameActiveElsewhere = (hostname: string, domainId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<{ id: string }>`select id from domains where hostname = ${hostname} and status = 'active' and id <> ${domainId}`)
+  .pipe(Effect.map((rows) => rows.length > 0))
 
 export const insertDomain = (d: {
   readonly id: string; readonly workspaceId: string; readonly environmentId: string; readonly hostname: string

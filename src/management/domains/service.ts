@@ -93,8 +93,8 @@ export const createDomain = (body: CreateDomainBody) => Effect.gen(function* () 
   const problem = hostnameProblem(config, body.hostname)
   if (problem !== undefined) return yield* new InvalidRequest({ detail: `hostname ${problem}` })
   yield* repo.lockHostname(body.hostname).pipe(Effect.orDie)
-  if (yield* repo.hostnameTaken(body.hostname).pipe(Effect.orDie)) {
-    return yield* new DomainAlreadyExists({ detail: `${body.hostname} is already registered as a custom domain` })
+  if (yield* repo.hostnameTaken(env.workspaceId, body.hostname).pipe(Effect.orDie)) {
+    return yield* new DomainAlreadyExists({ detail: `${body.hostname} is already active as a custom domain or claimed by this Workspace` })
   }
   const id = yield* ids.make("dom")
   const now = new Date(yield* Clock.currentTimeMillis)
@@ -156,12 +156,18 @@ export const retryValidation = (id: string) => Effect.gen(function* () {
     return row
   }
   // The lookup runs before any lock is taken: DNS time never holds a row lock.
-  const errors = yield* validationErrors(row)
+  let errors = yield* validationErrors(row)
   return yield* withRpFollowing(env.id, Effect.gen(function* () {
     const current = yield* lockDomain(id)
     yield* checkIfMatch(current.id, current.version)
     // A concurrent retry already activated it: one activation, one RP move.
     if (current.status === "active") return current
+    // Only the proof grants the hostname, and to one claim at a time: claims of other
+    // Workspaces may coexist while pending (issue 12: no squatting), so activation takes the
+    // hostname's lock and refuses while another claim holds it `active`.
+    yield* repo.lockHostname(current.hostname).pipe(Effect.orDie)
+    const inUse = errors.length === 0 && (yield* repo.hostnameActiveElsewhere(current.hostname, current.id).pipe(Effect.orDie))
+    if (inUse) errors = [`${current.hostname} is already active as another custom domain; it must be deleted there first`]
     const now = new Date(yield* Clock.currentTimeMillis)
     const status = errors.length === 0 ? "active" as const : "failed" as const
     const updated = yield* repo.setValidationResult(current.id, current.version, { status, errors, now }).pipe(Effect.orDie)

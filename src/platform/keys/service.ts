@@ -17,13 +17,17 @@ export interface SigningKey {
   readonly key: KeyObject
 }
 
-const sealContext = (kid: string) => ({ purpose: "signing-key", table: "signing_keys", rowId: kid })
+export const sealContext = (kid: string) => ({ purpose: "signing-key", table: "signing_keys", rowId: kid })
 
 export class Keys extends Context.Service<Keys, {
   /** Creates the first key of a new Environment, inside the caller's transaction. */
   readonly create: (environmentId: string) => Effect.Effect<PublicSigningJwk, never, SqlClient.SqlClient>
   /** Retires the active key (kept in the JWKS until its tokens expire) and creates a new one. */
   readonly rotate: (environmentId: string) => Effect.Effect<PublicSigningJwk, never, SqlClient.SqlClient>
+  /** Creates the next key, published in the JWKS but not signing yet (one per Environment). */
+  readonly stage: (environmentId: string) => Effect.Effect<PublicSigningJwk, never, SqlClient.SqlClient>
+  /** Makes the staged key the active one and retires the active one (as `rotate` does). */
+  readonly promote: (environmentId: string, kid: string) => Effect.Effect<void, never, SqlClient.SqlClient>
   readonly signingKey: (environmentId: string) => Effect.Effect<SigningKey>
   /** A public key that may verify a token of this Environment (active, or retired and kept). */
   readonly verificationKey: (environmentId: string, kid: string) => Effect.Effect<Option.Option<KeyObject>>
@@ -40,13 +44,13 @@ export const KeysLive = Layer.effect(Keys, Effect.gen(function* () {
   const activeByEnv = new Map<string, { key: SigningKey; loadedAt: number }>()
   const jwksByEnv = new Map<string, { body: string; loadedAt: number }>()
 
-  const create = (environmentId: string) => Effect.gen(function* () {
+  const create = (environmentId: string, status: "next" | "active" = "active") => Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
     const privateKey = generateP256()
     const jwk = yield* Effect.promise(() => publicJwkOf(privateKey))
     const pem = privateKey.export({ format: "pem", type: "pkcs8" }) as string
     const sealed = yield* crypto.seal(sealContext(jwk.kid), pem)
-    yield* repo.insertKey({ kid: jwk.kid, environmentId, sealed, jwk, now: new Date(now) })
+    yield* repo.insertKey({ kid: jwk.kid, environmentId, sealed, jwk, now: new Date(now), status })
     activeByEnv.delete(environmentId)
     jwksByEnv.delete(environmentId)
     return jwk
@@ -72,12 +76,23 @@ export const KeysLive = Layer.effect(Keys, Effect.gen(function* () {
     return key
   }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
 
+  const retireActive = (environmentId: string) => Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    yield* repo.retireActive(environmentId, new Date(now), new Date(now + TOKEN_LIFETIME_MS), new Date(now + KEEP_RETIRED_MS))
+  })
+
   return Keys.of({
-    create,
+    create: (environmentId) => create(environmentId),
     rotate: (environmentId) => Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      yield* repo.retireActive(environmentId, new Date(now), new Date(now + TOKEN_LIFETIME_MS), new Date(now + KEEP_RETIRED_MS))
+      yield* retireActive(environmentId)
       return yield* create(environmentId)
+    }).pipe(Effect.orDie),
+    stage: (environmentId) => create(environmentId, "next"),
+    promote: (environmentId, kid) => Effect.gen(function* () {
+      yield* retireActive(environmentId)
+      yield* repo.promoteNext(environmentId, kid)
+      activeByEnv.delete(environmentId)
+      jwksByEnv.delete(environmentId)
     }).pipe(Effect.orDie),
     signingKey,
     verificationKey: (environmentId, kid) => Effect.gen(function* () {

@@ -1,0 +1,70 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { SEALED_VALUES, type SealedValues } from "./sealed-values.js"
+
+/** Rows sealed under `currentKeyId`'s key are left alone: only other keys' seals are re-sealed. */
+const staleCondition = (v: SealedValues) =>
+  `${v.sealed} is not null and split_part(${v.sealed}, '.', 2) <> $1${v.where ? ` and ${v.where}` : ""}`
+
+export interface StaleRow {
+  readonly row: string
+  readonly sealed: string
+  readonly fields: Readonly<Record<string, string>>
+}
+
+/**
+ * The next batch after `after`, in row order. The comparison and the ORDER BY use the same
+ * (default) collation, so the cursor is consistent, and a primary key's index serves both.
+ */
+export const staleBatch = (v: SealedValues, currentKeyId: string, after: string, limit: number) =>
+  SqlClient.SqlClient.use((sql) => {
+    const fields = Object.entries(v.fields).map(([name, expr]) => `, ${expr} as "f_${name}"`).join("")
+    return sql.unsafe<Record<string, string>>(`select ${v.row} as "row", ${v.sealed} as "sealed"${fields} from ${v.from}
+      where ${staleCondition(v)} and ${v.row} > $2 order by ${v.row} limit $3`, [currentKeyId, after, limit])
+  }).pipe(Effect.map((rows) => rows.map((r): StaleRow => ({
+    row: r["row"]!, sealed: r["sealed"]!,
+    fields: { row: r["row"]!, ...Object.fromEntries(Object.keys(v.fields).map((name) => [name, r[`f_${name}`]!])) },
+  }))))
+
+/** Compare-and-set: replaces the sealed value only if nobody changed it since it was read. */
+export const replaceSealed = (v: SealedValues, row: string, from: string, to: string) =>
+  SqlClient.SqlClient.use((sql) => sql.unsafe<{ n: number }>(`with changed as (update ${v.table} set ${v.assignment.replace("$to", "$3")}
+      where ${v.rowMatch ?? `${v.row} = $1`} and ${v.sealed} = $2${v.updatableWhen ? ` and ${v.updatableWhen}` : ""} returning 1)
+    select count(*)::int as n from changed`, [row, from, to])).pipe(Effect.map((rows) => rows[0]!.n > 0))
+
+export const countStale = (v: SealedValues, currentKeyId: string) =>
+  SqlClient.SqlClient.use((sql) => sql.unsafe<{ n: number }>(`select count(*)::int as n from ${v.from} where ${staleCondition(v)}`,
+    [currentKeyId])).pipe(Effect.map((rows) => rows[0]!.n))
+
+/** Columns named `*_sealed` that the registry does not know: re-sealing could not be complete. */
+export const unregisteredSealedColumns = SqlClient.SqlClient.use((sql) =>
+  sql<{ name: string }>`select table_name || '.' || column_name as name from information_schema.columns
+    where table_schema = current_schema() and column_name like '%\\_sealed' order by 1`).pipe(
+  Effect.map((rows) => rows.map((r) => r.name).filter((name) => !SEALED_VALUES.some((v) => v.name === name))))
+
+export interface Progress {
+  readonly last_row: string
+  readonly resealed: number
+}
+
+export const loadProgress = (toKeyId: string, name: string, now: Date) => SqlClient.SqlClient.use((sql) => Effect.gen(function* () {
+  yield* sql`insert into master_key_rotation_progress (to_key_id, sealed_column, updated_at) values (${toKeyId}, ${name}, ${now})
+    on conflict do nothing`
+  const [row] = yield* sql<{ last_row: string; resealed: string }>`select last_row, resealed::text from master_key_rotation_progress
+    where to_key_id = ${toKeyId} and sealed_column = ${name}`
+  return { last_row: row!.last_row, resealed: Number(row!.resealed) } satisfies Progress
+}))
+
+export const saveProgress = (toKeyId: string, name: string, p: Progress & { readonly completed: boolean; readonly now: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql`update master_key_rotation_progress set last_row = ${p.last_row}, resealed = ${p.resealed},
+      completed_at = ${p.completed ? p.now : null}, updated_at = ${p.now}
+    where to_key_id = ${toKeyId} and sealed_column = ${name}`).pipe(Effect.asVoid)
+
+export const keyCheckState = SqlClient.SqlClient.use((sql) =>
+  sql<{ check_value: string; previous_check_value: string | null }>`select check_value, previous_check_value from master_key_check`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+/** Ends the rotation: a start without the old key is allowed again (compare-and-set). */
+export const finishRotation = (currentCheck: string, previousCheck: string) => SqlClient.SqlClient.use((sql) =>
+  sql`update master_key_check set previous_check_value = null
+    where check_value = ${currentCheck} and previous_check_value = ${previousCheck}`).pipe(Effect.asVoid)

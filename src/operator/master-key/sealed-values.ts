@@ -1,0 +1,74 @@
+import type { SealContext } from "../../platform/crypto.js"
+import { sealContext as providerSecretContext } from "../../management/connections/secret.js"
+import { sealContext as idempotentResponseContext } from "../../management/http/idempotency.js"
+import { artifactSealContext } from "../../management/user-data-jobs/export-service.js"
+import { SEND_LOGIN_CODE_TASK, sealContext as loginCodeMailContext } from "../../login/email-otp/mail-job.js"
+import { graceSealContext } from "../../oidc/refresh/service.js"
+import { sealContext as signingKeyContext } from "../../platform/keys/service.js"
+import { secretSealContext as webhookSecretContext } from "../../webhooks/service.js"
+
+/**
+ * Every place a value sealed under the master key lives (AES-256-GCM, `v1.<key-id>....`),
+ * with what the re-sealing needs: a stable row order (`row`, a text SQL expression used as
+ * the resumable cursor and the compare-and-set key), the sealed value, and the columns the
+ * seal's associated data is built from. A new `*_sealed` column MUST be added here: the
+ * rotation refuses to run while the database has one that is not (see ./repo.ts).
+ *
+ * Identifiers here are constants of ours, never input: they are spliced into SQL text.
+ */
+export interface SealedValues {
+  /** The progress key and the column the coverage check expects: `<table>.<column>`. */
+  readonly name: string
+  /** FROM clause (a table, or a join). */
+  readonly from: string
+  /** Extra WHERE condition (beyond "sealed under another key"). */
+  readonly where?: string
+  readonly row: string
+  /** How an UPDATE finds the row of a cursor value `$1` (default `<row> = $1`; an indexed form where `row` is an expression). */
+  readonly rowMatch?: string
+  readonly sealed: string
+  /** Named SQL expressions handed to `context`. */
+  readonly fields: Readonly<Record<string, string>>
+  readonly context: (fields: Readonly<Record<string, string>>) => SealContext
+  /** UPDATE ... SET <assignment> WHERE <row> = $row AND <sealed> = $from; `$to` is the new value. */
+  readonly table: string
+  readonly assignment: string
+  /** Extra condition of the compare-and-set (a job a worker holds is left for the next pass). */
+  readonly updatableWhen?: string
+}
+
+const column = (table: string, sealedColumn: string, row: string, fields: Readonly<Record<string, string>>,
+  context: SealedValues["context"]): SealedValues => ({
+  name: `${table}.${sealedColumn}`, from: table, row, sealed: sealedColumn, fields, context, table, assignment: `${sealedColumn} = $to`,
+})
+
+export const SEALED_VALUES: ReadonlyArray<SealedValues> = [
+  column("signing_keys", "private_key_sealed", "kid", {}, (f) => signingKeyContext(f["row"]!)),
+  column("webhooks", "secret_sealed", "id", {}, (f) => webhookSecretContext(f["row"]!)),
+  column("connections", "provider_client_secret_sealed", "id", {}, (f) => providerSecretContext(f["row"]!)),
+  column("user_export_jobs", "artifact_sealed", "id", {}, (f) => artifactSealContext(f["row"]!)),
+  column("refresh_families", "grace_response_sealed", "id", { generation: "grace_generation::text" },
+    (f) => graceSealContext(f["row"]!, Number(f["generation"]))),
+  {
+    ...column("idempotency_keys", "response_sealed", "(workspace_id || '/' || caller || '/' || key)",
+      { workspace: "workspace_id", caller: "caller", key: "key" },
+      (f) => idempotentResponseContext(f["workspace"]!, f["caller"]!, f["key"]!)),
+    // Neither a Workspace id nor a caller (`api_key:<id>`, `platform_user:<id>`) contains '/'; the key may.
+    rowMatch: "workspace_id = split_part($1, '/', 1) and caller = split_part($1, '/', 2)"
+      + " and key = substr($1, length(split_part($1, '/', 1)) + length(split_part($1, '/', 2)) + 3)",
+  },
+  {
+    // The Email OTP mail job carries the code sealed in its graphile-worker payload (minutes long).
+    name: "graphile_worker.jobs.send_login_code",
+    from: "graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id",
+    where: `t.identifier = '${SEND_LOGIN_CODE_TASK}'`,
+    row: "lpad(j.id::text, 20, '0')",
+    rowMatch: "j.id = $1::bigint",
+    sealed: "(j.payload->>'sealed')",
+    fields: { challenge: "j.payload->>'challenge_id'", generation: "j.payload->>'generation'" },
+    context: (f) => loginCodeMailContext(f["challenge"]!, Number(f["generation"])),
+    table: "graphile_worker._private_jobs j",
+    assignment: "payload = (j.payload::jsonb || jsonb_build_object('sealed', $to::text))::json",
+    updatableWhen: "j.locked_at is null",
+  },
+]

@@ -1,0 +1,222 @@
+import { randomBytes } from "node:crypto"
+import { Effect } from "effect"
+import { afterAll, describe, expect, it } from "vitest"
+import { usableConnection } from "../../src/management/connections/repo.js"
+import { openProviderClientSecret } from "../../src/management/connections/secret.js"
+import { sealContext as loginCodeMailContext } from "../../src/login/email-otp/mail-job.js"
+import { graceSealContext } from "../../src/oidc/refresh/service.js"
+import { keyId, makeCrypto } from "../../src/platform/crypto.js"
+import { freePort } from "../../src/platform/embedded-postgres.js"
+import { verifyMasterKey } from "../../src/platform/master-key.js"
+import * as rotationRepo from "../../src/operator/master-key/repo.js"
+import { rotateMasterKey } from "../../src/operator/master-key/service.js"
+import { SEALED_VALUES } from "../../src/operator/master-key/sealed-values.js"
+import { verifyWebhook } from "../../src/webhooks/verifier.js"
+import { type TestApp, startApp } from "../support/app.js"
+import { runCliJson, runEntry } from "../support/processes.js"
+import { createClient as createLoginClient, createTransaction, publicApi, uniqueEmail } from "../login/support.js"
+import { createClient, createUser, exchangeCode, mintCode, refresh, verifyJwt } from "../oidc/support.js"
+import { createWebhook, type Receiver, sqlRows, startReceiver, WEBHOOK_TEST_ENV } from "../webhooks/support.js"
+
+const A = randomBytes(32).toString("base64url")
+const B = randomBytes(32).toString("base64url")
+const keyA = Buffer.from(A, "base64url")
+const keyB = Buffer.from(B, "base64url")
+
+let app: TestApp | undefined
+let receiver: Receiver | undefined
+afterAll(async () => {
+  await app?.close()
+  await receiver?.close()
+})
+
+/** Stops the running app (if any) and starts it again on `databaseUrl` (a fresh database when undefined). */
+const restart = async (databaseUrl: string | undefined, env: Record<string, string>) => {
+  await app?.close()
+  app = undefined
+  app = await startApp({ ...(databaseUrl === undefined ? {} : { databaseUrl }), env: { ...WEBHOOK_TEST_ENV, ...env } })
+  return app
+}
+
+/** Every sealed value in the database, with the key id it names. */
+const sealedKeyIds = async (a: TestApp) => {
+  const rows = await sqlRows<{ k: string }>(a, `
+    select split_part(private_key_sealed, '.', 2) as k from signing_keys
+    union all select split_part(secret_sealed, '.', 2) from webhooks where secret_sealed is not null
+    union all select split_part(provider_client_secret_sealed, '.', 2) from connections where provider_client_secret_sealed is not null
+    union all select split_part(response_sealed, '.', 2) from idempotency_keys where response_sealed is not null
+    union all select split_part(grace_response_sealed, '.', 2) from refresh_families where grace_response_sealed is not null
+    union all select split_part(j.payload->>'sealed', '.', 2) from graphile_worker._private_jobs j
+      join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'`)
+  return rows.map((r) => r.k)
+}
+
+const CONNECTION_SECRET = "provider-secret-rotated-0123456789"
+
+describe("master-key rotation that completes (issue 12)", () => {
+  it("data sealed under A; restart with B (previous A); `cli master-key rotate`; restart with B only: everything still works", async () => {
+    receiver = await startReceiver()
+    // --- Key A: seal one of everything. ---------------------------------------------------------
+    const first = await restart(undefined, { MASTER_KEY: A })
+    const databaseUrl = first.databaseUrl
+    const env = await first.bootstrap()
+    const client = await createClient(first, env, { type: "web_bff" })
+    const user = await createUser(first, env)
+    const exchanged = await exchangeCode(first, env, client, await mintCode(first, env, client, user))
+    expect(exchanged.status, exchanged.text).toBe(200)
+    // A refresh keeps its answer sealed for the 5-second grace window.
+    const tokens = await refresh(first, env, client, exchanged.json.refresh_token)
+    expect(tokens.status, tokens.text).toBe(200)
+    const hook = await createWebhook(first, { environment_id: env.environment_id, url: receiver.url(), event_types: ["user.created"] })
+    const connection = await first.management("/v1/connections", {
+      body: { environment_id: env.environment_id, provider: "google", mode: "byo", provider_key: "google", provider_client_id: "cid", provider_client_secret: CONNECTION_SECRET },
+    })
+    expect(connection.status, connection.text).toBe(201)
+    const idempotent = { "idempotency-key": "rotation-key-1" }
+    const apiKeyBody = { workspace_id: env.workspace_id, name: "Rotation", scopes: ["projects:read"] }
+    const created = await first.management("/v1/api-keys", { body: apiKeyBody, headers: idempotent })
+    expect(created.status, created.text).toBe(201)
+    // An Email OTP started under A: its mail job (no worker here) holds the code sealed under A.
+    const loginClient = await createLoginClient(first, env)
+    const txn = await createTransaction(first, env, loginClient)
+    const otp = await publicApi(first, env, `/auth/transactions/${txn}/email/start`, { body: { email: uniqueEmail("rotation") } })
+    expect(otp.status, otp.text).toBe(202)
+    const idA = keyId(keyA)
+    expect(new Set(await sealedKeyIds(first))).toEqual(new Set([idA]))
+    expect((await sealedKeyIds(first)).length).toBeGreaterThanOrEqual(5)
+
+    // --- B with A as previous: the rotation begins; B alone is refused until it completes. -------
+    const second = await restart(databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
+    await expect(second.run(verifyMasterKey({ current: keyB }))).rejects.toThrow(/rotation is not finished/)
+    const serverWithB = await runEntry("src/main.ts", [], { DATABASE_URL: databaseUrl, MASTER_KEY: B, PORT: String(await freePort()) })
+    expect(serverWithB.code).toBe(1)
+    expect(serverWithB.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^authservice: .*rotation is not finished.*master-key rotate/)])
+    // The keys swapped (a process that would seal under the old key again) and a third key are refused too.
+    await expect(second.run(verifyMasterKey({ current: keyA, previous: keyB }))).rejects.toThrow(/has begun/)
+    await expect(second.run(verifyMasterKey({ current: randomBytes(32), previous: keyB }))).rejects.toThrow(/earlier master-key rotation is not finished/)
+    const cliEnv = { DATABASE_URL: databaseUrl, MASTER_KEY: B, MASTER_KEY_PREVIOUS: A }
+    const help = await runEntry("src/cli.ts", ["master-key", "rotate", "--help"], {})
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain("usage: npm run cli -- master-key rotate")
+    const rotated = await runCliJson(["master-key", "rotate", "--batch-size", "1"], cliEnv)
+    expect(rotated.code, rotated.stderr).toBe(0)
+    const idB = keyId(keyB)
+    expect(rotated.json).toEqual({
+      from_key_id: idA, to_key_id: idB, completed: true, remaining: {},
+      resealed: expect.objectContaining({
+        "signing_keys.private_key_sealed": 1, "webhooks.secret_sealed": 1, "connections.provider_client_secret_sealed": 1,
+        "idempotency_keys.response_sealed": 1, "graphile_worker.jobs.send_login_code": 1, "refresh_families.grace_response_sealed": 1,
+      }),
+    })
+    expect(new Set(await sealedKeyIds(second))).toEqual(new Set([idB]))
+    // Progress is recorded per column (the resumable cursor).
+    const progress = await sqlRows<{ sealed_column: string; completed: boolean }>(second,
+      "select sealed_column, completed_at is not null as completed from master_key_rotation_progress where to_key_id = $1", [idB])
+    expect(progress.length).toBeGreaterThanOrEqual(7)
+    expect(progress.every((p) => p.completed)).toBe(true)
+    // Run again: nothing left to do, same report.
+    const again = await runCliJson(["master-key", "rotate"], cliEnv)
+    expect([again.code, again.json]).toEqual([0, rotated.json])
+
+    // The refresh grace answer now opens under B alone.
+    const [family] = await sqlRows<{ id: string; grace_generation: number; grace_response_sealed: string }>(second,
+      "select id, grace_generation, grace_response_sealed from refresh_families where grace_response_sealed is not null")
+    const grace = await Effect.runPromise(makeCrypto({ current: keyB }).open(graceSealContext(family!.id, family!.grace_generation), family!.grace_response_sealed))
+    expect(grace.toString("utf8")).toContain(tokens.json.access_token)
+    // The OTP mail job now opens under B alone; its code (HMAC'd under A) still verifies while A is the previous key.
+    const [job] = await sqlRows<{ payload: { challenge_id: string; generation: number; sealed: string } }>(second,
+      "select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'")
+    const opened = await Effect.runPromise(makeCrypto({ current: keyB }).open(loginCodeMailContext(job!.payload.challenge_id, job!.payload.generation), job!.payload.sealed))
+    const code = JSON.parse(opened.toString("utf8")).code as string
+    const verified = await publicApi(second, env, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id: otp.json.challenge_id, code } })
+    expect(verified.status, verified.text).toBe(200)
+
+    // --- B only: every secret still works. --------------------------------------------------------
+    const third = await restart(databaseUrl, { MASTER_KEY: B })
+    // Signing key (unsealed under B) signs new tokens; client secret and refresh token (hashes) still verify.
+    const refreshed = await refresh(third, env, client, tokens.json.refresh_token)
+    expect(refreshed.status, refreshed.text).toBe(200)
+    // (Each start takes a new port, and the issuer carries it.)
+    const issuedBy = { ...env, issuer: `http://localhost:${third.port}/e/${env.environment_id}` }
+    await verifyJwt(third, issuedBy, refreshed.json.access_token, "at+jwt")
+    await verifyJwt(third, issuedBy, refreshed.json.id_token, "JWT")
+    // Webhook secret: the test delivery is signed with the secret shown at creation.
+    const delivery = receiver.next()
+    expect((await third.management(`/v1/webhooks/${hook.id}/test`, { body: {}, key: env.api_key })).status).toBeLessThan(300)
+    const received = await delivery
+    const check = verifyWebhook({ headers: received.headers, rawBody: Buffer.from(received.rawBody), secrets: [hook.secret], now: third.now() })
+    expect(check.ok).toBe(true)
+    // Provider client secret.
+    const stored = await third.run(usableConnection(env.environment_id, "google"))
+    expect(await third.run(openProviderClientSecret(stored!))).toBe(CONNECTION_SECRET)
+    // API keys (the bootstrap one and the idempotently created one: SHA-256 only) authenticate.
+    expect((await third.management(`/v1/workspaces/${env.workspace_id}`, { key: env.api_key })).status).toBe(200)
+    expect((await third.management(`/v1/projects/${env.project_id}`, { key: created.json.secret })).status).toBe(200)
+    // The idempotent answer (sealed) replays identically.
+    const replay = await third.management("/v1/api-keys", { body: apiKeyBody, headers: idempotent, key: env.api_key })
+    expect([replay.status, replay.json]).toEqual([201, created.json])
+    // The old key alone is now refused.
+    await expect(third.run(verifyMasterKey({ current: keyA }))).rejects.toThrow(/does not match/)
+  }, 180_000)
+})
+
+describe("re-sealing is resumable, compare-and-set, and covers every sealed column", () => {
+  it("every `*_sealed` column of the schema is known to the rotation; an unknown one refuses it", async () => {
+    const fresh = await restart(undefined, { MASTER_KEY: A })
+    expect(await fresh.run(rotationRepo.unregisteredSealedColumns)).toEqual([])
+    // Without a previous key there is nothing to rotate from.
+    await expect(fresh.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/MASTER_KEY_PREVIOUS to the old one/)
+    const withPrevious = await restart(fresh.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
+    await sqlRows(withPrevious, "alter table webhooks add column extra_sealed text")
+    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/Sealed columns unknown to the rotation: webhooks.extra_sealed/)
+    const [state] = await sqlRows<{ previous: string | null }>(withPrevious, "select previous_check_value as previous from master_key_check")
+    expect(state!.previous).not.toBeNull()
+  }, 60_000)
+
+  it("a run that stops half-way resumes after the last recorded row; a value the service changed meanwhile is not overwritten", async () => {
+    const first = await restart(undefined, { MASTER_KEY: A })
+    const env = await first.bootstrap()
+    const receiverUrl = "http://127.0.0.1:9/hook"
+    const hooks: Array<{ id: string }> = []
+    for (let i = 0; i < 3; i++) hooks.push(await createWebhook(first, { environment_id: env.environment_id, url: receiverUrl, event_types: ["user.created"] }))
+    const second = await restart(first.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
+    // The rotation walks rows in the database's order of the key.
+    const order = (await sqlRows<{ id: string }>(second, "select id from webhooks order by id")).map((r) => r.id)
+    const ordered = order.map((id) => hooks.find((h) => h.id === id)!)
+    // The second webhook's update fails (a crash) until the table crash_over exists: the run stops
+    // after the first batch (batch size 1).
+    await sqlRows(second, `create function simulated_crash() returns trigger language plpgsql as $$
+      begin
+        if new.id = '${ordered[1]!.id}' and to_regclass('crash_over') is null then raise exception 'simulated crash'; end if;
+        return new;
+      end $$`)
+    await sqlRows(second, "create trigger simulated_crash before update of secret_sealed on webhooks for each row execute function simulated_crash()")
+    await expect(second.run(rotateMasterKey({ batchSize: 1 }))).rejects.toThrow(/Query failed/)
+    await sqlRows(second, "create table crash_over ()")
+    const stored = async () => new Map((await sqlRows<{ id: string; secret_sealed: string }>(second, "select id, secret_sealed from webhooks")).map((r) => [r.id, r.secret_sealed]))
+    const afterCrash = await stored()
+    const idB = keyId(keyB)
+    expect(afterCrash.get(ordered[0]!.id)!.split(".")[1]).toBe(idB)
+    expect(afterCrash.get(ordered[1]!.id)!.split(".")[1]).toBe(keyId(keyA))
+    const [progress] = await sqlRows<{ last_row: string; resealed: string; completed_at: Date | null }>(second,
+      "select last_row, resealed::text, completed_at from master_key_rotation_progress where to_key_id = $1 and sealed_column = 'webhooks.secret_sealed'", [idB])
+    expect({ ...progress, resealed: Number(progress!.resealed) }).toEqual({ last_row: ordered[0]!.id, resealed: 1, completed_at: null })
+
+    // Meanwhile the service rotates the third webhook's secret (sealed under B by the service itself).
+    const rotatedSecret = await second.management(`/v1/webhooks/${ordered[2]!.id}/rotate-secret`, { method: "POST", key: env.api_key })
+    expect(rotatedSecret.status, rotatedSecret.text).toBe(200)
+    // A compare-and-set from the stale value read before that change does nothing.
+    const webhooksColumn = SEALED_VALUES.find((v) => v.name === "webhooks.secret_sealed")!
+    const changed = await second.run(rotationRepo.replaceSealed(webhooksColumn, ordered[2]!.id, afterCrash.get(ordered[2]!.id)!, "v1.x.y.z.w"))
+    expect(changed).toBe(false)
+    const serviceValue = (await stored()).get(ordered[2]!.id)!
+
+    const report = await second.run(rotateMasterKey({ batchSize: 1 }))
+    expect(report.completed).toBe(true)
+    const final = await stored()
+    expect(final.get(ordered[0]!.id)).toBe(afterCrash.get(ordered[0]!.id)) // not re-sealed a second time
+    expect(final.get(ordered[1]!.id)!.split(".")[1]).toBe(idB)
+    expect(final.get(ordered[2]!.id)).toBe(serviceValue)
+    expect(report.resealed["webhooks.secret_sealed"]).toBe(2)
+  }, 60_000)
+})
