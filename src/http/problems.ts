@@ -79,6 +79,9 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   // impersonation (src/management/impersonation)
   ImpersonationDisabled: { status: 403, code: "impersonation_disabled", title: "Impersonation disabled" },
   ImpersonationTargetBlocked: { status: 409, code: "user_blocked", title: "User is blocked" },
+  // social login and identity linking (src/social)
+  StateMismatch: { status: 400, code: "state_mismatch", title: "Social login state check failed" },
+  ProviderUnavailable: { status: 503, code: "provider_unavailable", title: "Identity provider unavailable" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */
