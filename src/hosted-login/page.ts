@@ -39,6 +39,7 @@ const layout = (title: string, body: string) => `<!doctype html>
 <title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="/login/assets/login.css">
 <script src="/login/assets/passkey.js" defer></script>
+<script src="/login/assets/social.js" defer></script>
 <script src="/login/assets/login.js" defer></script>
 </head>
 <body>

@@ -132,5 +132,5 @@ export const pendingLinkOf = (environmentId: string, transactionId: string) => S
 
 /** The public view shown by GET /auth/transactions/{id} (`pending_link`), kept on the transaction. */
 export const setPendingLinkView = (environmentId: string, transactionId: string, view: unknown, now: Date) =>
-  SqlClient.SqlClient.use((sql) => sql`update auth_transactions set pending_link = ${JSON.stringify(view)}::jsonb, updated_at = ${now}
+  SqlClient.SqlClient.use((sql) => sql`update auth_transactions set pending_link = ${view === null ? null : JSON.stringify(view)}::jsonb, updated_at = ${now}
     where environment_id = ${environmentId} and id = ${transactionId}`).pipe(Effect.asVoid)
