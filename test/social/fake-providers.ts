@@ -102,6 +102,8 @@ export const startFakeProviders = async () => {
   const clients = new Map<string, FakeClient>() // `${provider}:${clientId}`
   const nextUser = new Map<FakeProvider, FakeUser>()
   const nextRefusal = new Map<FakeProvider, string>()
+  /** Claims the next ID token of a provider carries instead of the right ones (validation tests). */
+  const nextIdTokenOverride = new Map<FakeProvider, Record<string, unknown>>()
   const codes = new Map<string, IssuedCode>()
   const accessTokens = new Map<string, FakeUser>()
   /** Every token request, for assertions (e.g. Apple's client secret was checked). */
@@ -122,10 +124,13 @@ export const startFakeProviders = async () => {
       : provider === "apple" ? "https://appleid.apple.com"
       : `https://login.microsoftonline.com/${code.user.tid ?? "9188040d-6c67-4c5b-b112-36a304b66dad"}/v2.0`
     const { emails: _e, ...claims } = code.user
-    return new SignJWT({ ...claims, ...(code.nonce ? { nonce: code.nonce } : {}), ...(provider === "microsoft" ? { tid: code.user.tid ?? "9188040d-6c67-4c5b-b112-36a304b66dad", ver: "2.0" } : {}) })
-      .setProtectedHeader({ alg: "RS256", kid: "fake-1" })
-      .setIssuer(iss).setAudience(code.clientId).setSubject(code.user.sub).setIssuedAt(now).setExpirationTime(now + 600)
-      .sign(privateKey)
+    const override = nextIdTokenOverride.get(provider) ?? {}
+    nextIdTokenOverride.delete(provider)
+    return new SignJWT({
+      ...claims, ...(code.nonce ? { nonce: code.nonce } : {}),
+      ...(provider === "microsoft" ? { tid: code.user.tid ?? "9188040d-6c67-4c5b-b112-36a304b66dad", ver: "2.0" } : {}),
+      iss, aud: code.clientId, sub: code.user.sub, iat: now, exp: now + 600, ...override,
+    }).setProtectedHeader({ alg: "RS256", kid: "fake-1" }).sign(privateKey)
   }
 
   const authorize = (provider: FakeProvider, url: URL, res: ServerResponse) => {
@@ -276,6 +281,7 @@ export const startFakeProviders = async () => {
     registerClient: (provider: FakeProvider, client: FakeClient) => void clients.set(`${provider}:${client.clientId}`, client),
     setUser: (provider: FakeProvider, user: FakeUser) => void nextUser.set(provider, user),
     refuseNext: (provider: FakeProvider, error = "access_denied") => void nextRefusal.set(provider, error),
+    overrideNextIdToken: (provider: FakeProvider, claims: Record<string, unknown>) => void nextIdTokenOverride.set(provider, claims),
     visit,
     tokenRequests,
     apiRequests,

@@ -134,6 +134,24 @@ describe("Microsoft (common endpoint)", () => {
   })
 })
 
+describe("ID token validation (OIDC Core 3.1.3.7)", () => {
+  it.each([
+    ["another nonce", "google", { nonce: "not-the-one-we-sent" }],
+    ["another audience", "google", { aud: "someone-else" }],
+    ["another issuer", "google", { iss: "https://accounts.evil.example" }],
+    ["expired", "google", { exp: Math.floor(Date.now() / 1000) - 3600 }],
+    ["a tenant issuer that does not match its tid", "microsoft", { iss: "https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000/v2.0" }],
+  ] as const)("an ID token with %s fails the login (social_provider_error); nobody is created", async (_label, provider, claims) => {
+    const email = uniqueEmail("forged")
+    fake.setUser(provider, { sub: `forged-${Math.random()}`, email, email_verified: true, tid: "11111111-1111-1111-1111-111111111111" })
+    fake.overrideNextIdToken(provider, claims)
+    const txn = await newTransaction()
+    expect((await socialRoundTrip(app, b, fake, txn.id, provider)).status).toBe(302)
+    expect((await transactionView(app, b, txn.id)).status).toBe("failed")
+    expect(await countRows(app, "users", "email_normalized = $1", [email])).toBe(0)
+  })
+})
+
 describe("GitHub", () => {
   it("OAuth 2 + /user + /user/emails: only a verified address counts", async () => {
     const verified = uniqueEmail("gh")
