@@ -15,10 +15,11 @@ create table social_states (
   kind text not null check (kind in ('login', 'link')),
   provider text not null,
   connection_id text not null references connections(id),
-  transaction_id text references auth_transactions(id),
+  -- deleted with its transaction by login housekeeping (a day after expiry)
+  transaction_id text references auth_transactions(id) on delete cascade,
   -- link: the user adding an identity, the calling client and its exact redirect URI
-  user_id text references users(id),
-  client_id text references clients(id),
+  user_id text references users(id) on delete cascade,
+  client_id text references clients(id) on delete cascade,
   link_redirect_uri text,
   -- the redirect URI registered at the provider (the connection's callback URL at start)
   provider_redirect_uri text not null,
@@ -34,10 +35,10 @@ create index social_states_expiry on social_states (expires_at);
 -- The identity a `link_required` transaction would link once the user proves the existing
 -- account (never shown: GET shows only `pending_link`, the masked public view).
 create table social_pending_links (
-  transaction_id text primary key references auth_transactions(id),
+  transaction_id text primary key references auth_transactions(id) on delete cascade,
   workspace_id text not null references workspaces(id),
   environment_id text not null references environments(id),
-  user_id text not null references users(id),
+  user_id text not null references users(id) on delete cascade,
   connection_id text not null references connections(id),
   provider text not null,
   provider_subject text not null,

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { countRows, createClient, createTransaction, type LoginClientInfo, query, transactionStatus, uniqueEmail } from "../login/support.js"
 import { makeEnvironment } from "../support/tenancy.js"
+import { housekeeping } from "../../src/jobs/housekeeping.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { connectFake, createConnection, eventsOf, requestUrl, socialEnv, startSocial } from "./support.js"
 
@@ -201,5 +202,17 @@ describe("outcomes", () => {
     } finally {
       await app.management(settings, { method: "PATCH", body: { new_user_creation_blocked: false } })
     }
+  })
+
+  // Last in this file: it moves the clock two days.
+  it("housekeeping deletes states a day past expiry, with their transactions and pending links (no foreign key stops it)", async () => {
+    fake.setUser("google", { sub: "sweep-1", email: uniqueEmail("sweep"), email_verified: true })
+    const id = await createTransaction(app, b, client)
+    await toCallback(id)
+    expect(await stateRows(id)).toBe(1)
+    await app.advance("2 days")
+    await app.run(housekeeping)
+    expect(await countRows(app, "social_states")).toBe(0)
+    expect(await countRows(app, "auth_transactions", "id = $1", [id])).toBe(0)
   })
 })
