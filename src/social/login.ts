@@ -200,10 +200,14 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
       locale: profile.locale, method: "social", actor: { type: "end_user" },
     })
     if (!created) {
-      // The address was registered a moment ago by someone else: the same rule as 3.
-      const now = yield* userByEmail(txn.environment_id, profile.email).pipe(Effect.orDie)
-      if (!now) return yield* Effect.die(new Error("user vanished during social login"))
-      return yield* pendingLink(now.id, profile.email)
+      // The address was registered a moment ago: by a concurrent first login of this same
+      // provider account (then its identity is visible now: sign in as that user), or by
+      // someone else (the same rule as 3).
+      const raced = yield* repo.identityBySubject(txn.environment_id, provider, profile.subject).pipe(Effect.orDie)
+      if (raced) return yield* authenticated(raced.user_id, { identity_id: raced.id })
+      const registered = yield* userByEmail(txn.environment_id, profile.email).pipe(Effect.orDie)
+      if (!registered) return yield* Effect.die(new Error("user vanished during social login"))
+      return yield* pendingLink(registered.id, profile.email)
     }
     const identityId = yield* ids.make("idn")
     const inserted = yield* repo.insertIdentity({

@@ -165,6 +165,23 @@ describe("callback state", () => {
   })
 })
 
+describe("races", () => {
+  it("two first logins of the same provider account at once: one user, one identity, both authenticated", async () => {
+    const email = uniqueEmail("race")
+    fake.setUser("google", { sub: "race-1", email, email_verified: true })
+    const [t1, t2] = [await createTransaction(app, b, client), await createTransaction(app, b, client)]
+    const [c1, c2] = [await toCallback(t1), await toCallback(t2)]
+    const results = await Promise.all([requestUrl(app, c1), requestUrl(app, c2)])
+    expect(results.map((r) => r.status)).toEqual([302, 302])
+    expect([await transactionStatus(app, t1), await transactionStatus(app, t2)]).toEqual(["authenticated", "authenticated"])
+    expect(await countRows(app, "users", "email_normalized = $1", [email])).toBe(1)
+    expect(await countRows(app, "identities", "provider_subject = 'race-1'")).toBe(1)
+    const [user] = await query<{ id: string }>(app, "select id from users where email_normalized = $1", [email])
+    expect((await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user!.id)).toHaveLength(1)
+    expect((await eventsOf(app, b.environment_id, "user.created")).filter((e) => e.payload.userId === user!.id)).toHaveLength(1)
+  })
+})
+
 describe("outcomes", () => {
   it("native_return: 302 to the registered redirect URI with tx, the original state and social=completed", async () => {
     fake.setUser("google", { sub: "native-1", email: uniqueEmail("native"), email_verified: true })
