@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { describeProviderFailure } from "./fetch.js"
 import type { ConnectionRow } from "../management/connections/repo.js"
 import { type SocialProfile, applyProfileMapping } from "./profile.js"
 import { PROVIDER_ADAPTERS, verifiedEmailClaims } from "./providers/index.js"
@@ -26,7 +27,7 @@ export const redeemCallback = (connection: ConnectionRow, stateRow: SocialStateR
       try: () => PROVIDER_ADAPTERS[connection.provider].exchange(call, checks, params),
       catch: (cause) => cause,
     }).pipe(Effect.map((c) => ({ ok: true, claims: c }) as const), Effect.catch((cause) =>
-      Effect.logWarning("social: code exchange failed", connection.provider, String(cause)).pipe(Effect.as({ ok: false } as const))))
+      Effect.logWarning("social: code exchange failed", connection.provider, describeProviderFailure(cause)).pipe(Effect.as({ ok: false } as const))))
     if (!claims.ok) return { ok: false, failure: { kind: "exchange_failed" } } as const
     const profile: SocialProfile | undefined = applyProfileMapping(verifiedEmailClaims(connection.provider, claims.claims), connection.profile_mapping)
     if (!profile) return { ok: false, failure: { kind: "no_subject" } } as const

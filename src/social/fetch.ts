@@ -119,3 +119,10 @@ export const providerFetch = (options: ProviderFetchOptions): CustomFetch => {
     })
   }
 }
+
+/** A failed provider call for the logs: the error and its cause's message (never bodies or secrets). */
+export const describeProviderFailure = (cause: unknown): string => {
+  if (!(cause instanceof Error)) return String(cause)
+  const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : ""
+  return `${cause.name}: ${cause.message}${inner}`
+}

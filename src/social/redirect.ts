@@ -9,7 +9,7 @@ import { InvalidRequest } from "../http/errors.js"
 import { Config } from "../platform/config.js"
 import { Crypto } from "../platform/crypto.js"
 import { ProviderUnavailable } from "./errors.js"
-import { providerFetch } from "./fetch.js"
+import { describeProviderFailure, providerFetch } from "./fetch.js"
 import { PROVIDER_ADAPTERS } from "./providers/index.js"
 import type { AuthorizationChecks, ProviderCall } from "./providers/types.js"
 import * as repo from "./repo.js"
@@ -78,7 +78,7 @@ export const prepareRedirect = (input: RedirectInput) => Effect.gen(function* ()
   const url = yield* Effect.tryPromise({
     try: () => PROVIDER_ADAPTERS[input.connection.provider].authorizationUrl(call, checks),
     catch: (cause) => cause,
-  }).pipe(Effect.catch((cause) => Effect.logWarning("social: authorization URL failed", String(cause)).pipe(
+  }).pipe(Effect.catch((cause) => Effect.logWarning("social: authorization URL failed", describeProviderFailure(cause)).pipe(
     Effect.andThen(Effect.fail(new ProviderUnavailable({ detail: `The ${input.connection.provider} provider could not be reached; try again` }))))))
   const store = Effect.gen(function* () {
     yield* repo.insertState({

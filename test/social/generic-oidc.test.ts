@@ -152,4 +152,23 @@ describe("generic OIDC (oidc-provider over HTTPS)", () => {
     const failed = (await eventsOf(app, b.environment_id, "login.failed")).filter((e) => e.payload.reason === "social_provider_error")
     expect(failed.length).toBeGreaterThan(0)
   })
+
+  it("without WEBHOOK_ALLOW_PRIVATE_TARGETS a loopback issuer is not reachable: 503 provider_unavailable, no URL", async () => {
+    const strict = await startApp()
+    try {
+      const b3 = await strict.bootstrap()
+      const client3 = await createClient(strict, b3)
+      await createConnection(strict, b3, {
+        provider: "generic_oidc", provider_key: "corp-sso", provider_client_id: "authservice-rp", provider_client_secret: "op-client-secret", issuer: op.issuer,
+      })
+      const created = await strict.request(b3.interaction_domain, "/v1/auth/transactions", {
+        body: { client_id: client3.client_id, redirect_uri: client3.redirect_uri, code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", code_challenge_method: "S256", state: "s", nonce: "n", scope: "openid email" },
+      })
+      const res = await startSocial(strict, b3, created.json.transaction_id, "generic_oidc")
+      expect([res.status, res.json.code]).toEqual([503, "provider_unavailable"])
+      expect(res.json.authorization_url).toBeUndefined()
+    } finally {
+      await strict.close()
+    }
+  })
 })

@@ -189,6 +189,12 @@ describe("outcomes", () => {
     const res = await requestUrl(app, await toCallback(id))
     expect(res.status).toBe(302)
     expect(res.headers["location"]).toBe(`com.example.app:/oauth/callback?tx=${id}&state=app-state-xyz&social=completed`)
+    expect(res.headers["cache-control"]).toBe("no-store")
+    // a refusal comes back the same way, with social=failed
+    fake.refuseNext("google")
+    const refused = await createTransaction(app, b, nativeClient, { response_mode: "native_return", state: "app-state-2" })
+    const back = await requestUrl(app, await toCallback(refused))
+    expect(back.headers["location"]).toBe(`com.example.app:/oauth/callback?tx=${refused}&state=app-state-2&social=failed`)
   })
 
   it("a blocked user's identity: the transaction fails with login.failed user_blocked", async () => {
