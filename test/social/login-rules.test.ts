@@ -154,6 +154,34 @@ describe("callback state", () => {
     expect(await countRows(app, "identities", "provider_subject = 'late-1'")).toBe(0)
   })
 
+  it("a POST body that is neither a form nor a JSON object of strings is 400 invalid_request_body; nothing is used up", async () => {
+    fake.setUser("google", { sub: "body-1", email: uniqueEmail("body"), email_verified: true })
+    const id = await createTransaction(app, b, client)
+    const location = new URL(await toCallback(id))
+    for (const body of ["{not json", JSON.stringify(["a"]), JSON.stringify({ state: 1 })]) {
+      const res = await app.request(location.host, location.pathname, { method: "POST", body, headers: { "content-type": "application/json" } })
+      expect([res.status, res.json.code], body).toEqual([400, "invalid_request_body"])
+    }
+    expect((await requestUrl(app, location.href)).status).toBe(302)
+    expect(await transactionStatus(app, id)).toBe("authenticated")
+  })
+
+  it("a connection deleted and recreated since the start: 404 connection_not_found, the transaction stays challenge_issued", async () => {
+    const env2 = await makeEnvironment(app, b.workspace_id, b.project_id)
+    const b2 = { ...b, environment_id: env2, interaction_domain: `env-${env2.slice(4)}.login.localhost:${app.port}` }
+    const client2 = await createClient(app, b2)
+    const first = await connectFake(app, b2, fake, "google")
+    fake.setUser("google", { sub: "replaced-1", email: uniqueEmail("replaced"), email_verified: true })
+    const id = await createTransaction(app, b2, client2)
+    const start = await startSocial(app, b2, id, "google")
+    const location = (await fake.visit(start.json.authorization_url)).location!
+    expect((await app.management(`/v1/connections/${first.id}`, { method: "DELETE" })).status).toBe(200)
+    await connectFake(app, b2, fake, "google")
+    const res = await requestUrl(app, location)
+    expect([res.status, res.json.code]).toEqual([404, "connection_not_found"])
+    expect(await transactionStatus(app, id)).toBe("challenge_issued")
+  })
+
   it("the callback accepts a JSON body too (POST)", async () => {
     fake.setUser("google", { sub: "json-1", email: uniqueEmail("json"), email_verified: true })
     const id = await createTransaction(app, b, client)

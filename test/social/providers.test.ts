@@ -69,10 +69,12 @@ describe("Google", () => {
     const tokens = await completeAndExchange(txn)
     expect(tokens.access).toMatchObject({ sub: user!.id, amr: ["social"], acr: "urn:example-auth:loa:basic" })
     expect(tokens.id).toMatchObject({ sub: user!.id, amr: ["social"], acr: "urn:example-auth:loa:basic" })
+    const sessionId = tokens.access["sid"]
+    const expected = { userId: user!.id, sessionId, method: "social", clientId: client.client_id, ipPrefixHash: expect.stringMatching(/^[0-9a-f]{64}$/) }
     const succeeded = (await eventsOf(app, b.environment_id, "login.succeeded")).filter((e) => e.payload.userId === user!.id)
-    expect(succeeded.map((e) => e.payload.method)).toEqual(["social"])
+    expect(succeeded.map((e) => e.payload)).toEqual([expected])
     const sessions = (await eventsOf(app, b.environment_id, "session.created")).filter((e) => e.payload.userId === user!.id)
-    expect(sessions.map((e) => e.payload.method)).toEqual(["social"])
+    expect(sessions.map((e) => e.payload)).toEqual([expected])
     // the token request carried our PKCE verifier and secret, and was accepted
     expect(fake.tokenRequests.filter((r) => r.provider === "google")).toEqual([{ provider: "google", ok: true }])
   })
