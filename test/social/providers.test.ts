@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { countRows, createClient, type LoginClientInfo, pkce, query, transactionBody, uniqueEmail } from "../login/support.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
-import { connectFake, eventsOf, requestUrl, socialEnv, socialRoundTrip, startSocial, transactionView } from "./support.js"
+import { makeEnvironment } from "../support/tenancy.js"
+import { connectFake, createConnection, eventsOf, requestUrl, socialEnv, socialRoundTrip, startSocial, transactionView } from "./support.js"
 
 // Google, Microsoft (multi-tenant), GitHub and Apple against local servers speaking their
 // documented protocols; the app reaches them through SOCIAL_PROVIDER_HOSTS over TLS with the
@@ -197,5 +198,20 @@ describe("Apple", () => {
     expect((await transactionView(app, b, txn.id)).status).toBe("authenticated")
     const [user] = await query<{ email_verified: boolean; name: string }>(app, "select email_verified, name from users where email_normalized = $1", [email])
     expect(user).toMatchObject({ email_verified: true, name: "Tim Cook" })
+  })
+
+  it("a connection whose secret is not an Apple key: the token request is never made, the login fails (social_provider_error)", async () => {
+    const env2 = await makeEnvironment(app, b.workspace_id, b.project_id)
+    const b2 = { ...b, environment_id: env2, interaction_domain: `env-${env2.slice(4)}.login.localhost:${app.port}` }
+    const client2 = await createClient(app, b2)
+    const connection = await createConnection(app, b2, { provider: "apple", provider_key: "apple", provider_client_id: "svc.bad", provider_client_secret: "not-a-key" })
+    fake.registerClient("apple", { clientId: "svc.bad", redirectUri: connection.callback_url, apple: { teamId: "T", keyId: "K", publicJwk: {} } })
+    fake.setUser("apple", { sub: "001.bad", email: uniqueEmail("applebad"), email_verified: true })
+    const created = await app.request(b2.interaction_domain, "/v1/auth/transactions", { body: transactionBody(client2) })
+    const before = fake.tokenRequests.length
+    const callback = await socialRoundTrip(app, b2, fake, created.json.transaction_id, "apple")
+    expect(callback.status).toBe(302)
+    expect(fake.tokenRequests.length).toBe(before)
+    expect((await app.request(b2.interaction_domain, `/v1/auth/transactions/${created.json.transaction_id}`)).json.status).toBe("failed")
   })
 })

@@ -31,18 +31,27 @@ const secretAuth = (secret: string): oidc.ClientAuth => (as, client, body, heade
   return auth(as, client, body, headers)
 }
 
-const configure = async (call: ProviderCall, options: OidcOptions) => {
+/**
+ * The secret is made only when the token endpoint is called (Apple's is a signed JWT: no
+ * signature for an authorization URL). oauth4webapi awaits client authentication.
+ */
+const lazyAuth = (call: ProviderCall, options: OidcOptions): oidc.ClientAuth => async (as, client, body, headers) => {
   const secret = options.clientSecret ? await options.clientSecret(call) : call.clientSecret
+  return secretAuth(secret)(as, client, body, headers)
+}
+
+const configure = async (call: ProviderCall, options: OidcOptions) => {
+  const secret = lazyAuth(call, options)
   const clientId = call.connection.provider_client_id ?? ""
   const request = { [oidc.customFetch]: call.fetch, timeout: 10 }
   const metadata = { redirect_uris: [call.redirectUri], response_types: ["code"] }
-  const config = await oidc.discovery(new URL(options.issuer(call)), clientId, metadata, secretAuth(secret), request)
+  const config = await oidc.discovery(new URL(options.issuer(call)), clientId, metadata, secret, request)
   // openid-client expects RS256 ID tokens unless told otherwise; a provider that signs with
   // something else says so in its metadata (OIDC Discovery, id_token_signing_alg_values_supported).
   const algs = config.serverMetadata().id_token_signing_alg_values_supported ?? []
   if (algs.length === 0 || algs.includes("RS256")) return config
   return oidc.discovery(new URL(options.issuer(call)), clientId, { ...metadata, id_token_signed_response_alg: algs[0]! },
-    secretAuth(secret), request)
+    secret, request)
 }
 
 const scopeOf = (call: ProviderCall, options: OidcOptions) =>
