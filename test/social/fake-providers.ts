@@ -110,12 +110,12 @@ export const startFakeProviders = async () => {
   const tokenRequests: Array<{ provider: FakeProvider; ok: boolean; reason?: string }> = []
   const apiRequests: Array<string> = []
 
-  const providerOf = (host: string, path: string): FakeProvider | undefined => {
+  const providerOf = (host: string): FakeProvider | undefined => {
     if (host === "accounts.google.com" || host === "oauth2.googleapis.com" || host === "www.googleapis.com" || host === "openidconnect.googleapis.com") return "google"
     if (host === "login.microsoftonline.com") return "microsoft"
     if (host === "github.com" || host === "api.github.com") return "github"
     if (host === "appleid.apple.com") return "apple"
-    return path ? undefined : undefined
+    return undefined
   }
 
   const idToken = (provider: FakeProvider, code: IssuedCode) => {
@@ -217,7 +217,7 @@ export const startFakeProviders = async () => {
     void (async () => {
       const host = (req.headers.host ?? "").replace(/:\d+$/, "")
       const url = new URL(req.url ?? "/", `https://${host}`)
-      const provider = providerOf(host, url.pathname)
+      const provider = providerOf(host)
       const route = `${req.method} ${host}${url.pathname}`
       apiRequests.push(route)
       switch (route) {
