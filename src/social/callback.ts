@@ -8,7 +8,8 @@ import type { Provider } from "../management/connections/schema.js"
 import { Crypto } from "../platform/crypto.js"
 import { StateMismatch } from "./errors.js"
 import { finishLink } from "./link.js"
-import { finishSocialLogin } from "./login.js"
+import { deferToBoundBrowser } from "./bound-browser.js"
+import { callbackTransaction, finishSocialLogin } from "./login.js"
 import { requireUsableConnection } from "./redirect.js"
 import * as repo from "./repo.js"
 import { verifyState } from "./state.js"
@@ -65,7 +66,9 @@ export const handleCallback = (provider: Provider) => Effect.gen(function* () {
   const connection = yield* requireUsableConnection(env.record.id, provider)
   // The connection was deleted and recreated since the redirect: its credentials are not the ones used.
   if (connection.id !== row.connection_id) return yield* new ConnectionNotFound({ detail: `The ${provider} connection changed; start again` })
-  return row.kind === "login"
-    ? yield* finishSocialLogin(row, connection, state, params)
-    : yield* finishLink(row, connection, state, params)
+  if (row.kind === "link") return yield* finishLink(row, connection, state, params)
+  const txn = yield* callbackTransaction(row)
+  // Hosted Login: finish in the browser bound to the transaction (./bound-browser.ts).
+  if (txn.source === "authorize") return yield* deferToBoundBrowser(row, state, params)
+  return yield* finishSocialLogin(txn, row, connection, state, params)
 }).pipe(Effect.withSpan("social.callback"))

@@ -86,23 +86,33 @@ export const loginReturnUrl = (txn: transactions.TransactionRow, outcome: LoginO
 }
 
 /**
- * The provider's callback for a login transaction: the state was already verified and used.
- * The transaction must still be `challenge_issued`; it ends `authenticated`,
- * `link_required` or `failed` in one SQL transaction with its events.
+ * The login transaction named by a used state, ready for the provider's answer: it exists,
+ * is within its 10 minutes (else 410, and it becomes `expired`) and still `challenge_issued`
+ * (else 409 `invalid_transaction_state`).
  */
-export const finishSocialLogin = (stateRow: repo.SocialStateRow, connection: ConnectionRow, state: string, params: URLSearchParams) =>
+export const callbackTransaction = (stateRow: repo.SocialStateRow) => Effect.gen(function* () {
+  const txn = yield* transactions.transactionById(stateRow.environment_id, stateRow.transaction_id ?? "").pipe(Effect.orDie)
+  if (!txn) return yield* new InvalidTransactionState({ detail: "The login transaction no longer exists" })
+  const now = yield* Clock.currentTimeMillis
+  if (txn.status === "expired" || txn.expires_at.getTime() <= now) {
+    yield* transactions.expireIfDue(txn.environment_id, txn.id, new Date(now)).pipe(Effect.orDie)
+    return yield* new AuthTransactionExpired({})
+  }
+  if (txn.status !== "challenge_issued") {
+    return yield* new InvalidTransactionState({ detail: `The transaction is ${txn.status}; the social login cannot finish` })
+  }
+  return txn
+})
+
+/**
+ * Uses the provider's answer for a login transaction (the state was already verified and
+ * used): the transaction ends `authenticated`, `link_required` or `failed` in one SQL
+ * transaction with its events. Returns where the browser goes next.
+ */
+export const finishSocialLogin = (txn: transactions.TransactionRow, stateRow: repo.SocialStateRow, connection: ConnectionRow,
+  state: string, params: URLSearchParams) =>
   Effect.gen(function* () {
     const env = yield* CurrentEnvironment
-    const txn = yield* transactions.transactionById(env.record.id, stateRow.transaction_id ?? "").pipe(Effect.orDie)
-    if (!txn) return yield* new InvalidTransactionState({ detail: "The login transaction no longer exists" })
-    const now0 = yield* Clock.currentTimeMillis
-    if (txn.status === "expired" || txn.expires_at.getTime() <= now0) {
-      yield* transactions.expireIfDue(txn.environment_id, txn.id, new Date(now0)).pipe(Effect.orDie)
-      return yield* new AuthTransactionExpired({})
-    }
-    if (txn.status !== "challenge_issued") {
-      return yield* new InvalidTransactionState({ detail: `The transaction is ${txn.status}; the social login cannot finish` })
-    }
     const redeemed = yield* redeemCallback(connection, stateRow, state, params)
     const outcome = yield* recordLogin(txn, connection, redeemed.ok ? { profile: redeemed.profile } : { failure: redeemed.failure })
     return loginReturnUrl(txn, outcome.kind, env.urls.interactionOrigin)

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { escapeHtml, htmlPage } from "../hosted-login/page.js"
 import { route } from "../http/route.js"
+import { boundBrowserRoutes } from "./bound-browser.js"
 import { hostedLoginSocialRoutes } from "./hosted-login/http.js"
 import { SOCIAL_RETURN_PATH } from "./urls.js"
 
@@ -28,4 +29,4 @@ const socialReturn = Effect.gen(function* () {
 </main>`)
 })
 
-export const socialPageRoutes = [route("GET", SOCIAL_RETURN_PATH, socialReturn), ...hostedLoginSocialRoutes]
+export const socialPageRoutes = [route("GET", SOCIAL_RETURN_PATH, socialReturn), ...hostedLoginSocialRoutes, ...boundBrowserRoutes]

@@ -61,6 +61,18 @@ export const useState = (environmentId: string, id: string, provider: string, no
     where environment_id = ${environmentId} and id = ${id} and provider = ${provider} and used_at is null and expires_at > ${now}
     returning ${stateColumns(sql)}`).pipe(Effect.map((rows) => rows[0]))
 
+/** Keeps a Hosted Login callback's answer (sealed) for the bound browser to finish, behind a one-time token. */
+export const deferCallback = (environmentId: string, id: string, callbackSealed: string, handoffTokenHash: string) =>
+  SqlClient.SqlClient.use((sql) => sql`update social_states set callback_sealed = ${callbackSealed}, handoff_token_hash = ${handoffTokenHash}
+    where environment_id = ${environmentId} and id = ${id}`).pipe(Effect.asVoid)
+
+/** Uses a hand-off token once, within the state's lifetime; returns the state row and its sealed answer. */
+export const claimDeferredCallback = (environmentId: string, handoffTokenHash: string, now: Date) => SqlClient.SqlClient.use((sql) =>
+  sql<SocialStateRow & { readonly callback_sealed: string }>`update social_states set handoff_used_at = ${now}
+    where environment_id = ${environmentId} and handoff_token_hash = ${handoffTokenHash} and handoff_used_at is null
+      and callback_sealed is not null and expires_at > ${now}
+    returning ${stateColumns(sql)}, callback_sealed`).pipe(Effect.map((rows) => rows[0]))
+
 /** Housekeeping: states a day past their expiry are of no use to anyone. */
 export const deleteExpiredStates = (before: Date) => SqlClient.SqlClient.use((sql) =>
   sql`delete from social_states where expires_at < ${before}`).pipe(Effect.asVoid)

@@ -80,10 +80,15 @@ describe("generic OIDC (oidc-provider over HTTPS)", () => {
     const callbackUrl = await throughProvider(start.json.authorization_url, `http://${b.interaction_domain}`)
     expect(callbackUrl.startsWith(`http://${b.interaction_domain}/v1/auth/social/generic_oidc/callback?`)).toBe(true)
     expect(new URL(callbackUrl).searchParams.get("iss")).toBe(op.issuer)
-    // the callback needs no cookie: the signed state names the transaction
+    // the callback needs no cookie (the signed state names the transaction); a Hosted Login
+    // transaction then finishes only in the browser holding its cookie
     const back = await requestUrl(app, callbackUrl)
     expect(back.status, back.text).toBe(302)
-    expect(back.headers["location"]).toBe(`http://${b.interaction_domain}/login`)
+    const continueUrl = back.headers["location"] as string
+    expect(continueUrl).toMatch(new RegExp(`^http://${b.interaction_domain.replace(/\./g, "\\.")}/login/social/continue\\?handoff=[A-Za-z0-9_-]{43}$`))
+    const continued = await requestUrl(app, continueUrl, { headers: { cookie } })
+    expect(continued.status, continued.text).toBe(302)
+    expect(continued.headers["location"]).toBe(`http://${b.interaction_domain}/login`)
     const page = await app.request(b.interaction_domain, "/login", { headers: { cookie } })
     expect(page.text).toContain('data-status="authenticated"')
     // what the page's script does for an authenticated transaction
@@ -170,5 +175,33 @@ describe("generic OIDC (oidc-provider over HTTPS)", () => {
     } finally {
       await strict.close()
     }
+  })
+
+  it("Hosted Login: the provider's answer opened in another browser (a forwarded link) is refused; nothing changes", async () => {
+    const victim = account("victim")
+    op.setAccount(victim)
+    const config = await oidc.discovery(new URL(b.issuer), client.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] })
+    const authorize = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: RP_REDIRECT, scope: "openid email", state: "attacker-state", nonce: "attacker-nonce",
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()), code_challenge_method: "S256",
+    })
+    // the attacker's browser: its own Hosted Login transaction and cookie
+    const handoff = await requestUrl(app, (await requestUrl(app, authorize.href)).headers["location"] as string)
+    const attackerCookie = (handoff.headers["set-cookie"] as Array<string>)[0]!.split(";")[0]!
+    const txnId = /data-transaction-id="([^"]+)"/.exec(handoff.text)![1]!
+    const start = await app.request(b.interaction_domain, `/v1/auth/transactions/${txnId}/social/generic_oidc/start`, { method: "POST", headers: { cookie: attackerCookie } })
+    // the victim opens the forwarded provider URL, is signed in at the provider, comes back to us
+    const callbackUrl = await throughProvider(start.json.authorization_url, `http://${b.interaction_domain}`)
+    const back = await requestUrl(app, callbackUrl)
+    const continueUrl = back.headers["location"] as string
+    const refused = await requestUrl(app, continueUrl, { headers: { cookie: "authservice_login=the-victims-own-login-cookie" } })
+    expect(refused.status).toBe(400)
+    expect(refused.text).toContain('data-error="social_other_browser"')
+    // the refusal used the one-time token: even the attacker's own cookie gets nothing now
+    const late = await requestUrl(app, continueUrl, { headers: { cookie: attackerCookie } })
+    expect(late.text).toContain('data-error="login_link_expired"')
+    const view = await app.request(b.interaction_domain, `/v1/auth/transactions/${txnId}`, { headers: { cookie: attackerCookie } })
+    expect(view.json.status).toBe("challenge_issued")
+    expect(await query(app, "select id from users where email_normalized = $1", [victim.email])).toEqual([])
   })
 })
