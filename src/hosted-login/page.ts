@@ -39,6 +39,7 @@ const layout = (title: string, body: string) => `<!doctype html>
 <title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="/login/assets/login.css">
 <script src="/login/assets/passkey.js" defer></script>
+<script src="/login/assets/social.js" defer></script>
 <script src="/login/assets/login.js" defer></script>
 </head>
 <body>
@@ -102,6 +103,7 @@ export const ERROR_MESSAGES: Readonly<Record<string, { title: string; text: stri
   no_login_session: { title: "No sign-in in progress", text: "Your browser has no sign-in in progress here. Return to the application and start again." },
   login_expired: { title: "Sign-in expired", text: "This sign-in took too long and has expired. Return to the application and start again." },
   login_finished: { title: "Sign-in finished", text: "This sign-in is already finished or was cancelled. Return to the application to continue." },
+  social_other_browser: { title: "Different browser", text: "This sign-in was started in another browser. Return to the application in the browser where you started, or start again here." },
 }
 
 /**

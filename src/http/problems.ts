@@ -88,6 +88,9 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   BounceSourceRejected: { status: 403, code: "bounce_source_rejected", title: "Bounce source not verified" },
   BounceIntakeDisabled: { status: 404, code: "not_found", title: "Not found" },
   DeliveryNotFound: { status: 404, code: "delivery_not_found", title: "Delivery not found" },
+  // social login and identity linking (src/social)
+  StateMismatch: { status: 400, code: "state_mismatch", title: "Social login state check failed" },
+  ProviderUnavailable: { status: 503, code: "provider_unavailable", title: "Identity provider unavailable" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

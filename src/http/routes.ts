@@ -10,12 +10,16 @@ import { jwksRoutes } from "../oidc/jwks/http.js"
 import { withPublicDocumentCors } from "../oidc/public-cors.js"
 import { tokenSideRoutes } from "../oidc/issuer-routes.js"
 import { managementRoutes } from "../management/routes.js"
+import { meLinkRoutes, socialLoginRoutes } from "../social/http.js"
+import { socialPageRoutes } from "../social/page.js"
 import { openApiRoutes } from "../openapi/http.js"
 import type { AppConfig } from "../platform/config.js"
 import type { Route } from "./route.js"
 
 /** The Public Authentication API: served under `/v1` on the Interaction Domain and at `{issuer}/v1`. */
-export const publicApiRoutes = (): ReadonlyArray<Route> => [...loginRoutes, ...transactionPasskeyRoutes, ...meRoutes]
+export const publicApiRoutes = (): ReadonlyArray<Route> => [
+  ...loginRoutes, ...transactionPasskeyRoutes, ...socialLoginRoutes, ...meRoutes, ...meLinkRoutes,
+]
 
 const underV1 = (routes: ReadonlyArray<Route>): Array<Route> =>
   routes.map((r) => ({ ...r, path: `/v1${r.path}` as const }))
@@ -32,6 +36,6 @@ export const allRoutes = (config: AppConfig) => {
   return {
     management: [...management, ...openApiRoutes(documented)],
     issuer: [...withPublicDocumentCors([...discoveryRoutes, ...jwksRoutes]), ...authorizeRoutes, ...tokenSideRoutes, ...publicApi],
-    interaction: [...hostedLoginRoutes, ...hostedLoginPasskeyRoutes, ...publicApi],
+    interaction: [...hostedLoginRoutes, ...hostedLoginPasskeyRoutes, ...socialPageRoutes, ...publicApi],
   }
 }

@@ -3,6 +3,7 @@ import { sweepLogin } from "../login/housekeeping.js"
 import { sweepTokenSide } from "../oidc/refresh/housekeeping.js"
 import { sweepPasskeys } from "../passkeys/housekeeping.js"
 import { sweepExpiredSessions } from "../sessions/housekeeping.js"
+import { sweepSocial } from "../social/housekeeping.js"
 import { deleteExpiredKeys } from "../platform/keys/repo.js"
 import { pruneDeliveries } from "../webhooks/tasks.js"
 import { pruneIdempotencyRecords } from "../management/http/idempotency-retention.js"
@@ -27,6 +28,8 @@ export const housekeeping = Effect.gen(function* () {
   if (sessions > 0) yield* Effect.logInfo("housekeeping: ended expired login sessions", { count: sessions })
   const passkeys = yield* sweepPasskeys(now)
   if (passkeys.challengesDeleted > 0) yield* Effect.logInfo("housekeeping: WebAuthn challenges", passkeys)
+  const socialStates = yield* sweepSocial(now)
+  if (socialStates > 0) yield* Effect.logInfo("housekeeping: deleted social login states", { count: socialStates })
   const deliveries = yield* pruneDeliveries
   if (deliveries > 0) yield* Effect.logInfo("housekeeping: deleted webhook delivery records older than 90 days", { count: deliveries })
   const idempotency = yield* pruneIdempotencyRecords

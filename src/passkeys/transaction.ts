@@ -10,7 +10,8 @@ import { Events } from "../platform/events/service.js"
 import { ipPrefixHash } from "../platform/ip-prefix.js"
 import { CurrentRequest } from "../platform/request-context.js"
 import { userById } from "../users/repo.js"
-import { ReauthenticationRequired } from "./errors.js"
+import { ReauthenticationRequired, WebAuthnVerificationFailed } from "./errors.js"
+import { completePendingLink } from "../social/linking.js"
 import type { AuthenticationCredential, AuthenticationOptionsBody, RegistrationOptionsBody, RegistrationVerifyBody } from "./schema.js"
 import { type CeremonyScope, Passkeys } from "./service.js"
 
@@ -79,7 +80,9 @@ export const transactionRegistrationVerify = (transactionId: string, body: Regis
  */
 export const transactionAuthenticationOptions = (transactionId: string, body: AuthenticationOptionsBody) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)
-  if (!STARTABLE.includes(txn.status)) {
+  // `link_required`: the existing account's passkey proves it (src/social/linking.ts); the status stays.
+  const linkProof = txn.status === "link_required"
+  if (!STARTABLE.includes(txn.status) && !linkProof) {
     return yield* new InvalidTransactionState({ detail: `Passkey authentication cannot start on a ${txn.status} transaction` })
   }
   yield* markInteractionStarted(txn)
@@ -88,7 +91,9 @@ export const transactionAuthenticationOptions = (transactionId: string, body: Au
   const scope = yield* scopeOf(txn)
   const now = yield* Clock.currentTimeMillis
   return yield* sql.withTransaction(Effect.gen(function* () {
-    const moved = yield* transactions.transition(txn.environment_id, txn.id, STARTABLE, "challenge_issued", new Date(now)).pipe(Effect.orDie)
+    const moved = linkProof
+      ? yield* transactions.transition(txn.environment_id, txn.id, ["link_required"], "link_required", new Date(now)).pipe(Effect.orDie)
+      : yield* transactions.transition(txn.environment_id, txn.id, STARTABLE, "challenge_issued", new Date(now)).pipe(Effect.orDie)
     if (!moved) {
       return yield* explainLostTransition(txn.id, () =>
         Effect.fail(new InvalidTransactionState({ detail: "The transaction moved on; passkey authentication can no longer start" })))
@@ -97,7 +102,7 @@ export const transactionAuthenticationOptions = (transactionId: string, body: Au
   })).pipe(Effect.catchTag("SqlError", Effect.die))
 }).pipe(Effect.withSpan("passkeys.transactionAuthenticationOptions"))
 
-type VerifyOutcome = { readonly kind: "authenticated" } | { readonly kind: "blocked" }
+type VerifyOutcome = { readonly kind: "authenticated" } | { readonly kind: "blocked" } | { readonly kind: "wrong_account" }
 
 /**
  * Verify: the challenge is consumed first (a failure burns it and records login.failed);
@@ -130,6 +135,10 @@ export const transactionAuthenticationVerify = (transactionId: string, credentia
           })
           return { kind: "blocked" } as const
         }
+        if (txn.status === "link_required") {
+          const linked = yield* completePendingLink(txn, user.id, now)
+          return linked === "linked" ? { kind: "authenticated" } as const : linked === "blocked" ? { kind: "blocked" } as const : { kind: "wrong_account" } as const
+        }
         const moved = yield* transactions.transition(txn.environment_id, txn.id, ["challenge_issued"], "authenticated", now, {
           method: "passkey", userId: user.id, authenticatedAt: now,
         })
@@ -145,5 +154,8 @@ export const transactionAuthenticationVerify = (transactionId: string, credentia
         return { kind: "authenticated" } as const
       }))
     if (outcome.kind === "blocked") return yield* new AccessDenied({ detail: "The user is blocked" })
+    if (outcome.kind === "wrong_account") {
+      return yield* new WebAuthnVerificationFailed({ detail: "This passkey belongs to another account than the one being linked" })
+    }
     return { transaction_id: txn.id, status: "authenticated" as const }
   }).pipe(Effect.withSpan("passkeys.transactionAuthenticationVerify"))

@@ -30,6 +30,12 @@ export interface AppConfig {
   readonly masterKeyPrevious: Uint8Array | undefined
   readonly webhookAllowPrivateTargets: boolean
   readonly production: boolean
+  /**
+   * SOCIAL_PROVIDER_HOSTS (development and tests only, refused in production): provider host
+   * names -> the `address:port` to connect to instead, e.g. `accounts.google.com=127.0.0.1:8443`.
+   * URLs, TLS names and Host headers stay the provider's own; only the socket's target moves.
+   */
+  readonly socialProviderHosts: ReadonlyMap<string, { readonly address: string; readonly port: number }>
   /** One log line per request (LOG_REQUESTS, default true). */
   readonly logRequests: boolean
   /** Billing provider, bounce intake, deletion retention (src/platform/config-providers.ts). */
@@ -159,6 +165,8 @@ export const parseConfig = (env: Env): AppConfig => {
 
   const trustProxy = parseTrustProxy(env["TRUST_PROXY"])
   if (typeof trustProxy === "string") throw new ConfigInvalid({ message: trustProxy })
+  const socialProviderHosts = parseProviderHosts(env["SOCIAL_PROVIDER_HOSTS"] || undefined)
+  if (socialProviderHosts.size > 0 && production) throw new ConfigInvalid({ message: "SOCIAL_PROVIDER_HOSTS is refused when NODE_ENV=production" })
 
   const smtpUrl = env["SMTP_URL"] || undefined
   if (smtpUrl !== undefined && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigInvalid({ message: "SMTP_URL must be an smtp:// or smtps:// URL" })
@@ -188,11 +196,23 @@ export const parseConfig = (env: Env): AppConfig => {
     masterKey,
     masterKeyPrevious,
     webhookAllowPrivateTargets,
+    socialProviderHosts,
     production,
     logRequests: env["LOG_REQUESTS"] === undefined ? true : flag(env, "LOG_REQUESTS"),
     providers: parseProviderConfig(env, production),
     dashboardOrigins: dashboardOrigins(env, `${scheme}://${managementHost}`),
   }
+}
+
+/** `host=address:port` pairs separated by commas (SOCIAL_PROVIDER_HOSTS). */
+const parseProviderHosts = (raw: string | undefined) => {
+  const map = new Map<string, { address: string; port: number }>()
+  for (const pair of (raw ?? "").split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+    const m = /^([a-z0-9.-]+)=([0-9a-fA-F.:]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(pair)
+    if (!m || Number(m[3]) > 65535) throw new ConfigInvalid({ message: `SOCIAL_PROVIDER_HOSTS entries must be host=address:port (got "${pair}")` })
+    map.set(m[1]!, { address: m[2]!.replace(/^\[|\]$/g, ""), port: Number(m[3]) })
+  }
+  return map
 }
 
 export const ConfigFrom = (config: AppConfig) => Layer.succeed(Config, config)

@@ -6,6 +6,7 @@ import type { TestProject } from "vitest/node"
 import { startEmbeddedPostgres } from "../../src/platform/embedded-postgres.js"
 import { type BrowserBinary, resolveBrowserBinary } from "./chromium-path.js"
 import { TEMPLATE_DB, prepareTemplate } from "./template.js"
+import { makeTestTls, type TestTls } from "./test-ca.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -13,6 +14,8 @@ declare module "vitest" {
     serverUrl: string
     templateDb: string
     browserBinary: BrowserBinary
+    /** The run's test CA (trusted through NODE_EXTRA_CA_CERTS) and a server certificate it signed. */
+    testTls: TestTls
   }
 }
 
@@ -22,6 +25,10 @@ declare module "vitest" {
  * are isolated and the suite stays fast on two cores.
  */
 export default async function setup(project: TestProject) {
+  // Before any worker process starts: Node reads NODE_EXTRA_CA_CERTS once, at process start.
+  const tls = makeTestTls()
+  process.env["NODE_EXTRA_CA_CERTS"] = tls.caFile
+  project.provide("testTls", tls)
   let serverUrl = process.env["TEST_DATABASE_URL"]
   let stop: (() => Promise<void>) | undefined
   let dir: string | undefined

@@ -222,6 +222,21 @@
     if (first) first.focus()
   }
 
+  // ---- social login found an existing account: prove it before the link ------------
+  // (never linked by email alone; the server accepts only that account's address or passkey)
+  function renderLinkProof(config) {
+    return api("GET", txnPath).then(function (txn) {
+      var link = txn.pending_link || {}
+      var note = h("p", { id: "link-note", class: "notice" })
+      note.appendChild(document.createTextNode("An account with "))
+      note.appendChild(h("strong", { text: link.masked_email || "this email" }))
+      note.appendChild(document.createTextNode(" already exists. Confirm it is yours to link your " + (link.provider || "provider") + " sign-in."))
+      methodsBox.parentNode.insertBefore(note, methodsBox)
+      var proof = link.proof_methods || ["email_otp", "passkey"]
+      renderMethods({ available_methods: (config.available_methods || []).filter(function (m) { return proof.indexOf(m) !== -1 }) })
+    })
+  }
+
   function applyTheme(theme) {
     var color = theme && theme.primary_color
     // CSSOM property writes are allowed by the CSP (no inline style attribute is used).
@@ -241,9 +256,10 @@
     applyTheme(config.theme)
     renderLegal(config.legal)
     if (initialStatus === "authenticated") {
-      // A reload after verification: finish the sign-in.
+      // A reload after verification, or back from a social provider: finish the sign-in.
       return completeAndReturn()
     }
+    if (initialStatus === "link_required") return renderLinkProof(config)
     renderMethods(config)
   }).then(null, function (err) {
     methodsBox.setAttribute("aria-busy", "false")

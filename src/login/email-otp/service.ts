@@ -23,6 +23,7 @@ import { InvalidCode, NewUserCreationBlocked, ResendTooSoon } from "./errors.js"
 import { enqueueLoginCodeMail } from "./mail-job.js"
 import * as repo from "./repo.js"
 import { markEmailVerified } from "./users.js"
+import { completePendingLink, pendingLinkUser } from "../../social/linking.js"
 
 /** Spec, Limits: Email OTP lifetime 5 minutes; max 5 wrong verifies (the 5th invalidates); resend >= 30 s apart. */
 export const CHALLENGE_TTL_MS = 5 * 60_000
@@ -31,6 +32,11 @@ export const RESEND_INTERVAL_MS = 30_000
 
 /** Statuses from which an Email OTP can be started (restarting with another address included). */
 const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
+/**
+ * `link_required` (social login found the address's existing account): an OTP to THAT
+ * account's address proves it (src/social/linking.ts); the status stays `link_required`.
+ */
+const LINK_PROOF: ReadonlyArray<transactions.TransactionStatus> = ["link_required"]
 
 /** A plausible address: one @, no spaces, at most 254 characters (RFC 5321 path limit). */
 const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
@@ -71,8 +77,15 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
   const txn = yield* loadTransactionForUse(transactionId)
   const email = checkEmail(rawEmail)
   if (email === undefined) return yield* new InvalidRequest({ detail: "email must be an email address" })
-  if (!STARTABLE.includes(txn.status)) {
+  const linkProof = txn.status === "link_required"
+  if (!STARTABLE.includes(txn.status) && !linkProof) {
     return yield* new InvalidTransactionState({ detail: `An Email OTP cannot be started on a ${txn.status} transaction` })
+  }
+  if (linkProof) {
+    const owner = yield* pendingLinkUser(txn)
+    if (!owner || owner.email_normalized !== normalizeEmail(email)) {
+      return yield* new InvalidRequest({ detail: "To link this sign-in, the code must go to the address of the existing account" })
+    }
   }
   const facts = yield* requestFacts(txn.workspace_id)
   const emailNormalized = normalizeEmail(email)
@@ -90,7 +103,9 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
   const code = yield* generateCode
   const challenge = yield* sql.withTransaction(Effect.gen(function* () {
     yield* repo.lockEmail(txn.environment_id, emailNormalized, "login")
-    const moved = yield* transactions.transition(txn.environment_id, txn.id, STARTABLE, "challenge_issued", new Date(now))
+    const moved = linkProof
+      ? yield* transactions.transition(txn.environment_id, txn.id, LINK_PROOF, "link_required", new Date(now))
+      : yield* transactions.transition(txn.environment_id, txn.id, STARTABLE, "challenge_issued", new Date(now))
     if (!moved) {
       return yield* explainLostTransition(txn.id, () =>
         Effect.fail(new InvalidTransactionState({ detail: "The transaction moved on; an Email OTP can no longer be started" })))
@@ -132,7 +147,7 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
  */
 export const resendEmailOtp = (transactionId: string, challengeId: string) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)
-  if (txn.status !== "challenge_issued") {
+  if (txn.status !== "challenge_issued" && txn.status !== "link_required") {
     return yield* new InvalidTransactionState({ detail: `No code can be resent on a ${txn.status} transaction` })
   }
   const existing = yield* repo.challengeOfTransaction(txn.environment_id, txn.id, challengeId).pipe(Effect.orDie)
@@ -198,7 +213,8 @@ type VerifyOutcome =
 export const verifyEmailOtp = (transactionId: string, challengeId: string, code: string) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)
   if (!isCodeShape(code)) return yield* new InvalidRequest({ detail: "code must be 6 digits" })
-  if (txn.status !== "challenge_issued") {
+  const linkProof = txn.status === "link_required"
+  if (txn.status !== "challenge_issued" && !linkProof) {
     return yield* new InvalidTransactionState({ detail: `No code can be verified on a ${txn.status} transaction` })
   }
   const existing = yield* repo.challengeOfTransaction(txn.environment_id, txn.id, challengeId).pipe(Effect.orDie)
@@ -258,6 +274,8 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
     }
     // The code is right: who is this?
     let account = user
+    // Link proof: the code proves the existing account only (never creates one).
+    if (linkProof && !account) return { kind: "dead" } as const
     if (!account) {
       if (env.record.newUserCreationBlocked) return { kind: "new_user_blocked" } as const
       account = (yield* users.create({
@@ -273,6 +291,12 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
     }
     if (!account.email_verified) yield* markEmailVerified(account, new Date(now))
     yield* repo.finishChallenge({ environmentId: txn.environment_id, id: row.id, status: "verified", now: new Date(now) })
+    if (linkProof) {
+      const linked = yield* completePendingLink(txn, account.id, new Date(now))
+      if (linked === "wrong_account") return { kind: "dead" } as const
+      if (linked === "blocked") return { kind: "blocked" } as const
+      return { kind: "authenticated" } as const
+    }
     const moved = yield* transactions.transition(txn.environment_id, txn.id, ["challenge_issued"], "authenticated", new Date(now), {
       method: "email_otp", userId: account.id, authenticatedAt: new Date(now),
     })

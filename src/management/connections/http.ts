@@ -7,6 +7,7 @@ import { withCaller } from "../auth/service.js"
 import { withIdempotency } from "../http/idempotency.js"
 import { withEtag } from "../http/etag.js"
 import { pageOf, parsePage } from "../http/pagination.js"
+import { connectionCallbackUrl } from "./callback-url.js"
 import type { ConnectionRow } from "./repo.js"
 import {
   Connection, ConnectionList, ConnectionParams, CreateConnectionBody, Deleted, ListConnectionsQuery, UpdateConnectionBody,
@@ -15,15 +16,8 @@ import * as service from "./service.js"
 
 const tags = ["Connections"]
 
-/**
- * Where the provider sends the browser back (spec: Social login rule 3): managed connections
- * to the Canonical Issuer, BYO connections to the Environment's Interaction Domain.
- */
-const callbackUrl = (config: AppConfig, env: EnvironmentRecord, row: ConnectionRow) => {
-  const urls = environmentUrls(config, env)
-  const base = row.mode === "managed" ? `${urls.issuer}/v1` : `${urls.interactionOrigin}/v1`
-  return `${base}/auth/social/${row.provider}/callback`
-}
+const callbackUrl = (config: AppConfig, env: EnvironmentRecord, row: ConnectionRow) =>
+  connectionCallbackUrl(environmentUrls(config, env), row)
 
 /** The wire form: `provider_client_secret` is write-only and never in it. */
 const present = (config: AppConfig, env: EnvironmentRecord) => (row: ConnectionRow): typeof Connection.Type => ({

@@ -1,0 +1,15 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/** Used or expired states are kept a day for investigation (as login transactions), then deleted. */
+export const SOCIAL_STATE_RETENTION_MS = 24 * 3600_000
+
+/**
+ * Social login's share of housekeeping: states a day past their expiry are deleted (those
+ * of login transactions also go with their transaction, by cascade).
+ */
+export const sweepSocial = (now: Date) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const before = new Date(now.getTime() - SOCIAL_STATE_RETENTION_MS)
+  return (yield* sql<{ id: string }>`delete from social_states where expires_at < ${before} returning id`).length
+}).pipe(Effect.orDie, Effect.withSpan("social.sweep"))

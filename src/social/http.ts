@@ -1,0 +1,45 @@
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { decodeJsonBody, decodeParams, json, route } from "../http/route.js"
+import { withMe } from "../me/auth.js"
+import { handleCallback } from "./callback.js"
+import { startLink } from "./link.js"
+import { startSocialLogin } from "./login.js"
+import { parseProvider } from "./redirect.js"
+import { AuthorizationUrl, CallbackParameters, LinkBody, ProviderParams, SocialStartParams } from "./schema.js"
+
+const tags = ["Social login"]
+
+/** A browser redirect that leaks nothing onwards (the URL may carry a code). */
+const redirectTo = (location: string) => HttpServerResponse.empty({
+  status: 302, headers: { location, "cache-control": "no-store", "referrer-policy": "no-referrer" },
+})
+
+const callback = Effect.gen(function* () {
+  const { provider } = yield* decodeParams(ProviderParams)
+  return redirectTo(yield* handleCallback(yield* parseProvider(provider)))
+})
+
+/** Spec: Social login (paths without `/v1`). */
+export const socialLoginRoutes = [
+  route("POST", "/auth/transactions/:transactionId/social/:provider/start", Effect.gen(function* () {
+    const { transactionId, provider } = yield* decodeParams(SocialStartParams)
+    return json(yield* startSocialLogin(transactionId, yield* parseProvider(provider)))
+  }), { summary: "Start social login: the provider's authorization URL (open it in the system browser)", tags, params: SocialStartParams, response: AuthorizationUrl }),
+  route("GET", "/auth/social/:provider/callback", callback, {
+    summary: "Provider callback (query); redirects the browser", tags, params: ProviderParams, query: CallbackParameters, status: 302,
+  }),
+  route("POST", "/auth/social/:provider/callback", callback, {
+    summary: "Provider callback (form post, e.g. Apple, or JSON); redirects the browser", tags, params: ProviderParams, body: CallbackParameters, status: 302,
+  }),
+]
+
+/** Spec: Self-service /me, `POST /me/identities/{provider}/link`. */
+export const meLinkRoutes = [
+  route("POST", "/me/identities/:provider/link", withMe(Effect.gen(function* () {
+    const { provider } = yield* decodeParams(ProviderParams)
+    const parsed = yield* parseProvider(provider)
+    const body = yield* decodeJsonBody(LinkBody)
+    return json(yield* startLink(parsed, body.redirect_uri))
+  })), { summary: "Link a social identity (fresh session): the provider's authorization URL", tags: ["Self-service"], params: ProviderParams, body: LinkBody, response: AuthorizationUrl }),
+]

@@ -1,0 +1,235 @@
+import { Clock, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { CurrentEnvironment } from "../http/current-environment.js"
+import { HOSTED_LOGIN_PATH } from "../hosted-login/urls.js"
+import type { ConnectionRow } from "../management/connections/repo.js"
+import type { Provider } from "../management/connections/schema.js"
+import { AuthTransactionExpired, InvalidTransactionState } from "../login/transactions/errors.js"
+import * as transactions from "../login/transactions/repo.js"
+import { explainLostTransition, loadTransactionForUse, markInteractionStarted } from "../login/transactions/service.js"
+import { Audit } from "../platform/audit.js"
+import { Crypto } from "../platform/crypto.js"
+import { maskEmail } from "../platform/events/schema.js"
+import { Events } from "../platform/events/service.js"
+import { Ids } from "../platform/ids.js"
+import { ipPrefixHash } from "../platform/ip-prefix.js"
+import { CurrentRequest } from "../platform/request-context.js"
+import { lockUser, userByEmail } from "../users/repo.js"
+import { Users } from "../users/service.js"
+import { type ExchangeFailure, redeemCallback } from "./exchange.js"
+import type { SocialProfile } from "./profile.js"
+import { prepareRedirect, requireUsableConnection } from "./redirect.js"
+import * as repo from "./repo.js"
+import { SOCIAL_RETURN_PATH } from "./urls.js"
+
+/** Statuses from which a social login can start (as an Email OTP start or passkey options). */
+const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
+
+/** The ways a Hosted Login user can prove the existing account in `link_required` (shown in `pending_link`). */
+export const LINK_PROOF_METHODS = ["email_otp", "passkey"] as const
+
+/**
+ * `POST /auth/transactions/{id}/social/{provider}/start` (spec: Social login). Only a usable
+ * Connection of the provider may start (else 404 `connection_not_found`, nothing changes);
+ * then the first method call moves `created` -> `interaction_started` (commits on its own),
+ * and one SQL transaction stores the state and moves the transaction to `challenge_issued`
+ * (DESIGN: "once the social redirect is made").
+ */
+export const startSocialLogin = (transactionId: string, provider: Provider) => Effect.gen(function* () {
+  const txn = yield* loadTransactionForUse(transactionId)
+  if (!STARTABLE.includes(txn.status)) {
+    return yield* new InvalidTransactionState({ detail: `Social login cannot start on a ${txn.status} transaction` })
+  }
+  const connection = yield* requireUsableConnection(txn.environment_id, provider)
+  yield* markInteractionStarted(txn)
+  const redirect = yield* prepareRedirect({ kind: "login", connection, transactionId: txn.id, notAfterMs: txn.expires_at.getTime() })
+  const sql = yield* SqlClient.SqlClient
+  const audit = yield* Audit
+  const now = yield* Clock.currentTimeMillis
+  yield* sql.withTransaction(Effect.gen(function* () {
+    const moved = yield* transactions.transition(txn.environment_id, txn.id, STARTABLE, "challenge_issued", new Date(now))
+    if (!moved) {
+      return yield* explainLostTransition(txn.id, () =>
+        Effect.fail(new InvalidTransactionState({ detail: "The transaction moved on; social login can no longer start" })))
+    }
+    yield* redirect.store
+    yield* audit.append({
+      workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user" },
+      action: "login.social_started", subjectType: "auth_transaction", subjectId: txn.id,
+      details: { provider: connection.provider_key, client_id: txn.client_id },
+    })
+  })).pipe(Effect.catchTag("SqlError", Effect.die))
+  return { authorization_url: redirect.url }
+}).pipe(Effect.withSpan("social.startLogin"))
+
+/** What a login callback did to its transaction. */
+type LoginOutcome =
+  | { readonly kind: "authenticated"; readonly userId: string }
+  | { readonly kind: "link_required" }
+  | { readonly kind: "failed"; readonly reason: string }
+
+const appendQuery = (uri: string, params: Record<string, string>) =>
+  `${uri}${uri.includes("?") ? "&" : "?"}${new URLSearchParams(params).toString()}`
+
+/**
+ * Where the browser goes after the callback (spec: Social login rule 4). `native_return`:
+ * the client's registered redirect URI with `tx`, the original `state` and `social`
+ * (`completed`, or `link_required` / `failed`, docs/decisions.md). Redirect mode: the
+ * Interaction Domain: the Hosted Login page for its own transactions (it continues there),
+ * else the social return page, after which the custom UI reads the transaction.
+ */
+export const loginReturnUrl = (txn: transactions.TransactionRow, outcome: LoginOutcome["kind"], interactionOrigin: string) => {
+  const social = outcome === "authenticated" ? "completed" : outcome
+  if (txn.response_mode === "native_return") return appendQuery(txn.redirect_uri, { tx: txn.id, state: txn.state, social })
+  if (txn.source === "authorize") return `${interactionOrigin}${HOSTED_LOGIN_PATH}`
+  return appendQuery(`${interactionOrigin}${SOCIAL_RETURN_PATH}`, { tx: txn.id, social })
+}
+
+/**
+ * The login transaction named by a used state, ready for the provider's answer: it exists,
+ * is within its 10 minutes (else 410, and it becomes `expired`) and still `challenge_issued`
+ * (else 409 `invalid_transaction_state`).
+ */
+export const callbackTransaction = (stateRow: repo.SocialStateRow) => Effect.gen(function* () {
+  const txn = yield* transactions.transactionById(stateRow.environment_id, stateRow.transaction_id ?? "").pipe(Effect.orDie)
+  if (!txn) return yield* new InvalidTransactionState({ detail: "The login transaction no longer exists" })
+  const now = yield* Clock.currentTimeMillis
+  if (txn.status === "expired" || txn.expires_at.getTime() <= now) {
+    yield* transactions.expireIfDue(txn.environment_id, txn.id, new Date(now)).pipe(Effect.orDie)
+    return yield* new AuthTransactionExpired({})
+  }
+  if (txn.status !== "challenge_issued") {
+    return yield* new InvalidTransactionState({ detail: `The transaction is ${txn.status}; the social login cannot finish` })
+  }
+  return txn
+})
+
+/**
+ * Uses the provider's answer for a login transaction (the state was already verified and
+ * used): the transaction ends `authenticated`, `link_required` or `failed` in one SQL
+ * transaction with its events. Returns where the browser goes next.
+ */
+export const finishSocialLogin = (txn: transactions.TransactionRow, stateRow: repo.SocialStateRow, connection: ConnectionRow,
+  state: string, params: URLSearchParams) =>
+  Effect.gen(function* () {
+    const env = yield* CurrentEnvironment
+    const redeemed = yield* redeemCallback(connection, stateRow, state, params)
+    const outcome = yield* recordLogin(txn, connection, redeemed.ok ? { profile: redeemed.profile } : { failure: redeemed.failure })
+    return loginReturnUrl(txn, outcome.kind, env.urls.interactionOrigin)
+  }).pipe(Effect.withSpan("social.finishLogin"))
+
+const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow,
+  result: { readonly profile: SocialProfile } | { readonly failure: ExchangeFailure }) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const events = yield* Events
+  const audit = yield* Audit
+  const ids = yield* Ids
+  const users = yield* Users
+  const crypto = yield* Crypto
+  const env = yield* CurrentEnvironment
+  const request = yield* CurrentRequest
+  const ipHash = ipPrefixHash(crypto, txn.workspace_id, request?.ip)
+  const provider = connection.provider_key
+  const base = { workspaceId: txn.workspace_id, environmentId: txn.environment_id } as const
+
+  return yield* sql.withTransaction(Effect.gen(function* () {
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const moveTo = (to: transactions.TransactionStatus, extras: transactions.TransitionExtras = {}) => Effect.gen(function* () {
+      const moved = yield* transactions.transition(txn.environment_id, txn.id, ["challenge_issued"], to, now, extras)
+      if (!moved) {
+        return yield* explainLostTransition(txn.id, () =>
+          Effect.fail(new InvalidTransactionState({ detail: "The transaction moved on before the social login finished" })))
+      }
+    })
+    /** `login.failed` with the spec's reasons; the transaction ends `failed` (it cannot be resumed). */
+    const fail = (reason: "social_provider_error" | "user_blocked" | "new_user_creation_blocked", detail: Record<string, unknown>, userId?: string) =>
+      Effect.gen(function* () {
+        yield* moveTo("failed", { failedReason: reason })
+        const actor = { type: "end_user" as const, ...(userId ? { id: userId } : {}) }
+        // new_user_creation_blocked is no `login.failed` reason of the spec: audit only.
+        if (reason !== "new_user_creation_blocked") {
+          yield* events.emit({
+            type: "login.failed", ...base, actor,
+            payload: { ...(userId ? { userId } : {}), method: "social", reason, clientId: txn.client_id, ...(ipHash ? { ipPrefixHash: ipHash } : {}) },
+          })
+        }
+        yield* audit.append({
+          ...base, actor, action: "login.failed", subjectType: "auth_transaction", subjectId: txn.id, result: "failure",
+          details: { reason, method: "social", provider, client_id: txn.client_id, ...detail },
+        })
+        return { kind: "failed", reason } as LoginOutcome
+      })
+    const authenticated = (userId: string, detail: Record<string, unknown>) => Effect.gen(function* () {
+      yield* moveTo("authenticated", { method: "social", userId, authenticatedAt: now })
+      yield* audit.append({
+        ...base, actor: { type: "end_user", id: userId }, action: "login.authenticated", subjectType: "auth_transaction",
+        subjectId: txn.id, details: { method: "social", provider, client_id: txn.client_id, ...detail },
+      })
+      return { kind: "authenticated", userId } as LoginOutcome
+    })
+
+    if ("failure" in result) {
+      return yield* fail("social_provider_error", {
+        failure: result.failure.kind, ...(result.failure.kind === "provider_error" ? { provider_error: result.failure.error } : {}),
+      })
+    }
+    const profile = result.profile
+    // 1. A known identity signs in (the subject decides, never the email).
+    const identity = yield* repo.identityBySubject(txn.environment_id, provider, profile.subject).pipe(Effect.orDie)
+    if (identity) {
+      const user = yield* lockUser(txn.environment_id, identity.user_id).pipe(Effect.orDie)
+      if (!user || user.status !== "active") return yield* fail("user_blocked", { identity_id: identity.id }, identity.user_id)
+      yield* repo.touchIdentity(txn.environment_id, identity.id, profile.email ?? null, now).pipe(Effect.orDie)
+      return yield* authenticated(user.id, { identity_id: identity.id })
+    }
+    // 2. No address: nothing to create an account for (users have an email).
+    if (profile.email === undefined) return yield* fail("social_provider_error", { failure: "no_email" })
+    // 3. The address belongs to an existing user: never link by email alone (spec: Social
+    //    login rule 5); the user must prove that account first.
+    const pendingLink = (userId: string, email: string) => Effect.gen(function* () {
+      yield* moveTo("link_required")
+      yield* repo.insertPendingLink({
+        transaction_id: txn.id, workspace_id: txn.workspace_id, environment_id: txn.environment_id, user_id: userId,
+        connection_id: connection.id, provider, provider_subject: profile.subject, email, now,
+      }).pipe(Effect.orDie)
+      yield* repo.setPendingLinkView(txn.environment_id, txn.id, {
+        provider, masked_email: maskEmail(email), email_verified_by_provider: profile.emailVerified, proof_methods: LINK_PROOF_METHODS,
+      }, now).pipe(Effect.orDie)
+      yield* audit.append({
+        ...base, actor: { type: "end_user" }, action: "login.link_required", subjectType: "auth_transaction", subjectId: txn.id,
+        details: { provider, user_id: userId, masked_email: maskEmail(email), client_id: txn.client_id },
+      })
+      return { kind: "link_required" } as LoginOutcome
+    })
+    const existing = yield* userByEmail(txn.environment_id, profile.email).pipe(Effect.orDie)
+    if (existing) return yield* pendingLink(existing.id, profile.email)
+    // 4. A new address: a new user with this identity.
+    if (env.record.newUserCreationBlocked) return yield* fail("new_user_creation_blocked", {})
+    const created = yield* users.create({
+      ...base, email: profile.email, emailVerified: profile.emailVerified, name: profile.name, avatarUrl: profile.avatarUrl,
+      locale: profile.locale, method: "social", actor: { type: "end_user" },
+    })
+    if (!created) {
+      // The address was registered a moment ago: by a concurrent first login of this same
+      // provider account (then its identity is visible now: sign in as that user), or by
+      // someone else (the same rule as 3).
+      const raced = yield* repo.identityBySubject(txn.environment_id, provider, profile.subject).pipe(Effect.orDie)
+      if (raced) return yield* authenticated(raced.user_id, { identity_id: raced.id })
+      const registered = yield* userByEmail(txn.environment_id, profile.email).pipe(Effect.orDie)
+      if (!registered) return yield* Effect.die(new Error("user vanished during social login"))
+      return yield* pendingLink(registered.id, profile.email)
+    }
+    const identityId = yield* ids.make("idn")
+    const inserted = yield* repo.insertIdentity({
+      id: identityId, ...base, userId: created.id, connectionId: connection.id, provider, subject: profile.subject,
+      email: profile.email, now,
+    }).pipe(Effect.orDie)
+    // A concurrent first login of the same subject won; roll this one back.
+    if (!inserted) return yield* new InvalidTransactionState({ detail: "The identity was linked concurrently; start again" })
+    yield* events.emit({
+      type: "identity.linked", ...base, actor: { type: "end_user", id: created.id },
+      payload: { userId: created.id, identityId, provider },
+    })
+    return yield* authenticated(created.id, { identity_id: identityId, new_user: true })
+  })).pipe(Effect.catchTag("SqlError", Effect.die))
+})

@@ -1,0 +1,25 @@
+import type { Provider } from "../../management/connections/schema.js"
+import { appleProvider } from "./apple.js"
+import { GOOGLE_ISSUER, MICROSOFT_AUTHORITY } from "./endpoints.js"
+import { githubProvider } from "./github.js"
+import { oidcProvider } from "./oidc.js"
+import type { ProviderAdapter } from "./types.js"
+
+/** One adapter per provider path segment (spec: Social login, "Provider path segments"). */
+export const PROVIDER_ADAPTERS: Readonly<Record<Provider, ProviderAdapter>> = {
+  google: oidcProvider({ issuer: () => GOOGLE_ISSUER, pkce: true, requiredScopes: ["openid"] }),
+  microsoft: oidcProvider({ issuer: () => MICROSOFT_AUTHORITY, pkce: true, requiredScopes: ["openid"] }),
+  generic_oidc: oidcProvider({ issuer: (call) => call.connection.issuer ?? "", pkce: true, requiredScopes: ["openid"] }),
+  github: githubProvider,
+  apple: appleProvider,
+}
+
+/**
+ * Which providers' addresses count as verified, and how (docs/decisions.md). Microsoft's
+ * `email` claim is not verified by Microsoft unless its optional `xms_edov` claim says so.
+ */
+export const verifiedEmailClaims = (provider: Provider, claims: Record<string, unknown>): Record<string, unknown> => {
+  if (provider !== "microsoft") return claims
+  const { email_verified: _ignored, ...rest } = claims
+  return claims["xms_edov"] === true || claims["xms_edov"] === "1" ? { ...rest, email_verified: true } : rest
+}

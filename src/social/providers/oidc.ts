@@ -1,0 +1,93 @@
+import * as oidc from "openid-client"
+import type { AuthorizationChecks, ProviderAdapter, ProviderCall } from "./types.js"
+
+/**
+ * OpenID Connect providers through openid-client (discovery, PKCE S256, state, nonce and
+ * the full ID-token validation of OIDC Core section 3.1.3.7: signature against the
+ * provider's JWKS, `iss`, `aud`, `exp`, `iat`, `nonce`). Google, Microsoft, Apple and
+ * generic OIDC differ only in the options below.
+ */
+export interface OidcOptions {
+  /** The issuer (or authority) to discover. */
+  readonly issuer: (call: ProviderCall) => string
+  /** RFC 7636 PKCE; every provider here but Apple documents it. */
+  readonly pkce: boolean
+  /** Extra authorization request parameters (Apple: `response_mode=form_post`). */
+  readonly authorizationParameters?: Readonly<Record<string, string>>
+  /** The client secret to present (Apple: a freshly signed ES256 JWT). */
+  readonly clientSecret?: (call: ProviderCall) => Promise<string>
+  /** Scopes always asked for (OIDC needs `openid`). */
+  readonly requiredScopes: ReadonlyArray<string>
+}
+
+/**
+ * Client authentication at the token endpoint (RFC 8414 section 2: without
+ * `token_endpoint_auth_methods_supported` the default is client_secret_basic): post when
+ * the provider lists it, basic otherwise.
+ */
+const secretAuth = (secret: string): oidc.ClientAuth => (as, client, body, headers) => {
+  const methods = as.token_endpoint_auth_methods_supported ?? ["client_secret_basic"]
+  const auth = methods.includes("client_secret_post") ? oidc.ClientSecretPost(secret) : oidc.ClientSecretBasic(secret)
+  return auth(as, client, body, headers)
+}
+
+/**
+ * The secret is made only when the token endpoint is called (Apple's is a signed JWT: no
+ * signature for an authorization URL). oauth4webapi awaits client authentication.
+ */
+const lazyAuth = (call: ProviderCall, options: OidcOptions): oidc.ClientAuth => async (as, client, body, headers) => {
+  const secret = options.clientSecret ? await options.clientSecret(call) : call.clientSecret
+  return secretAuth(secret)(as, client, body, headers)
+}
+
+const configure = async (call: ProviderCall, options: OidcOptions) => {
+  const secret = lazyAuth(call, options)
+  const clientId = call.connection.provider_client_id ?? ""
+  const request = { [oidc.customFetch]: call.fetch, timeout: 10 }
+  const metadata = { redirect_uris: [call.redirectUri], response_types: ["code"] }
+  const config = await oidc.discovery(new URL(options.issuer(call)), clientId, metadata, secret, request)
+  // openid-client expects RS256 ID tokens unless told otherwise; a provider that signs with
+  // something else says so in its metadata (OIDC Discovery, id_token_signing_alg_values_supported).
+  const algs = config.serverMetadata().id_token_signing_alg_values_supported ?? []
+  if (algs.length === 0 || algs.includes("RS256")) return config
+  return oidc.discovery(new URL(options.issuer(call)), clientId, { ...metadata, id_token_signed_response_alg: algs[0]! },
+    secret, request)
+}
+
+const scopeOf = (call: ProviderCall, options: OidcOptions) =>
+  [...new Set([...options.requiredScopes, ...call.connection.scopes])].join(" ")
+
+export const oidcProvider = (options: OidcOptions): ProviderAdapter => ({
+  authorizationUrl: async (call, checks) => {
+    const config = await configure(call, options)
+    return oidc.buildAuthorizationUrl(config, {
+      response_type: "code",
+      redirect_uri: call.redirectUri,
+      scope: scopeOf(call, options),
+      state: checks.state,
+      nonce: checks.nonce,
+      ...(options.pkce ? { code_challenge: await oidc.calculatePKCECodeChallenge(checks.codeVerifier), code_challenge_method: "S256" } : {}),
+      ...options.authorizationParameters,
+    })
+  },
+  exchange: async (call, checks: AuthorizationChecks, callback) => {
+    const config = await configure(call, options)
+    // openid-client reads the redirect URI from this URL (origin + path) and the response from its query.
+    const currentUrl = new URL(call.redirectUri)
+    for (const [name, value] of callback) currentUrl.searchParams.append(name, value)
+    const tokens = await oidc.authorizationCodeGrant(config, currentUrl, {
+      ...(options.pkce ? { pkceCodeVerifier: checks.codeVerifier } : {}),
+      expectedState: checks.state,
+      expectedNonce: checks.nonce,
+      idTokenExpected: true,
+    })
+    const claims: Record<string, unknown> = { ...tokens.claims() }
+    // Providers that keep profile claims out of the ID token serve them at UserInfo; the
+    // subject must be the ID token's (openid-client checks it, OIDC Core section 5.3.2).
+    if (claims["email"] === undefined && config.serverMetadata().userinfo_endpoint !== undefined) {
+      const info = await oidc.fetchUserInfo(config, tokens.access_token, String(claims["sub"]))
+      return { ...info, ...claims }
+    }
+    return claims
+  },
+})

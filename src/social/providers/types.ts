@@ -1,0 +1,33 @@
+import type { CustomFetch } from "openid-client"
+import type { ConnectionRow } from "../../management/connections/repo.js"
+
+/** Everything a provider adapter needs for one call; it holds no state between calls. */
+export interface ProviderCall {
+  readonly connection: ConnectionRow
+  /** The plain provider client secret (opened from its sealed column for this call only). */
+  readonly clientSecret: string
+  /** The redirect URI registered at the provider: the Connection's callback URL. */
+  readonly redirectUri: string
+  readonly fetch: CustomFetch
+  /** Effect Clock time, for what the adapter signs (Apple's client secret JWT). */
+  readonly nowMs: number
+}
+
+/** The per-redirect values bound into the authorization request and checked at the callback. */
+export interface AuthorizationChecks {
+  readonly state: string
+  readonly nonce: string
+  /** PKCE (RFC 7636) S256 verifier; the challenge is derived from it. */
+  readonly codeVerifier: string
+}
+
+export interface ProviderAdapter {
+  /** The provider's authorization endpoint with every parameter (the URL the browser opens). */
+  readonly authorizationUrl: (call: ProviderCall, checks: AuthorizationChecks) => Promise<URL>
+  /**
+   * Validates the callback (state, `iss` where the provider sends it), redeems the code and
+   * returns the validated claims of the user, standard names (`sub`, `email`,
+   * `email_verified`, `name`, `picture`, `locale`) plus anything else the provider sent.
+   */
+  readonly exchange: (call: ProviderCall, checks: AuthorizationChecks, callback: URLSearchParams) => Promise<Record<string, unknown>>
+}

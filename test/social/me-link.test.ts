@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
+import { countRows, query, uniqueEmail } from "../login/support.js"
+import { createClient, createUser, exchangeCode, mintCode, type TestClient, type TestUser } from "../oidc/support.js"
+import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
+import { connectFake, eventsOf, requestUrl, socialEnv } from "./support.js"
+
+// POST /me/identities/{provider}/link (spec: /me rules 1, 2, 7): fresh session, redirect_uri
+// byte-equal to a registered redirect URI of the token's client without fragment, the
+// signed link state, and the redirect back to that exact URI with the result.
+
+let fake: FakeProviders
+let app: TestApp
+let b: Bootstrapped
+let client: TestClient
+const APP_RETURN = "https://app.example.com/settings/identities?tab=linked"
+
+beforeAll(async () => {
+  fake = await startFakeProviders()
+  app = await startApp({ env: socialEnv(fake) })
+  b = await app.bootstrap()
+  client = await createClient(app, b, { redirectUris: ["http://localhost:5173/callback", APP_RETURN] })
+  await connectFake(app, b, fake, "github")
+})
+afterAll(async () => {
+  await app?.close()
+  await fake?.close()
+})
+
+const tokenFor = async (user: TestUser, c: TestClient = client) => {
+  const minted = await mintCode(app, b, c, user)
+  const res = await exchangeCode(app, b, c, minted)
+  expect(res.status, res.text).toBe(200)
+  return res.json.access_token as string
+}
+const link = (token: string | undefined, provider: string, body: unknown) =>
+  app.request(b.interaction_domain, `/v1/me/identities/${provider}/link`, {
+    method: "POST", body, headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  })
+/** Link start, the provider's consent, our callback: the final redirect. */
+const linkRoundTrip = async (token: string) => {
+  const res = await link(token, "github", { redirect_uri: APP_RETURN })
+  expect(res.status, res.text).toBe(200)
+  const visit = await fake.visit(res.json.authorization_url)
+  const back = await requestUrl(app, visit.location!)
+  expect(back.status).toBe(302)
+  return back.headers["location"] as string
+}
+
+describe("POST /me/identities/{provider}/link", () => {
+  it("links the provider identity and redirects to the exact redirect_uri with linked=true&identity_id", async () => {
+    const user = await createUser(app, b)
+    fake.setUser("github", { sub: "777001", emails: [{ email: uniqueEmail("gh"), primary: true, verified: true }] })
+    const location = await linkRoundTrip(await tokenFor(user))
+    const [identity] = await query<{ id: string }>(app, "select id from identities where user_id = $1 and provider = 'github' and provider_subject = '777001'", [user.id])
+    expect(location).toBe(`${APP_RETURN}&linked=true&identity_id=${identity!.id}&provider=github`)
+    const linked = (await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user.id)
+    expect(linked.map((e) => [e.payload, e.actor])).toEqual([[{ userId: user.id, identityId: identity!.id, provider: "github" }, { type: "end_user", id: user.id }]])
+  })
+
+  it("an identity already linked to another user is refused (error=identity_already_linked); nothing moves", async () => {
+    const owner = await createUser(app, b)
+    const other = await createUser(app, b)
+    fake.setUser("github", { sub: "777002", emails: [] })
+    await linkRoundTrip(await tokenFor(owner))
+    fake.setUser("github", { sub: "777002", emails: [] })
+    const location = await linkRoundTrip(await tokenFor(other))
+    expect(location).toBe(`${APP_RETURN}&linked=false&error=identity_already_linked&provider=github`)
+    expect(await countRows(app, "identities", "provider_subject = '777002' and user_id = $1", [owner.id])).toBe(1)
+    expect(await countRows(app, "identities", "user_id = $1", [other.id])).toBe(0)
+  })
+
+  it("the provider's refusal comes back as error=social_provider_error", async () => {
+    const user = await createUser(app, b)
+    fake.refuseNext("github")
+    const location = await linkRoundTrip(await tokenFor(user))
+    expect(location).toBe(`${APP_RETURN}&linked=false&error=social_provider_error&provider=github`)
+    expect(await countRows(app, "identities", "user_id = $1", [user.id])).toBe(0)
+  })
+
+  it("refuses redirect URIs that are not byte-equal registrations of the token's client, or carry a fragment: 400 invalid_redirect_uri", async () => {
+    const user = await createUser(app, b)
+    const token = await tokenFor(user)
+    // registered, but for another client than the token's
+    await createClient(app, b, { redirectUris: ["https://other.example.com/cb"] })
+    for (const redirect_uri of [`${APP_RETURN}#x`, "https://app.example.com/settings/identities?tab=linked&x=1", "https://APP.example.com/settings/identities?tab=linked", "https://other.example.com/cb"]) {
+      const res = await link(token, "github", { redirect_uri })
+      expect([res.status, res.json.code], redirect_uri).toEqual([400, "invalid_redirect_uri"])
+    }
+    expect(await countRows(app, "social_states", "user_id = $1", [user.id])).toBe(0)
+  })
+
+  it("needs a Bearer access token and a usable connection", async () => {
+    const user = await createUser(app, b)
+    const token = await tokenFor(user)
+    expect((await link(undefined, "github", { redirect_uri: APP_RETURN })).json.code).toBe("unauthorized")
+    const noConnection = await link(token, "google", { redirect_uri: APP_RETURN })
+    expect([noConnection.status, noConnection.json.code]).toEqual([404, "connection_not_found"])
+    const unknown = await link(token, "myspace", { redirect_uri: APP_RETURN })
+    expect([unknown.status, unknown.json.code]).toEqual([400, "invalid_request"])
+    expect(await countRows(app, "social_states", "user_id = $1", [user.id])).toBe(0)
+  })
+
+  it("a session whose auth_time is older than 5 minutes is refused: 403 reauthentication_required", async () => {
+    const user = await createUser(app, b)
+    // A live access token of a session signed in 6 minutes ago (a refresh keeps auth_time).
+    const minted = await mintCode(app, b, client, user)
+    await query(app, "update login_sessions set auth_time = auth_time - interval '6 minutes' where id = $1", [minted.sessionId])
+    await query(app, "update authorization_codes set auth_time = auth_time - interval '6 minutes' where session_id = $1", [minted.sessionId])
+    const res = await exchangeCode(app, b, client, minted)
+    expect(res.status, res.text).toBe(200)
+    const refused = await link(res.json.access_token, "github", { redirect_uri: APP_RETURN })
+    expect([refused.status, refused.json.code]).toEqual([403, "reauthentication_required"])
+    expect(await countRows(app, "social_states", "user_id = $1", [user.id])).toBe(0)
+  })
+})
