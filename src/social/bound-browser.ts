@@ -21,14 +21,14 @@ import { SOCIAL_CONTINUE_PATH } from "./urls.js"
 // Interaction Domain with a one-time token; there the cookie must match before the answer
 // is used. Custom UIs (API transactions) have no browser binding to check.
 
-const sealContext = (stateId: string) => ({ purpose: "social-callback", table: "social_states", rowId: stateId })
+export const callbackSealContext = (stateId: string) => ({ purpose: "social-callback", table: "social_states", rowId: stateId })
 
 /** The callback's half: keep the answer, send the browser to the Interaction Domain. */
 export const deferToBoundBrowser = (stateRow: repo.SocialStateRow, state: string, params: URLSearchParams) => Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   const crypto = yield* Crypto
   const token = yield* crypto.randomToken(32)
-  const sealed = yield* crypto.seal(sealContext(stateRow.id), JSON.stringify({ state, params: [...params] }))
+  const sealed = yield* crypto.seal(callbackSealContext(stateRow.id), JSON.stringify({ state, params: [...params] }))
   yield* repo.deferCallback(stateRow.environment_id, stateRow.id, sealed, sha256Hex(token)).pipe(Effect.orDie)
   return `${env.urls.interactionOrigin}${SOCIAL_CONTINUE_PATH}?handoff=${encodeURIComponent(token)}`
 })
@@ -68,7 +68,7 @@ const continueInBoundBrowser = Effect.gen(function* () {
   }
   const connection = yield* usableConnection(env.record.id, row.provider)
   if (!connection || connection.id !== row.connection_id) return errorPage("login_finished")
-  const opened = yield* crypto.open(sealContext(row.id), row.callback_sealed).pipe(Effect.orDie)
+  const opened = yield* crypto.open(callbackSealContext(row.id), row.callback_sealed).pipe(Effect.orDie)
   const answer = JSON.parse(opened.toString("utf8")) as { state: string; params: Array<[string, string]> }
   const next = yield* finishSocialLogin(txn, row, connection, answer.state, new URLSearchParams(answer.params)).pipe(
     Effect.catchTag("InvalidTransactionState", () => Effect.succeed(undefined)))

@@ -43,7 +43,7 @@ export const providerCall = (connection: ConnectionRow, redirectUri: string) => 
   } satisfies ProviderCall
 })
 
-const sealContext = (stateId: string) => ({ purpose: "social-pkce-verifier", table: "social_states", rowId: stateId })
+export const verifierSealContext = (stateId: string) => ({ purpose: "social-pkce-verifier", table: "social_states", rowId: stateId })
 
 export interface RedirectInput {
   readonly kind: "login" | "link"
@@ -85,7 +85,7 @@ export const prepareRedirect = (input: RedirectInput) => Effect.gen(function* ()
       id: reference, workspaceId: env.record.workspaceId, environmentId: env.record.id, kind: input.kind,
       provider: input.connection.provider, connectionId: input.connection.id, transactionId: input.transactionId ?? null,
       userId: input.userId ?? null, clientId: input.clientId ?? null, linkRedirectUri: input.linkRedirectUri ?? null,
-      providerRedirectUri: redirectUri, codeVerifierSealed: yield* crypto.seal(sealContext(reference), checks.codeVerifier),
+      providerRedirectUri: redirectUri, codeVerifierSealed: yield* crypto.seal(verifierSealContext(reference), checks.codeVerifier),
       nonce: checks.nonce, now: new Date(now), expiresAt: new Date(now + STATE_TTL_MS),
     }).pipe(Effect.orDie)
   })
@@ -95,6 +95,6 @@ export const prepareRedirect = (input: RedirectInput) => Effect.gen(function* ()
 /** The checks of a used state, re-assembled for the code exchange. */
 export const checksOf = (row: repo.SocialStateRow, state: string) => Effect.gen(function* () {
   const crypto = yield* Crypto
-  const verifier = yield* crypto.open(sealContext(row.id), row.code_verifier_sealed).pipe(Effect.orDie)
+  const verifier = yield* crypto.open(verifierSealContext(row.id), row.code_verifier_sealed).pipe(Effect.orDie)
   return { state, nonce: row.nonce, codeVerifier: verifier.toString("utf8") } satisfies AuthorizationChecks
 })

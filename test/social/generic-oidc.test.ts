@@ -91,11 +91,11 @@ describe("generic OIDC (oidc-provider over HTTPS)", () => {
     expect(continued.headers["location"]).toBe(`http://${b.interaction_domain}/login`)
     const page = await app.request(b.interaction_domain, "/login", { headers: { cookie } })
     expect(page.text).toContain('data-status="authenticated"')
-    // what the page's script does for an authenticated transaction
+    // what the page's script does for an authenticated transaction (with `iss`, RFC 9207)
     const done = await app.request(b.interaction_domain, `/v1/auth/transactions/${txnId}/complete`, { method: "POST", headers: { cookie } })
     expect(done.status, done.text).toBe(200)
     const tokens = await oidc.authorizationCodeGrant(config,
-      new URL(`${RP_REDIRECT}?code=${encodeURIComponent(done.json.authorization_code)}&state=${encodeURIComponent(done.json.state)}`),
+      new URL(`${RP_REDIRECT}?code=${encodeURIComponent(done.json.authorization_code)}&state=${encodeURIComponent(done.json.state)}&iss=${encodeURIComponent(b.issuer)}`),
       { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true })
     const claims = tokens.claims()!
     const [row] = await query<{ id: string; email_verified: boolean; name: string }>(app, "select id, email_verified, name from users where email_normalized = $1", [user.email])

@@ -6,6 +6,8 @@ import { SEND_LOGIN_CODE_TASK, sealContext as loginCodeMailContext } from "../..
 import { graceSealContext } from "../../oidc/refresh/service.js"
 import { sealContext as signingKeyContext } from "../../platform/keys/service.js"
 import { secretSealContext as webhookSecretContext } from "../../webhooks/service.js"
+import { callbackSealContext as socialCallbackContext } from "../../social/bound-browser.js"
+import { verifierSealContext as socialVerifierContext } from "../../social/redirect.js"
 
 /**
  * Every place a value sealed under the master key lives (AES-256-GCM, `v1.<key-id>....`),
@@ -47,6 +49,9 @@ export const SEALED_VALUES: ReadonlyArray<SealedValues> = [
   column("webhooks", "secret_sealed", "id", {}, (f) => webhookSecretContext(f["row"]!)),
   column("connections", "provider_client_secret_sealed", "id", {}, (f) => providerSecretContext(f["row"]!)),
   column("user_export_jobs", "artifact_sealed", "id", {}, (f) => artifactSealContext(f["row"]!)),
+  // Social login states live minutes; re-sealed like the rest so the old key can go at once.
+  column("social_states", "code_verifier_sealed", "id", {}, (f) => socialVerifierContext(f["row"]!)),
+  { ...column("social_states", "callback_sealed", "id", {}, (f) => socialCallbackContext(f["row"]!)), where: "callback_sealed is not null" },
   column("refresh_families", "grace_response_sealed", "id", { generation: "grace_generation::text" },
     (f) => graceSealContext(f["row"]!, Number(f["generation"]))),
   {
