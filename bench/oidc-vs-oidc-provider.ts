@@ -1,21 +1,26 @@
-// Token-side throughput: the refresh grant, the code exchange and introspection at 32 connections,
-// our server against `oidc-provider` configured equivalently (ES256 JWT access tokens, ES256 ID
-// tokens, refresh-token rotation, PKCE, client_secret_basic), in the same run.
+// OIDC throughput side by side, in one run: our server against `oidc-provider` (in-memory store,
+// opaque access tokens for userinfo and introspection; ES256 ID tokens, refresh-token rotation,
+// PKCE, client_secret_basic), at 32 connections, for JWKS, discovery, userinfo, introspection, the
+// refresh grant and the authorization-code exchange (issue 13). JWKS and discovery are also run
+// against a bare `node:http` server that sends the very bytes our server answers (the floor of any
+// HTTP stack on this machine).
 //
 // Run: npx tsx bench/oidc-vs-oidc-provider.ts   (not part of the suite)
 // Knobs: BENCH_SECONDS (5 per run), BENCH_ROUNDS (3, interleaved; medians reported), BENCH_CODES (30000
-// per server), BENCH_SCENARIOS (refresh,code,introspect), BENCH_ONLY (authservice or oidc-provider),
-// BENCH_PROFILE=1 (our server under --cpu-prof, profiles in /tmp/authservice-prof).
+// per server), BENCH_SCENARIOS (jwks,discovery,userinfo,introspect,refresh,code), BENCH_ONLY
+// (authservice or oidc-provider), BENCH_PEER_POSTGRES=1 (also run oidc-provider on a Postgres
+// adapter), BENCH_PROFILE=1 (our server under --cpu-prof, profiles in /tmp/authservice-prof).
 //
-// oidc-provider runs twice: with an in-memory adapter (an unbounded Map: nothing persisted) and with
-// a Postgres adapter (the shape of its documented example adapter: one payload table, one query per
-// adapter call, pool of 10 like ours) on the same embedded Postgres. Every server runs in its own
-// process; the load generator (autocannon) shares the 2 cores with them and with Postgres.
+// With BENCH_PEER_POSTGRES=1 oidc-provider also runs with a Postgres adapter (the shape of its
+// documented example adapter: one payload table, one query per adapter call, pool of 10 like ours)
+// on the same Postgres. Every server runs in its own process; the load generator (autocannon)
+// shares the 2 cores with them, with Postgres and with whatever else runs on the machine: the load
+// average is printed before and after, and only ratios measured in the same run mean anything.
 import { type ChildProcess, spawn } from "node:child_process"
 import { createHash, generateKeyPairSync, randomBytes, sign } from "node:crypto"
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
-import { tmpdir } from "node:os"
+import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import type autocannon from "autocannon"
 import { SignJWT } from "jose"
@@ -116,7 +121,7 @@ async function providerChild() {
     }),
     claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "locale", "updated_at"] },
     scopes: ["openid", "offline_access", "email", "profile", "api"],
-    routes: { token: "/oauth2/token", introspection: "/oauth2/introspect", revocation: "/oauth2/revoke", jwks: "/oauth2/jwks" },
+    routes: { token: "/oauth2/token", introspection: "/oauth2/introspect", revocation: "/oauth2/revoke", jwks: "/oauth2/jwks", userinfo: "/oauth2/userinfo" },
     features: {
       devInteractions: { enabled: false },
       introspection: { enabled: true },
@@ -151,7 +156,7 @@ async function providerChild() {
     }).save())
   }
   // oidc-provider refuses to introspect JWT access tokens ("Structured JWT Tokens cannot be introspected"),
-  // so its introspection runs on an opaque access token of a live grant (a storage lookup).
+  // so its introspection and userinfo run on an opaque access token of a live grant (a storage lookup).
   const grant = new provider.Grant({ accountId: "usr_bench", clientId: "bench" })
   grant.addOIDCScope("openid email")
   const opaqueGrantId = await grant.save()
@@ -163,36 +168,51 @@ async function providerChild() {
 // ---------------------------------------------------------------------------------------------
 // Driver.
 // ---------------------------------------------------------------------------------------------
+const ALL_SCENARIOS = ["jwks", "discovery", "userinfo", "introspect", "refresh", "code"]
+/** Scenarios whose answer is the same bytes for every caller: also run against bare node:http. */
+const STATIC_SCENARIOS = new Set(["jwks", "discovery"])
+const PEER = "oidc-provider (memory)"
+const BARE = "bare node:http"
+const load1 = () => loadavg().map((x) => x.toFixed(2)).join(" ")
+
 async function main() {
   signingMicrobenchmark()
+  console.log(`load average at start: ${load1()}`)
   // BENCH_PROFILE=1 runs our server with --cpu-prof (profile written to /tmp/authservice-prof on exit).
   const server = process.env["BENCH_PROFILE"] ? await startProfiledServer() : await startServer()
   const env = bootstrap(server.env)
   const ours = await seedOurs(server.port, server.env["DATABASE_URL"]!, env)
   process.on("exit", () => { for (const c of children) c.kill("SIGTERM") })
   const only = process.env["BENCH_ONLY"] // e.g. "authservice" while profiling
+  const scenarios = (process.env["BENCH_SCENARIOS"] ?? ALL_SCENARIOS.join(",")).split(",")
   const targets: Array<Target> = [ours]
   if (only === undefined || only.startsWith("oidc-provider")) {
     targets.push(await startOidcProvider("memory", server.env["DATABASE_URL"]!))
-    targets.push(await startOidcProvider("postgres", server.env["DATABASE_URL"]!))
+    if (process.env["BENCH_PEER_POSTGRES"]) targets.push(await startOidcProvider("postgres", server.env["DATABASE_URL"]!))
   }
+  if (only === undefined && scenarios.some((s) => STATIC_SCENARIOS.has(s))) targets.push(await startBare(ours))
 
   // Interleaved rounds (scenario by scenario, server by server), median per cell: other work on
   // the machine drifts over minutes, and sequential blocks per server would fold that drift into
   // the comparison.
   const rounds = Number(process.env["BENCH_ROUNDS"] ?? 3)
-  const scenarios = (process.env["BENCH_SCENARIOS"] ?? "refresh,code,introspect").split(",")
-  const active = targets.filter((t) => only === undefined || t.name.startsWith(only))
-  const prepared = new Map<Target, Awaited<ReturnType<typeof prepare>>>()
-  for (const t of active) prepared.set(t, await prepare(t))
+  const active = targets.filter((t) => only === undefined || t.name.startsWith(only) || t.name === BARE)
+  const prepared = new Map<Target, Prepared>()
+  for (const t of active) prepared.set(t, t.name === BARE ? { refreshTokens: [], accessToken: "" } : await prepare(t))
+  // A short warm-up of every static path (JIT, connection setup) before anything is measured.
+  for (const t of active) if (scenarios.includes("jwks")) await getLoad(t, "/oauth2/jwks", undefined, 1)
   const samples: Record<string, Record<string, Array<LoadResult>>> = {}
   for (let round = 0; round < rounds; round++) {
     for (const scenario of scenarios) {
       for (const t of active) {
+        if (t.name === BARE && !STATIC_SCENARIOS.has(scenario)) continue
         const p = prepared.get(t)!
         const r = scenario === "refresh" ? await refreshLoad(t, p.refreshTokens)
           : scenario === "code" ? await codeLoad(t)
-          : await introspectLoad(t, p.accessToken)
+          : scenario === "introspect" ? await introspectLoad(t, p.accessToken)
+          : scenario === "userinfo" ? await getLoad(t, "/oauth2/userinfo", p.accessToken)
+          : scenario === "jwks" ? await getLoad(t, "/oauth2/jwks")
+          : await getLoad(t, "/.well-known/openid-configuration")
         if ("tokens" in r) p.refreshTokens = r.tokens as Array<string>
         ;((samples[t.name] ??= {})[scenario] ??= []).push(r)
       }
@@ -204,10 +224,32 @@ async function main() {
     results[name] = Object.fromEntries(Object.entries(byScenario).map(([k, v]) => [k, median(v)]))
     for (const [k, v] of Object.entries(byScenario)) console.log(`${name} ${k}: ${v.map((x) => Math.round(x.rps)).join(", ")} req/s`)
   }
-  report(results)
+  report(results, scenarios)
+  console.log(`load average at end: ${load1()}`)
   for (const t of targets) await t.stop()
   await server.stop()
   process.exit(0)
+}
+
+/**
+ * A bare node:http server answering our JWKS and discovery paths with the bytes our server sent
+ * (same content-type and cache-control), in its own process like the others.
+ */
+async function startBare(ours: Target): Promise<Target> {
+  const bodies: Record<string, string> = {}
+  for (const p of ["/oauth2/jwks", "/.well-known/openid-configuration"]) bodies[p] = await get(ours, p)
+  const port = await freePort()
+  const child = spawn(process.execPath, ["-e", `
+    const bodies = ${JSON.stringify(bodies)}
+    require("node:http").createServer((req, res) => {
+      const body = bodies[req.url]
+      if (body === undefined) { res.writeHead(404); res.end(); return }
+      res.writeHead(200, { "content-type": "application/json", "cache-control": "public, max-age=60", "content-length": Buffer.byteLength(body) })
+      res.end(body)
+    }).listen(${port})`], { stdio: "inherit" })
+  children.push(child)
+  await waitFor(port, `127.0.0.1:${port}`, "/oauth2/jwks")
+  return { name: BARE, base: `http://127.0.0.1:${port}`, host: `127.0.0.1:${port}`, clientId: "", codes: [], stop: () => stopChild(child) }
 }
 
 /** bench/support's startServer, with the server under `--cpu-prof`. */
@@ -263,14 +305,16 @@ async function seedOurs(port: number, databaseUrl: string, env: { workspace_id: 
       user_handle, created_at, updated_at) values ($1, $2, $3, 'bench@example.com', 'bench@example.com', true, 'Bench', 'en', $4, now(), now())`,
   [userId, ...e, randomBytes(16).toString("hex")])
   // One login session per code (as logins create them), codes valid for an hour of wall time.
+  // Ids have the real shape (events validate them): 32 characters of [a-z2-7] derived from i.
   const prefix = randomBytes(8).toString("hex")
+  const id = (kind: string) => `'${kind}_' || translate(substr(md5('${kind}' || i) || md5(i || '${kind}'), 1, 32), '0189', 'wxyz')`
   await db.query(`insert into login_sessions (id, workspace_id, environment_id, user_id, client_id, method, acr, auth_time,
       security_version, created_at, last_active_at, idle_expires_at, absolute_expires_at)
-    select 'ses_bench' || i, $1, $2, $3, $4, 'email_otp', 'urn:example-auth:loa:basic', now(), 1, now(), now(),
+    select ${id("ses")}, $1, $2, $3, $4, 'email_otp', 'urn:example-auth:loa:basic', now(), 1, now(), now(),
       now() + interval '7 days', now() + interval '30 days' from generate_series(1, $5) i`, [...e, userId, clientId, CODES])
   await db.query(`insert into authorization_codes (code_hash, workspace_id, environment_id, transaction_id, client_id, user_id,
       session_id, redirect_uri, code_challenge, scopes, resources, nonce, method, acr, auth_time, created_at, expires_at)
-    select encode(sha256(convert_to($1 || i, 'UTF8')), 'hex'), $2, $3, 'txn_bench' || i, $4, $5, 'ses_bench' || i, $6, $7,
+    select encode(sha256(convert_to($1 || i, 'UTF8')), 'hex'), $2, $3, ${id("txn")}, $4, $5, ${id("ses")}, $6, $7,
       '{openid,offline_access,email,profile}', $8, 'n', 'email_otp', 'urn:example-auth:loa:basic', now(), now(),
       now() + interval '1 hour' from generate_series(1, $9) i`,
   [prefix, ...e, clientId, userId, REDIRECT, CHALLENGE, [RESOURCE], CODES])
@@ -322,15 +366,38 @@ const post = (t: Target, path: string, body: Record<string, string>) => new Prom
   req.end(payload)
 })
 
+/** GET through node:http with the target's Host; the body text of a 200. */
+const get = (t: Target, path: string, bearer?: string) => new Promise<string>((resolve, reject) => {
+  const url = new URL(`${t.base}${path}`)
+  const req = httpRequest({
+    host: url.hostname, port: url.port, path: url.pathname, method: "GET",
+    headers: { host: t.host, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+  }, (res) => {
+    const chunks: Array<Buffer> = []
+    res.on("data", (c: Buffer) => chunks.push(c))
+    res.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8")
+      if (res.statusCode !== 200) reject(new Error(`${t.name} GET ${path}: ${res.statusCode} ${text}`))
+      else resolve(text)
+    })
+  })
+  req.on("error", reject)
+  req.end()
+})
+
 const exchangeBody = (code: string) => ({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, code_verifier: VERIFIER })
 
-/** One refresh token per connection and an access token for introspection, through the real endpoints. */
-async function prepare(t: Target) {
+interface Prepared { refreshTokens: Array<string>; readonly accessToken: string }
+
+/** One refresh token per connection and an access token for introspection and userinfo, through the real endpoints. */
+async function prepare(t: Target): Promise<Prepared> {
   let refreshTokens: Array<string> = []
   for (let i = 0; i < 8 * CONNECTIONS; i++) refreshTokens.push((await post(t, "/oauth2/token", exchangeBody(t.codes.pop()!)))["refresh_token"]!)
   const accessToken = t.introspectable ?? (await post(t, "/oauth2/token", exchangeBody(t.codes.pop()!)))["access_token"]!
   const introspected = await post(t, "/oauth2/introspect", { token: accessToken })
   if (introspected["active"] !== (true as never)) throw new Error(`${t.name}: access token not active at introspection`)
+  const userinfo = JSON.parse(await get(t, "/oauth2/userinfo", accessToken)) as { sub?: string }
+  if (!userinfo.sub) throw new Error(`${t.name}: userinfo answered no sub`)
   return { refreshTokens, accessToken }
 }
 
@@ -343,11 +410,13 @@ const headersOf = (t: Target) => ({ authorization: basic(t.clientId), "content-t
  */
 async function refreshLoad(t: Target, tokens: Array<string>) {
   const pool = [...tokens]
+  let refusals = 0
   const requests: Array<autocannon.Request> = [{
     method: "POST", path: new URL(`${t.base}/oauth2/token`).pathname,
     setupRequest: (req) => ({ ...req, body: form({ grant_type: "refresh_token", refresh_token: pool.shift() ?? "exhausted" }) }),
     onResponse: (status, body) => {
       if (status === 200) pool.push((JSON.parse(body) as { refresh_token: string }).refresh_token)
+      else if (refusals++ === 0) console.warn(`${t.name} refresh: first refusal ${status} ${body.slice(0, 300)}`)
     },
   }]
   const result = await load({ url: `${t.base}/oauth2/token`, host: t.host, method: "POST", headers: headersOf(t), seconds: SECONDS, requests, connections: CONNECTIONS })
@@ -373,24 +442,34 @@ async function introspectLoad(t: Target, accessToken: string) {
   })
 }
 
-function report(results: Record<string, Record<string, LoadResult>>) {
+/** A GET at 32 connections (JWKS, discovery, userinfo with a bearer token). */
+async function getLoad(t: Target, path: string, bearer?: string, seconds = SECONDS) {
+  return load({ url: `${t.base}${path}`, host: t.host, ...(bearer ? { headers: { authorization: `Bearer ${bearer}` } } : {}), seconds, connections: CONNECTIONS })
+}
+
+function report(results: Record<string, Record<string, LoadResult>>, scenarios: ReadonlyArray<string>) {
   const names = Object.keys(results)
   console.log(`\n${CONNECTIONS} connections, ${SECONDS} s per run, one 2-core machine shared by the servers, Postgres and autocannon\n`)
   console.log("| scenario | server | req/s | p50 ms | p99 ms | non-2xx | errors |")
   console.log("| --- | --- | --- | --- | --- | --- | --- |")
-  for (const scenario of ["refresh", "code", "introspect"]) {
+  for (const scenario of scenarios) {
     for (const name of names) {
       const r = results[name]![scenario]
       if (!r) continue
       console.log(`| ${scenario} | ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
     }
   }
-  console.log("\nratio authservice / oidc-provider (req/s):")
-  for (const scenario of ["refresh", "code", "introspect"]) {
-    if (!results["authservice"]?.[scenario]) continue
-    const ours = results["authservice"]![scenario]!.rps
-    const parts = names.filter((n) => n !== "authservice" && results[n]![scenario]).map((n) => `${n} ${(ours / results[n]![scenario]!.rps).toFixed(2)}`)
-    console.log(`  ${scenario}: ${parts.join(", ")}`)
+  // Issue 13 targets: >= 1.5 x oidc-provider with p99 < 25 ms; JWKS/discovery >= 0.6 x bare node:http.
+  console.log("\nratio authservice / other (req/s), against the issue 13 targets:")
+  for (const scenario of scenarios) {
+    const ours = results["authservice"]?.[scenario]
+    if (!ours) continue
+    const parts = names.filter((n) => n !== "authservice" && results[n]![scenario]).map((n) => {
+      const ratio = ours.rps / results[n]![scenario]!.rps
+      const target = n === BARE ? 0.6 : n === PEER ? 1.5 : undefined
+      return `${n} ${ratio.toFixed(2)}${target === undefined ? "" : ratio >= target ? ` (target ${target}: met)` : ` (target ${target}: NOT met)`}`
+    })
+    console.log(`  ${scenario}: ${parts.join(", ")}; our p99 ${ours.p99} ms${ours.p99 < 25 ? "" : " (target < 25 ms: NOT met)"}`)
   }
 }
 

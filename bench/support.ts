@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, openSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import autocannon from "autocannon"
@@ -28,7 +28,9 @@ export const startServer = async (): Promise<BenchServer> => {
     PATH: process.env["PATH"]!, PORT: String(port), DATABASE_URL: databaseUrl,
     MASTER_KEY: process.env["MASTER_KEY"] ?? randomBytes(32).toString("base64url"), LOG_REQUESTS: "false",
   }
-  const child = spawn(TSX, ["src/main.ts"], { env, stdio: ["ignore", "ignore", "inherit"] })
+  // BENCH_SERVER_LOG=<file>: the server's stdout (warnings, errors) goes there instead of nowhere.
+  const log = process.env["BENCH_SERVER_LOG"]
+  const child = spawn(TSX, ["src/main.ts"], { env, stdio: ["ignore", log ? openSync(log, "w") : "ignore", "inherit"] })
   await waitFor(port, `api.localhost:${port}`, "/readyz")
   return {
     port, env,
@@ -73,7 +75,8 @@ export const load = (options: {
     ...(options.body !== undefined ? { body: options.body } : {}),
     ...(options.requests ? { requests: options.requests } : {}),
   }, (err, result) => err ? reject(err) : resolve({
-    rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99,
+    // Only answered requests count: a refused or failed request is not throughput.
+    rps: result["2xx"] / result.duration, p50: result.latency.p50, p99: result.latency.p99,
     non2xx: result.non2xx, errors: result.errors,
   }))
 })
