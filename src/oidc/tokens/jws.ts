@@ -7,8 +7,8 @@ import { type KeyObject, sign } from "node:crypto"
  * Why node:crypto and not jose's SignJWT on the token path: measured on this 2-core
  * machine, one JS thread, the access-token claim set: node:crypto sign 18.5 k/s, jose
  * SignJWT 7.9 k/s one at a time (15.9 k/s with 16 in flight, by using the libuv pool,
- * i.e. the core Postgres needs). A token response signs two JWTs. Verification stays with
- * jose (src/oidc/access-token/verify.ts).
+ * i.e. the core Postgres needs). A token response signs two JWTs. Access-token verification
+ * uses node:crypto too (src/oidc/access-token/jws-verify.ts).
  *
  * Why DER then R || S here: `sign(alg, data, key)` with the bare KeyObject measured 40 k/s,
  * twice `sign(alg, data, { key, dsaEncoding: "ieee-p1363" })` (19 k/s): the options form
