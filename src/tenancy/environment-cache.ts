@@ -1,6 +1,7 @@
 import { Cache, Duration, Effect, Exit } from "effect"
 import type { SqlClient } from "effect/sql"
 import { ID_PATTERN } from "../platform/ids.js"
+import { environmentChanged } from "./changes.js"
 import * as repo from "./repo.js"
 import type { EnvironmentRecord } from "./schema.js"
 
@@ -47,6 +48,7 @@ export const makeEnvironmentCache = (options: EnvironmentCacheOptions = ENVIRONM
     forget: (id: string) => {
       Effect.runSync(Cache.invalidate(byId, id))
       Effect.runSync(Cache.invalidateAll(idByHost))
+      environmentChanged(id)
     },
     /** Entries held now (tests; the bound under a flood). */
     sizes: Effect.all({ environments: Cache.size(byId), hosts: Cache.size(idByHost) }),

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
 import { CurrentEnvironment } from "../../http/current-environment.js"
 import { route } from "../../http/route.js"
+import { answerStatic } from "../../http/static-answers.js"
 
 /** Spec: OIDC / Discovery. Every endpoint lives under the Environment's issuer. */
 export const discoveryDocument = (issuer: string) => ({
@@ -38,11 +38,12 @@ export const discoveryDocument = (issuer: string) => ({
   authorization_response_iss_parameter_supported: true,
 })
 
+/** As src/oidc/jwks/http.ts: the same headers on the Effect path and from the listener's memory. */
+const HEADERS = { "content-type": "application/json", "cache-control": "public, max-age=60", "access-control-allow-origin": "*" }
+
 export const discoveryRoutes = [
   route("GET", "/.well-known/openid-configuration", Effect.gen(function* () {
     const env = yield* CurrentEnvironment
-    return HttpServerResponse.jsonUnsafe(discoveryDocument(env.urls.issuer), {
-      headers: { "cache-control": "public, max-age=60" },
-    })
+    return yield* answerStatic("/.well-known/openid-configuration", JSON.stringify(discoveryDocument(env.urls.issuer)), HEADERS)
   })),
 ]

@@ -1,6 +1,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { environmentChanged } from "../../tenancy/changes.js"
 import { Crypto } from "../crypto.js"
 import { generateP256, publicJwkOf, type PublicSigningJwk } from "./jwk.js"
 import * as repo from "./repo.js"
@@ -53,6 +54,7 @@ export const KeysLive = Layer.effect(Keys, Effect.gen(function* () {
     yield* repo.insertKey({ kid: jwk.kid, environmentId, sealed, jwk, now: new Date(now), status })
     activeByEnv.delete(environmentId)
     jwksByEnv.delete(environmentId)
+    environmentChanged(environmentId)
     return jwk
   }).pipe(Effect.orDie)
 
@@ -93,6 +95,7 @@ export const KeysLive = Layer.effect(Keys, Effect.gen(function* () {
       yield* repo.promoteNext(environmentId, kid)
       activeByEnv.delete(environmentId)
       jwksByEnv.delete(environmentId)
+    environmentChanged(environmentId)
     }).pipe(Effect.orDie),
     signingKey,
     verificationKey: (environmentId, kid) => Effect.gen(function* () {
