@@ -23,8 +23,9 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     const crypto = yield* Crypto
     const context = yield* Effect.context<any>()
     const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
+    const concurrency = options.concurrency ?? 4
     const pgPool = yield* Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({ connectionString: url, max: (options.concurrency ?? 4) + 2 })
+      Effect.sync(() => new pg.Pool({ connectionString: url, max: concurrency + 2 })
         .on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
       (pool) => Effect.promise(() => pool.end()))
     const taskList: Record<string, Task> = {}
@@ -41,7 +42,12 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     const runner = yield* Effect.acquireRelease(
       Effect.promise(() => run({
         pgPool, taskList, crontab, logger: workerLogger, events,
-        concurrency: options.concurrency ?? 4, pollInterval: options.pollInterval ?? 1000, noHandleSignals: true,
+        concurrency, pollInterval: options.pollInterval ?? 1000, noHandleSignals: true,
+        // Batching (graphile-worker's performance options): the pool fetches and locks a few
+        // jobs per query and completes finished jobs in one statement, instead of two round
+        // trips per job. Jobs in the local queue are locked under the pool id, which the
+        // heartbeat records, so a killed worker's queued jobs are released like its running ones.
+        preset: { worker: { localQueue: { size: concurrency * 2 }, completeJobBatchDelay: 20, failJobBatchDelay: 20 } },
       })),
       (runner) => Effect.promise(() => runner.stop()).pipe(
         Effect.andThen(forget(processId).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore))))
