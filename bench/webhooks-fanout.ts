@@ -111,7 +111,8 @@ async function main() {
 
   const workers: Array<ChildProcess> = []
   await Promise.all(Array.from({ length: WORKERS }, () => new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, "worker"], {
+    const profile = process.env["BENCH_PROFILE_DIR"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_PROFILE_DIR"]}`] : []
+    const child = spawn(process.execPath, [...profile, ...process.execArgv, process.argv[1]!, "worker"], {
       env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"],
     })
     workers.push(child)

@@ -99,13 +99,16 @@ export const listDeliveries = (
       ${page.after === undefined ? sql`` : sql`and (occurred_at, id) < (${page.after.occurredAt}, ${page.after.id})`}
     order by occurred_at desc, id desc limit ${page.limit + 1}`)
 
-/** An outbox event with one of its active subscriptions, as the fan-out needs them. */
+/** An outbox event with one of its active subscriptions: what its first attempt needs. */
 export interface EventSubscriptionRow {
   readonly event_id: string
   readonly workspace_id: string
   readonly type: string
+  readonly envelope: unknown
   readonly webhook_id: string
   readonly environment_id: string
+  readonly url: string
+  readonly secret_sealed: string | null
 }
 
 /**
@@ -114,7 +117,8 @@ export interface EventSubscriptionRow {
  * subscribed to its type. No row: the event is gone or nobody subscribes.
  */
 export const subscriptionsOfEvent = (eventId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<EventSubscriptionRow>`select e.id as event_id, e.workspace_id, e.type, w.id as webhook_id, w.environment_id
+  sql<EventSubscriptionRow>`select e.id as event_id, e.workspace_id, e.type, e.envelope, w.id as webhook_id, w.environment_id,
+      w.url, w.secret_sealed
     from event_outbox e
       join webhooks w on w.workspace_id = e.workspace_id
         and (e.environment_id is null or w.environment_id = e.environment_id)

@@ -29,33 +29,43 @@ const FANOUT_SEND_CONCURRENCY = 16
 
 /**
  * Fan-out of one event: one `pending` attempt-1 record per active subscription of its type
- * in its Environment (one read, one insert). A re-run creates nothing twice. The records are
- * sent by the caller (the fan-out task sends them at once, in the same job).
+ * in its Environment (one read, one insert). A re-run creates nothing twice. Returns the
+ * records it created, each with what its send needs.
  */
-export const fanOut = (eventId: string) => Effect.gen(function* () {
+const createFirstAttempts = (eventId: string) => Effect.gen(function* () {
   const ids = yield* Ids
   const now = new Date(yield* Clock.currentTimeMillis)
   const subscriptions = yield* repo.subscriptionsOfEvent(eventId)
-  const rows: Array<repo.NewDelivery> = []
+  const rows: Array<repo.AttemptRow> = []
   for (const s of subscriptions) {
     rows.push({
       id: yield* ids.make("dlv"), workspace_id: s.workspace_id, environment_id: s.environment_id, webhook_id: s.webhook_id,
-      event_id: s.event_id, event_type: s.type, attempt: 1, status: "pending", occurred_at: now, scheduled_at: now,
+      event_id: s.event_id, event_type: s.type, attempt: 1, status: "pending", url: s.url, webhook_status: "active",
+      webhook_deleted: false, secret_sealed: s.secret_sealed, envelope: s.envelope,
     })
   }
-  return yield* repo.insertDeliveries(rows)
-}).pipe(Effect.orDie, Effect.withSpan("webhooks.fanOut", { attributes: { eventId } }))
+  const inserted = new Set(yield* repo.insertDeliveries(rows.map((r) => ({
+    id: r.id, workspace_id: r.workspace_id, environment_id: r.environment_id, webhook_id: r.webhook_id, event_id: r.event_id,
+    event_type: r.event_type, attempt: 1, status: "pending" as const, occurred_at: now, scheduled_at: now,
+  }))))
+  return { created: rows.filter((r) => inserted.has(r.id)), complete: inserted.size === rows.length }
+})
+
+/** Fan-out of one event (records only; see fanOutAndDeliver). Returns the ids it created. */
+export const fanOut = (eventId: string) => createFirstAttempts(eventId).pipe(
+  Effect.map(({ created }) => created.map((r) => r.id)),
+  Effect.orDie, Effect.withSpan("webhooks.fanOut", { attributes: { eventId } }))
 
 /**
  * The fan-out job: creates the event's first attempts and sends them in the same job, so an
  * event costs one job, not one per subscription (retries and deferred sends get a job of
- * their own), and its final outcomes are settled in one statement. A worker that dies mid-way
- * leaves its job to be run again: the re-run creates nothing twice and sends the first
- * attempts that are still pending (at least once).
+ * their own), and its final outcomes are settled in one statement: three statements for an
+ * event on its first run. A worker that dies mid-way leaves its job to be run again: the
+ * re-run creates nothing twice and sends the first attempts still pending (at least once).
  */
 export const fanOutAndDeliver = (eventId: string) => Effect.gen(function* () {
-  yield* fanOut(eventId)
-  const pending = yield* repo.pendingFirstAttempts(eventId)
+  const { created, complete } = yield* createFirstAttempts(eventId)
+  const pending = complete ? created : yield* repo.pendingFirstAttempts(eventId)
   const sent = yield* Effect.forEach(pending, sendRow, { concurrency: FANOUT_SEND_CONCURRENCY })
   return yield* settle(sent)
 }).pipe(Effect.orDie, Effect.withSpan("webhooks.fanOutAndDeliver", { attributes: { eventId } }))
