@@ -3,6 +3,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { run, type Runner, type Task, type WorkerEvents } from "graphile-worker"
 import pg from "pg"
+import { Config } from "../platform/config.js"
 import { Crypto } from "../platform/crypto.js"
 import { DatabaseUrl } from "../platform/database.js"
 import { workerLogger } from "../platform/worker-logger.js"
@@ -23,9 +24,9 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     const crypto = yield* Crypto
     const context = yield* Effect.context<any>()
     const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
-    const concurrency = options.concurrency ?? 4
+    const concurrency = options.concurrency ?? (yield* Config).workerConcurrency
     const pgPool = yield* Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({ connectionString: url, max: concurrency + 2 })
+      Effect.sync(() => new pg.Pool({ connectionString: url, max: Math.min(concurrency, 8) + 2 })
         .on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
       (pool) => Effect.promise(() => pool.end()))
     const taskList: Record<string, Task> = {}

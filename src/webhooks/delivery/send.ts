@@ -140,5 +140,6 @@ export const WebhookSenderLive = Layer.effect(WebhookSender, Effect.gen(function
     timeoutMs: DEFAULT_SEND_TIMEOUT_MS,
     maxResponseBytes: MAX_RESPONSE_BYTES,
     allowPrivateTargets: config.webhookAllowPrivateTargets,
+    maxInFlightPerTarget: config.webhookMaxInFlightPerTarget,
   })
 }))
