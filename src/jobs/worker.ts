@@ -35,7 +35,9 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     }
     // The ids this process's jobs are locked under, for the heartbeat row: graphile-worker
     // 0.18 locks by pool id (batched job fetch) and may lock by worker id.
-    const processId = `wkp_${yield* crypto.randomToken(16)}`
+    // The OS process id is part of it, so an operator (or a test) can tell which process
+    // holds a job: worker_heartbeats maps it to the graphile-worker ids that lock jobs.
+    const processId = `wkp_${process.pid}_${yield* crypto.randomToken(16)}`
     const workerIds: Array<string> = []
     const events = new EventEmitter() as WorkerEvents
     events.on("pool:create", ({ workerPool }) => { workerIds.push(workerPool.id) })

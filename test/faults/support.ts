@@ -67,13 +67,16 @@ export interface Answer {
 }
 
 /** One HTTP request to 127.0.0.1 with the given Host; a transport failure is status 0. */
-export const call = (port: number, host: string, path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) =>
+export const call = (port: number, host: string, path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: unknown; rawBody?: string } = {}) =>
   new Promise<Answer>((resolve) => {
     const started = Date.now()
-    const body = init.body === undefined ? undefined : Buffer.from(JSON.stringify(init.body))
+    const body = init.rawBody !== undefined ? Buffer.from(init.rawBody) : init.body === undefined ? undefined : Buffer.from(JSON.stringify(init.body))
     const req = request({
       host: "127.0.0.1", port, path, method: init.method ?? "GET",
-      headers: { host, ...(body ? { "content-type": "application/json", "content-length": String(body.length) } : {}), ...init.headers },
+      headers: {
+        host, ...(body ? { "content-type": "application/json", "content-length": String(body.length) } : {}), ...init.headers,
+      },
     }, (res) => {
       const chunks: Array<Buffer> = []
       res.on("data", (c: Buffer) => chunks.push(c))
