@@ -59,7 +59,7 @@ beforeAll(async () => {
     DATA_DIR: join(dir, "data"), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WORKER_CONCURRENCY: "8",
     RATE_LIMIT_IP_PER_MINUTE: "100000",
   }
-  server = await startEntry("src/main.ts", env, /listening on port/)
+  server = await startEntry("src/main.ts", env, /authservice listening on/)
   worker = await startEntry("src/worker.ts", env, /worker: running/)
 }, 120_000)
 

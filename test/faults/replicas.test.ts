@@ -52,7 +52,7 @@ beforeAll(async () => {
   }
   for (const name of ["a", "b"]) {
     const port = await freePort()
-    servers.push({ child: await startEntry("src/main.ts", { ...env, PORT: String(port), DATA_DIR: `/tmp/authservice-replica-${name}` }, /listening on port/), port })
+    servers.push({ child: await startEntry("src/main.ts", { ...env, PORT: String(port), DATA_DIR: `/tmp/authservice-replica-${name}` }, /authservice listening on/), port })
   }
   for (const name of ["a", "b"]) workers.push(await startEntry("src/worker.ts", { ...env, DATA_DIR: `/tmp/authservice-worker-${name}` }, /worker: running/))
 }, 180_000)
