@@ -44,6 +44,11 @@ if (process.argv[2] === "worker") {
   const keyring = { current: config.masterKey! }
   const app = AppLayer(config, config.databaseUrl!, keyring, { maxConnections: CONCURRENCY + 2 })
   const ready = Layer.effectDiscard(Effect.sync(() => process.stdout.write("ready\n")))
+  // CPU time of this worker process, reported when the parent asks (a load-independent cost measure).
+  process.on("SIGUSR2", () => {
+    const { user, system } = process.cpuUsage()
+    process.stdout.write(`cpu ${Math.round((user + system) / 1000)}\n`)
+  })
   NodeRuntime.runMain(Layer.launch(ready.pipe(
     Layer.provide(WorkerLive({ concurrency: CONCURRENCY, pollInterval: 1000 })),
     Layer.provide(Layer.mergeAll(app, quiet)), Layer.provide(quiet))) as Effect.Effect<never>)
@@ -106,7 +111,8 @@ async function main() {
 
   const workers: Array<ChildProcess> = []
   await Promise.all(Array.from({ length: WORKERS }, () => new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, "worker"], {
+    const profile = process.env["BENCH_PROFILE_DIR"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_PROFILE_DIR"]}`] : []
+    const child = spawn(process.execPath, [...profile, ...process.execArgv, process.argv[1]!, "worker"], {
       env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"],
     })
     workers.push(child)
@@ -163,6 +169,16 @@ async function main() {
   console.log(`end-to-end lag (occurredAt -> receiver): p50 ${pct(50)} ms, p90 ${pct(90)} ms, p95 ${pct(95)} ms, p99 ${pct(99)} ms, max ${sorted[sorted.length - 1]} ms`)
   console.log(`duplicate sends: ${lags.length - EVENTS * SUBSCRIPTIONS}; records: ${states.map((s) => `${s.status} ${s.n}`).join(", ")}`)
 
+  const cpuMs = await Promise.all(workers.map((child) => new Promise<number>((resolve) => {
+    child.stdout!.on("data", (c: Buffer) => {
+      const m = /cpu (\d+)/.exec(c.toString())
+      if (m) resolve(Number(m[1]))
+    })
+    child.kill("SIGUSR2")
+  })))
+  const workerCpu = cpuMs.reduce((a, b) => a + b, 0)
+  console.log(`worker CPU: ${workerCpu} ms in all, ${(workerCpu / lags.length).toFixed(3)} ms per delivery ` +
+    `(one core could deliver ${Math.round(lags.length / (workerCpu / 1000))}/s on this cost alone)`)
   for (const child of workers) child.removeAllListeners("exit").kill("SIGTERM")
   await Promise.all(workers.map((child) => new Promise((resolve) => child.exitCode !== null ? resolve(null) : child.on("exit", resolve))))
   await runtime.dispose()

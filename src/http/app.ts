@@ -9,6 +9,7 @@ import { Tenancy } from "../tenancy/service.js"
 import { environmentUrls } from "../tenancy/urls.js"
 import { CurrentEnvironment } from "./current-environment.js"
 import { EnvironmentSuspended, NotFound, OAuthError, ServiceUnavailable } from "./errors.js"
+import { isStorageUnavailable } from "./storage-failure.js"
 import { classifyHost } from "./hosts.js"
 import { logRequest } from "./log.js"
 import { oauthErrorResponse, PROBLEMS, problemResponse } from "./problems.js"
@@ -23,10 +24,18 @@ const SERVED_WHILE_SUSPENDED = new Set(["/.well-known/openid-configuration", "/o
 const socketPeer = (request: HttpServerRequest.HttpServerRequest) =>
   request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
 
+/** The OAuth endpoints whose failures are OAuth error bodies (spec: Errors, OAuth error responses). */
+const OAUTH_ERROR_PATH = /\/oauth2\/(token|revoke|authorize)$/
+
 /** Turns any failure into a response: the ONE place error bodies are written. */
-const renderFailure = (cause: Cause.Cause<unknown>) => {
+const renderFailure = (path: string) => (cause: Cause.Cause<unknown>) => {
   const error = Cause.squash(cause)
   if (error instanceof OAuthError) return Effect.succeed(oauthErrorResponse(error))
+  if (isStorageUnavailable(error)) {
+    return Effect.logWarning("storage unavailable", cause).pipe(Effect.andThen(OAUTH_ERROR_PATH.test(path)
+      ? Effect.succeed(oauthErrorResponse(new OAuthError({ error: "server_error", description: "Storage is unavailable; retry later" })))
+      : problemResponse(PROBLEMS["ServiceUnavailable"]!, "The database is not reachable; retry later", { "retry-after": "1" })))
+  }
   if (HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError") {
     const tooLarge = (error.reason as { reason?: string }).reason === "BodyTooLarge"
     return problemResponse(PROBLEMS[tooLarge ? "PayloadTooLarge" : "InvalidRequestBody"]!)
@@ -104,7 +113,7 @@ export const makeHttpApp = Effect.gen(function* () {
     const inbound = request.headers["x-request-id"]
     const info = { requestId, ip: clientIp(config.trustProxy, socketPeer(request), request.headers["x-forwarded-for"]) }
     const response = yield* dispatch(request).pipe(
-      Effect.catchCause(renderFailure),
+      Effect.catchCause(renderFailure(request.url.split("?")[0]!)),
       Effect.provideService(CurrentRequest, info),
       Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)),
       Effect.annotateLogs("request_id", requestId),

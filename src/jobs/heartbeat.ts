@@ -46,3 +46,12 @@ export const releaseStaleWorkers = (staleAfterMs: number) => Effect.gen(function
     return workerIds
   }))
 }).pipe(Effect.withSpan("jobs.releaseStaleWorkers"))
+
+/**
+ * Releases the jobs locked by the given worker ids of this very process: a runner that
+ * stopped (its database went away) is replaced by a new one with new ids, and the jobs the
+ * old one had locked would otherwise wait for graphile-worker's 4-hour timeout.
+ */
+export const releaseWorkers = (workerIds: ReadonlyArray<string>) => workerIds.length === 0
+  ? Effect.void
+  : SqlClient.SqlClient.use((sql) => sql`select graphile_worker.force_unlock_workers(${workerIds as Array<string>}::text[])`).pipe(Effect.asVoid)

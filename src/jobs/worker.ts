@@ -3,13 +3,14 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { run, type Runner, type Task, type WorkerEvents } from "graphile-worker"
 import pg from "pg"
+import { Config } from "../platform/config.js"
 import { Crypto } from "../platform/crypto.js"
 import { DatabaseUrl } from "../platform/database.js"
 import { workerLogger } from "../platform/worker-logger.js"
-import { beat, DEFAULT_HEARTBEAT, forget, type HeartbeatOptions, releaseStaleWorkers } from "./heartbeat.js"
+import { beat, DEFAULT_HEARTBEAT, forget, type HeartbeatOptions, releaseStaleWorkers, releaseWorkers } from "./heartbeat.js"
 import { crontab, tasks } from "./tasks.js"
 
-export class Worker extends Context.Service<Worker, Runner>()("jobs/Worker") {}
+export class Worker extends Context.Service<Worker, { readonly current: () => Runner }>()("jobs/Worker") {}
 
 /**
  * A graphile-worker runner whose tasks are Effects run with the application's services.
@@ -23,8 +24,9 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     const crypto = yield* Crypto
     const context = yield* Effect.context<any>()
     const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
+    const concurrency = options.concurrency ?? (yield* Config).workerConcurrency
     const pgPool = yield* Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({ connectionString: url, max: (options.concurrency ?? 4) + 2 })
+      Effect.sync(() => new pg.Pool({ connectionString: url, max: Math.min(concurrency, 8) + 2 })
         .on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
       (pool) => Effect.promise(() => pool.end()))
     const taskList: Record<string, Task> = {}
@@ -33,18 +35,55 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     }
     // The ids this process's jobs are locked under, for the heartbeat row: graphile-worker
     // 0.18 locks by pool id (batched job fetch) and may lock by worker id.
-    const processId = `wkp_${yield* crypto.randomToken(16)}`
+    // The OS process id is part of it, so an operator (or a test) can tell which process
+    // holds a job: worker_heartbeats maps it to the graphile-worker ids that lock jobs.
+    const processId = `wkp_${process.pid}_${yield* crypto.randomToken(16)}`
     const workerIds: Array<string> = []
     const events = new EventEmitter() as WorkerEvents
     events.on("pool:create", ({ workerPool }) => { workerIds.push(workerPool.id) })
     events.on("worker:create", ({ worker }) => { workerIds.push(worker.workerId) })
-    const runner = yield* Effect.acquireRelease(
-      Effect.promise(() => run({
-        pgPool, taskList, crontab, logger: workerLogger, events,
-        concurrency: options.concurrency ?? 4, pollInterval: options.pollInterval ?? 1000, noHandleSignals: true,
-      })),
-      (runner) => Effect.promise(() => runner.stop()).pipe(
-        Effect.andThen(forget(processId).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore))))
+    const start = () => run({
+      pgPool, taskList, crontab, logger: workerLogger, events,
+      concurrency, pollInterval: options.pollInterval ?? 1000, noHandleSignals: true,
+      // Batching (graphile-worker's performance options): finished jobs are completed (and
+      // failed ones failed) in one statement per 20 ms, not one round trip each. Its local
+      // queue (batch fetch) is left off: when the database restarts it throws from a timer
+      // while handing its jobs back, which ends the process (seen in test/faults).
+      preset: { worker: { completeJobBatchDelay: 20, failJobBatchDelay: 20 } },
+    })
+    let runner = yield* Effect.promise(start)
+    let stopping = false
+    yield* Effect.addFinalizer(() => Effect.gen(function* () {
+      stopping = true
+      yield* Effect.promise(() => runner.stop().catch(() => {}))
+      yield* forget(processId).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore)
+    }))
+    // graphile-worker stops its runner when its database connection dies (a Postgres restart
+    // terminates every session). The process stays up: the runner is started again, with
+    // backoff, until the database answers, and the jobs the dead runner had locked are
+    // released at once rather than after graphile-worker's 4-hour timeout.
+    const supervise = Effect.gen(function* () {
+      for (;;) {
+        const why = yield* Effect.promise(() => runner.promise.then(() => "stopped", (e: unknown) => String(e)))
+        if (stopping) return
+        yield* Effect.logError("graphile-worker runner stopped; starting a new one", { reason: why })
+        const lost = workerIds.splice(0)
+        for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 10_000)) {
+          yield* Effect.sleep(delayMs)
+          if (stopping) return
+          const next = yield* Effect.tryPromise(start).pipe(Effect.option)
+          if (next._tag === "Some") {
+            runner = next.value
+            break
+          }
+        }
+        yield* releaseWorkers(lost).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.catchCause((cause) => Effect.logError("releasing the stopped runner's jobs failed", cause)))
+        yield* Effect.logWarning("graphile-worker runner started again", { released_worker_ids: lost })
+      }
+    })
+    yield* Effect.forkScoped(supervise)
     const tick = Effect.gen(function* () {
       yield* beat(processId, workerIds)
       const released = yield* releaseStaleWorkers(heartbeat.staleAfterMs)
@@ -54,5 +93,5 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
       Effect.catchCause((cause) => Effect.logError("worker heartbeat failed", cause)))
     yield* tick
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(heartbeat.intervalMs), tick)))
-    return runner
+    return { current: () => runner }
   }))

@@ -42,6 +42,10 @@ export interface AppConfig {
   readonly providers: ProviderConfig
   /** Origins allowed to make cookie-authenticated Management writes (DASHBOARD_ORIGINS). */
   readonly dashboardOrigins: ReadonlyArray<string>
+  /** Jobs run at once per worker process (WORKER_CONCURRENCY). */
+  readonly workerConcurrency: number
+  /** Webhook sends in flight to one receiver origin per worker process (WEBHOOK_MAX_IN_FLIGHT_PER_TARGET). */
+  readonly webhookMaxInFlightPerTarget: number
 }
 
 export interface RateLimits {
@@ -201,6 +205,10 @@ export const parseConfig = (env: Env): AppConfig => {
     logRequests: env["LOG_REQUESTS"] === undefined ? true : flag(env, "LOG_REQUESTS"),
     providers: parseProviderConfig(env, production),
     dashboardOrigins: dashboardOrigins(env, `${scheme}://${managementHost}`),
+    // Jobs wait on the network far more than on the CPU: many run at once. A receiver gets at
+    // most a quarter of them, so one that hangs cannot take every slot (tasks.ts defers the rest).
+    workerConcurrency: positiveInt(env, "WORKER_CONCURRENCY", 32),
+    webhookMaxInFlightPerTarget: positiveInt(env, "WEBHOOK_MAX_IN_FLIGHT_PER_TARGET", 8),
   }
 }
 

@@ -99,28 +99,32 @@ export const listDeliveries = (
       ${page.after === undefined ? sql`` : sql`and (occurred_at, id) < (${page.after.occurredAt}, ${page.after.id})`}
     order by occurred_at desc, id desc limit ${page.limit + 1}`)
 
-/** An outbox event, as the fan-out needs it. */
-export interface OutboxEventRow {
-  readonly id: string
+/** An outbox event with one of its active subscriptions: what its first attempt needs. */
+export interface EventSubscriptionRow {
+  readonly event_id: string
   readonly workspace_id: string
-  readonly environment_id: string | null
   readonly type: string
+  readonly envelope: unknown
+  readonly webhook_id: string
+  readonly environment_id: string
+  readonly url: string
+  readonly secret_sealed: string | null
 }
 
-export const outboxEvent = (eventId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<OutboxEventRow>`select id, workspace_id, environment_id, type from event_outbox where id = ${eventId}`)
-  .pipe(Effect.map((rows) => rows[0]))
-
 /**
- * The active subscriptions of an event: same Environment (or, for a Workspace-level event
- * without an Environment, every Environment of its Workspace) and subscribed to its type.
+ * The active subscriptions of an outbox event, in one query: same Environment (or, for a
+ * Workspace-level event without an Environment, every Environment of its Workspace) and
+ * subscribed to its type. No row: the event is gone or nobody subscribes.
  */
-export const subscriptionsOf = (event: OutboxEventRow) => SqlClient.SqlClient.use((sql) =>
-  sql<{ id: string; environment_id: string }>`select id, environment_id from webhooks
-    where workspace_id = ${event.workspace_id}
-      ${event.environment_id === null ? sql`` : sql`and environment_id = ${event.environment_id}`}
-      and status = 'active' and deleted_at is null and ${event.type} = any(event_types)
-    order by id`)
+export const subscriptionsOfEvent = (eventId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<EventSubscriptionRow>`select e.id as event_id, e.workspace_id, e.type, e.envelope, w.id as webhook_id, w.environment_id,
+      w.url, w.secret_sealed
+    from event_outbox e
+      join webhooks w on w.workspace_id = e.workspace_id
+        and (e.environment_id is null or w.environment_id = e.environment_id)
+        and w.status = 'active' and w.deleted_at is null and e.type = any(w.event_types)
+    where e.id = ${eventId}
+    order by w.id`)
 
 export type NewDelivery = {
   readonly id: string
@@ -158,13 +162,27 @@ export interface AttemptRow {
   readonly envelope: unknown
 }
 
-export const attemptById = (deliveryId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<AttemptRow>`select d.id, d.workspace_id, d.environment_id, d.webhook_id, d.event_id, d.event_type, d.attempt, d.status,
-      w.url, w.status as webhook_status, (w.deleted_at is not null) as webhook_deleted, w.secret_sealed, e.envelope
+const attemptSelect = (sql: SqlClient.SqlClient) => sql`select d.id, d.workspace_id, d.environment_id, d.webhook_id, d.event_id,
+      d.event_type, d.attempt, d.status, w.url, w.status as webhook_status, (w.deleted_at is not null) as webhook_deleted,
+      w.secret_sealed, e.envelope
     from webhook_deliveries d
       join webhooks w on w.id = d.webhook_id and w.environment_id = d.environment_id
-      join event_outbox e on e.id = d.event_id
-    where d.id = ${deliveryId}`).pipe(Effect.map((rows) => rows[0]))
+      join event_outbox e on e.id = d.event_id`
+
+export const attemptById = (deliveryId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<AttemptRow>`${attemptSelect(sql)} where d.id = ${deliveryId}`).pipe(Effect.map((rows) => rows[0]))
+
+/**
+ * The first attempts of an event that are still pending: what its fan-out job sends. On a
+ * re-run of that job (its worker died) these are the sends it had not settled.
+ */
+export const pendingFirstAttempts = (eventId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<AttemptRow>`${attemptSelect(sql)} where d.event_id = ${eventId} and d.attempt = 1 and d.status = 'pending' order by d.id`)
+
+/** Moves a pending attempt that was not sent (its receiver's slots were full) to a later time. */
+export const deferAttempt = (id: string, runAt: Date) => SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update webhook_deliveries
+    set occurred_at = ${runAt}, scheduled_at = ${runAt}
+    where id = ${id} and status = 'pending' returning id`).pipe(Effect.map((rows) => rows.length === 1))
 
 /**
  * Settles a pending attempt (it stays `pending` while in flight) and records when it was
@@ -178,6 +196,30 @@ export const settleDelivery = (s: {
     set status = ${s.status}, response_status_code = ${s.responseStatusCode}, duration_ms = ${s.durationMs},
       failure_reason = ${s.failureReason}, occurred_at = coalesce(${s.sentAt}::timestamptz, occurred_at)
     where id = ${s.id} and status = 'pending' returning id`).pipe(Effect.map((rows) => rows.length === 1))
+
+/** The outcome of one sent attempt, for a batch settle. */
+export interface Settlement {
+  readonly id: string
+  readonly status: Exclude<DeliveryStatus, "pending">
+  readonly responseStatusCode: number | null
+  readonly durationMs: number | null
+  readonly failureReason: string | null
+  readonly sentAt: Date | null
+}
+
+/**
+ * settleDelivery for many final outcomes in one statement (the sends of one fan-out), with the
+ * same condition per record. Returns the ids it settled.
+ */
+export const settleDeliveries = (rows: ReadonlyArray<Settlement>) => rows.length === 0
+  ? Effect.succeed([] as ReadonlyArray<string>)
+  : SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update webhook_deliveries d
+      set status = v.status, response_status_code = v.code, duration_ms = v.ms, failure_reason = v.reason,
+        occurred_at = coalesce(v.sent_at, d.occurred_at)
+      from jsonb_to_recordset(${JSON.stringify(rows.map((r) => ({
+          id: r.id, status: r.status, code: r.responseStatusCode, ms: r.durationMs, reason: r.failureReason, sent_at: r.sentAt,
+        })))}::jsonb) as v(id text, status text, code int, ms int, reason text, sent_at timestamptz)
+      where d.id = v.id and d.status = 'pending' returning d.id`).pipe(Effect.map((r) => r.map((x) => x.id)))
 
 /**
  * One `webhooks.deliver` job per attempt record, due at `runAt` (computed from the Clock),

@@ -1,10 +1,11 @@
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect, Random, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { canonicalJson } from "../platform/canonical-json.js"
 import { Crypto } from "../platform/crypto.js"
 import { Ids } from "../platform/ids.js"
 import { WebhookSender } from "./delivery/send.js"
 import { deliveryHeaders, signatureOf } from "./delivery/signing.js"
+import { targetOf } from "./delivery/target-slots.js"
 import * as repo from "./repo.js"
 import { decide, type Verdict } from "./schedule.js"
 import { secretSealContext } from "./service.js"
@@ -23,60 +24,111 @@ const JOB_MAX_ATTEMPTS = 25
 /** Job key of an attempt's job (see repo.enqueueAttempts): `webhooks.deliver:<dlv id>`. */
 export const deliverJobKey = (deliveryId: string) => `${DELIVER_TASK}:${deliveryId}`
 
+/** Concurrent sends of one event's fan-out (an event rarely has more subscriptions). */
+const FANOUT_SEND_CONCURRENCY = 16
+
 /**
- * Fan-out of one event: one `pending` attempt-1 record and one delivery job per active
- * subscription of its type in its Environment, in one transaction. A re-run creates
- * nothing twice.
+ * Fan-out of one event: one `pending` attempt-1 record per active subscription of its type
+ * in its Environment (one read, one insert). A re-run creates nothing twice. Returns the
+ * records it created, each with what its send needs.
  */
-export const fanOut = (eventId: string) => Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
+const createFirstAttempts = (eventId: string) => Effect.gen(function* () {
   const ids = yield* Ids
   const now = new Date(yield* Clock.currentTimeMillis)
-  return yield* sql.withTransaction(Effect.gen(function* () {
-    const event = yield* repo.outboxEvent(eventId)
-    if (!event) return [] as ReadonlyArray<string>
-    const subscriptions = yield* repo.subscriptionsOf(event)
-    const rows: Array<repo.NewDelivery> = []
-    for (const s of subscriptions) {
-      rows.push({
-        id: yield* ids.make("dlv"), workspace_id: event.workspace_id, environment_id: s.environment_id, webhook_id: s.id,
-        event_id: event.id, event_type: event.type, attempt: 1, status: "pending", occurred_at: now, scheduled_at: now,
-      })
-    }
-    const inserted = yield* repo.insertDeliveries(rows)
-    yield* repo.enqueueAttempts(inserted, now, JOB_MAX_ATTEMPTS)
-    return inserted
-  }))
-}).pipe(Effect.orDie, Effect.withSpan("webhooks.fanOut", { attributes: { eventId } }))
+  const subscriptions = yield* repo.subscriptionsOfEvent(eventId)
+  const rows: Array<repo.AttemptRow> = []
+  for (const s of subscriptions) {
+    rows.push({
+      id: yield* ids.make("dlv"), workspace_id: s.workspace_id, environment_id: s.environment_id, webhook_id: s.webhook_id,
+      event_id: s.event_id, event_type: s.type, attempt: 1, status: "pending", url: s.url, webhook_status: "active",
+      webhook_deleted: false, secret_sealed: s.secret_sealed, envelope: s.envelope,
+    })
+  }
+  const inserted = new Set(yield* repo.insertDeliveries(rows.map((r) => ({
+    id: r.id, workspace_id: r.workspace_id, environment_id: r.environment_id, webhook_id: r.webhook_id, event_id: r.event_id,
+    event_type: r.event_type, attempt: 1, status: "pending" as const, occurred_at: now, scheduled_at: now,
+  }))))
+  return { created: rows.filter((r) => inserted.has(r.id)), complete: inserted.size === rows.length }
+})
+
+/** Fan-out of one event (records only; see fanOutAndDeliver). Returns the ids it created. */
+export const fanOut = (eventId: string) => createFirstAttempts(eventId).pipe(
+  Effect.map(({ created }) => created.map((r) => r.id)),
+  Effect.orDie, Effect.withSpan("webhooks.fanOut", { attributes: { eventId } }))
+
+/**
+ * The fan-out job: creates the event's first attempts and sends them in the same job, so an
+ * event costs one job, not one per subscription (retries and deferred sends get a job of
+ * their own), and its final outcomes are settled in one statement: three statements for an
+ * event on its first run. A worker that dies mid-way leaves its job to be run again: the
+ * re-run creates nothing twice and sends the first attempts still pending (at least once).
+ */
+export const fanOutAndDeliver = (eventId: string) => Effect.gen(function* () {
+  const { created, complete } = yield* createFirstAttempts(eventId)
+  const pending = complete ? created : yield* repo.pendingFirstAttempts(eventId)
+  const sent = yield* Effect.forEach(pending, sendRow, { concurrency: FANOUT_SEND_CONCURRENCY })
+  return yield* settle(sent)
+}).pipe(Effect.orDie, Effect.withSpan("webhooks.fanOutAndDeliver", { attributes: { eventId } }))
 
 export interface AttemptReport {
   readonly deliveryId: string
   readonly attempt: number
-  readonly verdict: Verdict | { readonly status: "skipped" } | { readonly status: "exhausted"; readonly why: "webhook_disabled" | "webhook_deleted" }
+  readonly verdict:
+    | Verdict
+    | { readonly status: "skipped" }
+    | { readonly status: "deferred"; readonly runAt: Date }
+    | { readonly status: "exhausted"; readonly why: "webhook_disabled" | "webhook_deleted" }
   /** The record of the next attempt, when one was scheduled. */
   readonly nextDeliveryId?: string | undefined
 }
 
+/** A deferred send waits 0.5-1.5 s (jittered, so deferred sends to one receiver spread out). */
+const deferralMs = Effect.map(Random.next, (r) => 500 + Math.floor(r * 1000))
+
+/** What one attempt came to before its record is settled. */
+type Sent =
+  | { readonly kind: "done"; readonly report: AttemptReport }
+  | { readonly kind: "final"; readonly report: AttemptReport; readonly settlement: repo.Settlement }
+  | { readonly kind: "retry"; readonly row: repo.AttemptRow; readonly settlement: repo.Settlement; readonly verdict: Extract<Verdict, { status: "failed" }> }
+
 /**
- * One send of one delivery. A settled record (duplicate job) is left alone; a disabled or
- * deleted webhook gets no further sends (the record ends `exhausted`). The send happens
- * outside any transaction; its outcome is settled by a conditional UPDATE, in one
- * transaction with the next attempt's record and job when a retry is due.
+ * One send of one delivery. A delivery job runs it for one record (retries, deferred sends).
+ * A settled record (duplicate job) is left alone.
  */
 export const deliverAttempt = (deliveryId: string) => Effect.gen(function* () {
+  const row = yield* repo.attemptById(deliveryId)
+  if (!row) return { deliveryId, attempt: 0, verdict: { status: "skipped" } } satisfies AttemptReport as AttemptReport
+  return (yield* settle([yield* sendRow(row)]))[0]!
+}).pipe(Effect.orDie, Effect.withSpan("webhooks.deliverAttempt", { attributes: { deliveryId } }))
+
+/**
+ * Sends one pending attempt, outside any transaction. A disabled or deleted webhook gets no
+ * further sends (the record ends `exhausted`); a receiver whose slots are full gets the
+ * attempt later (bounded concurrency per receiver; not a send, so not counted).
+ */
+const sendRow = (row: repo.AttemptRow) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const crypto = yield* Crypto
-  const ids = yield* Ids
   const sender = yield* WebhookSender
-  const row = yield* repo.attemptById(deliveryId)
-  if (!row || row.status !== "pending") {
-    return { deliveryId, attempt: row?.attempt ?? 0, verdict: { status: "skipped" } } satisfies AttemptReport as AttemptReport
+  const deliveryId = row.id
+  if (row.status !== "pending") {
+    return { kind: "done", report: { deliveryId, attempt: row.attempt, verdict: { status: "skipped" } } } satisfies Sent as Sent
   }
   if (row.webhook_deleted || row.webhook_status !== "active" || row.secret_sealed === null) {
     const why = row.webhook_deleted ? "webhook_deleted" as const : "webhook_disabled" as const
-    yield* repo.settleDelivery({ id: row.id, status: "exhausted", responseStatusCode: null, durationMs: null, failureReason: why, sentAt: null })
     yield* Effect.logInfo("webhook attempt not sent", { delivery_id: row.id, attempt: row.attempt, reason: why })
-    return { deliveryId, attempt: row.attempt, verdict: { status: "exhausted", why } } satisfies AttemptReport as AttemptReport
+    return {
+      kind: "final", report: { deliveryId, attempt: row.attempt, verdict: { status: "exhausted", why } },
+      settlement: { id: row.id, status: "exhausted", responseStatusCode: null, durationMs: null, failureReason: why, sentAt: null },
+    } satisfies Sent as Sent
+  }
+  const target = targetOf(row.url)
+  if (!sender.slots.tryAcquire(target)) {
+    const runAt = new Date((yield* Clock.currentTimeMillis) + (yield* deferralMs))
+    yield* sql.withTransaction(Effect.gen(function* () {
+      if (yield* repo.deferAttempt(row.id, runAt)) yield* repo.enqueueAttempts([row.id], runAt, JOB_MAX_ATTEMPTS)
+    }))
+    return { kind: "done", report: { deliveryId, attempt: row.attempt, verdict: { status: "deferred", runAt } } } satisfies Sent as Sent
   }
   const secret = (yield* crypto.open(secretSealContext(row.webhook_id), row.secret_sealed)).toString("utf8")
   // Spec, Delivery rule 2: the body is the envelope with keys sorted recursively.
@@ -86,34 +138,49 @@ export const deliverAttempt = (deliveryId: string) => Effect.gen(function* () {
   const outcome = yield* sender.send({
     url: row.url, body,
     headers: deliveryHeaders({ eventId: row.event_id, timestampSeconds, signature: signatureOf(secret, timestampSeconds, body) }),
-  })
+  }).pipe(Effect.ensuring(Effect.sync(() => sender.slots.release(target))))
   const verdict = yield* decide(row.attempt, outcome.kind === "response" ? { kind: "response", status: outcome.status } : { kind: "no_response" })
-  const settle = repo.settleDelivery({
-    id: row.id, status: verdict.status, sentAt: new Date(now),
-    responseStatusCode: outcome.kind === "response" ? outcome.status : null,
-    durationMs: outcome.durationMs,
-    failureReason: outcome.kind === "failure" ? outcome.reason : verdict.status === "exhausted" ? verdict.why : null,
-  })
-  // A final outcome is one conditional UPDATE; a retry also creates the next attempt and its
-  // job, all in one transaction.
-  const nextDeliveryId = verdict.status !== "failed" ? yield* Effect.as(settle, undefined) : yield* sql.withTransaction(Effect.gen(function* () {
-    if (!(yield* settle)) return undefined
-    const next = yield* ids.make("dlv")
-    const inserted = yield* repo.insertDeliveries([{
-      id: next, workspace_id: row.workspace_id, environment_id: row.environment_id, webhook_id: row.webhook_id,
-      event_id: row.event_id, event_type: row.event_type, attempt: verdict.nextAttempt, status: "pending",
-      occurred_at: verdict.runAt, scheduled_at: verdict.runAt,
-    }])
-    yield* repo.enqueueAttempts(inserted, verdict.runAt, JOB_MAX_ATTEMPTS)
-    return inserted[0]
-  }))
   yield* Effect.logInfo("webhook attempt", {
     delivery_id: row.id, webhook_id: row.webhook_id, event_id: row.event_id, attempt: row.attempt, status: verdict.status,
     response_status: outcome.kind === "response" ? outcome.status : null,
     failure: outcome.kind === "failure" ? outcome.reason : null, duration_ms: outcome.durationMs,
   })
-  return { deliveryId, attempt: row.attempt, verdict, nextDeliveryId } satisfies AttemptReport as AttemptReport
-}).pipe(Effect.orDie, Effect.withSpan("webhooks.deliverAttempt", { attributes: { deliveryId } }))
+  const settlement: repo.Settlement = {
+    id: row.id, status: verdict.status, sentAt: new Date(now),
+    responseStatusCode: outcome.kind === "response" ? outcome.status : null,
+    durationMs: outcome.durationMs,
+    failureReason: outcome.kind === "failure" ? outcome.reason : verdict.status === "exhausted" ? verdict.why : null,
+  }
+  return verdict.status === "failed"
+    ? { kind: "retry", row, settlement, verdict } satisfies Sent as Sent
+    : { kind: "final", report: { deliveryId, attempt: row.attempt, verdict }, settlement } satisfies Sent as Sent
+})
+
+/**
+ * Records what the sends came to. Final outcomes (delivered, exhausted) are one conditional
+ * UPDATE for all of them; a retry settles its record and creates the next attempt and its job
+ * in one transaction. Conditional on `pending`, so of two runs of the same attempt (a worker
+ * presumed dead that was not) exactly one records the outcome and schedules the next attempt.
+ */
+const settle = (sent: ReadonlyArray<Sent>) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const ids = yield* Ids
+  yield* repo.settleDeliveries(sent.flatMap((s) => s.kind === "final" ? [s.settlement] : []))
+  return yield* Effect.forEach(sent, (s) => {
+    if (s.kind !== "retry") return Effect.succeed(s.report)
+    const { row, verdict } = s
+    return sql.withTransaction(Effect.gen(function* () {
+      if (!(yield* repo.settleDelivery(s.settlement))) return undefined
+      const inserted = yield* repo.insertDeliveries([{
+        id: yield* ids.make("dlv"), workspace_id: row.workspace_id, environment_id: row.environment_id, webhook_id: row.webhook_id,
+        event_id: row.event_id, event_type: row.event_type, attempt: verdict.nextAttempt, status: "pending",
+        occurred_at: verdict.runAt, scheduled_at: verdict.runAt,
+      }])
+      yield* repo.enqueueAttempts(inserted, verdict.runAt, JOB_MAX_ATTEMPTS)
+      return inserted[0]
+    })).pipe(Effect.map((nextDeliveryId): AttemptReport => ({ deliveryId: row.id, attempt: row.attempt, verdict, nextDeliveryId })))
+  })
+})
 
 /** Delivery history is kept for 90 days (spec: Delivery rule 8, Limits). */
 export const DELIVERY_RETENTION_MS = 90 * 24 * 3600_000
@@ -136,6 +203,6 @@ const withPayload = <S extends Schema.Top & { readonly DecodingServices: never }
   }))
 
 export const webhookTasks = {
-  [FANOUT_TASK]: withPayload(FANOUT_TASK, FanoutPayload, (p) => fanOut(p.eventId)),
+  [FANOUT_TASK]: withPayload(FANOUT_TASK, FanoutPayload, (p) => fanOutAndDeliver(p.eventId)),
   [DELIVER_TASK]: withPayload(DELIVER_TASK, DeliverPayload, (p) => deliverAttempt(p.deliveryId)),
 }

@@ -98,12 +98,13 @@ it("a SIGKILLed worker's in-flight attempt is completed by another worker after 
   })
   const heldEventId = held.headers["x-auth-event-id"] as string
   expect(eventIds).toContain(heldEventId)
-  // The attempt is in flight: recorded pending, its job locked by the worker about to die.
+  // The attempt is in flight: recorded pending, sent by its event's fan-out job, which is
+  // locked by the worker about to die.
   const [inFlight] = await sqlRows<{ id: string; status: string }>(app,
     "select id, status from webhook_deliveries where event_id = $1", [heldEventId])
   expect(inFlight!.status).toBe("pending")
   const [lock] = await sqlRows<{ locked_by: string | null; attempts: number }>(app,
-    "select locked_by, attempts from graphile_worker.jobs where key = $1", [`webhooks.deliver:${inFlight!.id}`])
+    "select locked_by, attempts from graphile_worker.jobs where key = $1", [`webhooks.fanout:${heldEventId}`])
   expect(lock!.locked_by).not.toBeNull()
 
   killGroup(first.child, "SIGKILL")

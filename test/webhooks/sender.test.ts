@@ -30,6 +30,10 @@ beforeAll(async () => {
         }
         res.on("close", () => { closedSockets++ })
         pump()
+      } else if (req.url === "/reset") {
+        req.socket.resetAndDestroy() // TCP RST before any answer
+      } else if (req.url === "/slow") {
+        setTimeout(() => res.writeHead(204).end(), 200)
       } else if (req.url === "/silent") {
         // never answers
       } else if (req.url === "/trickle") {
@@ -125,6 +129,17 @@ describe("bounded sends", () => {
     const closedBefore = closedSockets
     expect(await send({ maxResponseBytes: 128 * 1024 }, `http://127.0.0.1:${port}/huge`)).toMatchObject({ kind: "response", status: 200 })
     await expect.poll(() => closedSockets, { timeout: 2_000 }).toBeGreaterThan(closedBefore)
+  })
+
+  it("a receiver that resets the connection is a connection failure (retried), and the sender stays usable", async () => {
+    expect(await send({}, `http://127.0.0.1:${port}/reset`)).toMatchObject({ kind: "failure", reason: "connection_failed" })
+    expect(await send({}, `http://127.0.0.1:${port}/ok`)).toMatchObject({ kind: "response", status: 204 })
+  })
+
+  it("a slow receiver within the time limit is a response, with its duration", async () => {
+    const outcome = await send({ timeoutMs: 2_000 }, `http://127.0.0.1:${port}/slow`)
+    expect(outcome).toMatchObject({ kind: "response", status: 204 })
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(150)
   })
 
   it("a refused connection is a connection failure", async () => {

@@ -4,11 +4,14 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { Config } from "../../platform/config.js"
 import { checkWebhookUrl } from "../url-policy.js"
 import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "./guarded-lookup.js"
+import { makeTargetSlots, type TargetSlots } from "./target-slots.js"
 
 /** Total time of one send: connect, request, response headers and the (bounded) body. */
 export const DEFAULT_SEND_TIMEOUT_MS = 10_000
 /** At most this much of a receiver's response body is read; the rest is discarded. */
 export const MAX_RESPONSE_BYTES = 64 * 1024
+/** Sends in flight to one receiver (origin) from one worker process. */
+export const DEFAULT_MAX_IN_FLIGHT_PER_TARGET = 16
 
 export interface SendInput {
   readonly url: string
@@ -29,6 +32,8 @@ export interface SenderOptions {
   /** WEBHOOK_ALLOW_PRIVATE_TARGETS: http and private targets allowed (development only). */
   readonly allowPrivateTargets: boolean
   readonly resolver?: Resolver | undefined
+  /** Sends in flight per receiver origin (default DEFAULT_MAX_IN_FLIGHT_PER_TARGET). */
+  readonly maxInFlightPerTarget?: number | undefined
 }
 
 type RawOutcome = { readonly kind: "response"; readonly status: number } | { readonly kind: "failure"; readonly reason: SendFailure }
@@ -42,14 +47,19 @@ type RawOutcome = { readonly kind: "response"; readonly status: number } | { rea
 export class WebhookSender extends Context.Service<WebhookSender, {
   readonly send: (input: SendInput) => Effect.Effect<SendOutcome>
   readonly options: SenderOptions
+  /** Per-receiver slots of the delivery worker (the synchronous test route does not use them). */
+  readonly slots: TargetSlots
 }>()("webhooks/WebhookSender") {}
 
 export const makeSender = (options: SenderOptions) => {
   const lookup = options.allowPrivateTargets ? undefined : guardedLookup(options.resolver ?? systemResolver)
-  // Keep-alive agents: a reused socket was checked when it connected; a new one is checked again.
+  const maxInFlight = options.maxInFlightPerTarget ?? DEFAULT_MAX_IN_FLIGHT_PER_TARGET
+  // Keep-alive pools per receiver (node's agents pool by host and port): a reused socket was
+  // checked when it connected; a new one is checked again. One socket per slot, so a
+  // receiver's pool never queues a send behind another inside the agent.
   const agents = {
-    "http:": new HttpAgent({ keepAlive: true, maxSockets: 50 }),
-    "https:": new HttpsAgent({ keepAlive: true, maxSockets: 50 }),
+    "http:": new HttpAgent({ keepAlive: true, maxSockets: maxInFlight + 4, maxFreeSockets: maxInFlight }),
+    "https:": new HttpsAgent({ keepAlive: true, maxSockets: maxInFlight + 4, maxFreeSockets: maxInFlight }),
   }
 
   const post = (url: URL, input: SendInput) => Effect.callback<RawOutcome>((resume) => {
@@ -117,7 +127,7 @@ export const makeSender = (options: SenderOptions) => {
     agents["http:"].destroy()
     agents["https:"].destroy()
   }
-  return { sender: WebhookSender.of({ send, options }), close }
+  return { sender: WebhookSender.of({ send, options, slots: makeTargetSlots(maxInFlight) }), close }
 }
 
 /** A sender whose keep-alive sockets are closed with its scope. */
@@ -130,5 +140,6 @@ export const WebhookSenderLive = Layer.effect(WebhookSender, Effect.gen(function
     timeoutMs: DEFAULT_SEND_TIMEOUT_MS,
     maxResponseBytes: MAX_RESPONSE_BYTES,
     allowPrivateTargets: config.webhookAllowPrivateTargets,
+    maxInFlightPerTarget: config.webhookMaxInFlightPerTarget,
   })
 }))

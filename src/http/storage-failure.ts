@@ -1,0 +1,24 @@
+import { SqlError } from "effect/sql"
+
+/**
+ * Whether a failure means the database could not be used right now (it is restarting, out of
+ * reach, or the statement lost a race it may win on retry), as opposed to a defect. Such a
+ * request answers 503 (spec: Errors; `server_error` on the OAuth endpoints), never 500.
+ * Postgres SQLSTATE classes 08 (connection exception) and 57 (operator intervention: a
+ * restart terminates every session with 57P01) count, besides the driver's retryable reasons.
+ */
+export const isStorageUnavailable = (error: unknown): boolean => {
+  if (!SqlError.isSqlError(error)) return false
+  if (error.isRetryable) return true
+  const code = sqlState(error)
+  return code !== undefined && (code.startsWith("08") || code.startsWith("57"))
+}
+
+const sqlState = (error: SqlError.SqlError): string | undefined => {
+  for (let e: unknown = error, depth = 0; e && typeof e === "object" && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code
+    e = (e as { cause?: unknown; reason?: unknown }).reason ?? (e as { cause?: unknown }).cause
+  }
+  return undefined
+}
