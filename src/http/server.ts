@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { NodeHttpServer } from "@effect/platform-node"
 import { Clock, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
+import { LiveStateCacheLive } from "../oidc/access-token/live-cache.js"
 import { Config } from "../platform/config.js"
 import { Ids } from "../platform/ids.js"
 import { makeHttpApp } from "./app.js"
@@ -54,4 +55,4 @@ export const HttpServerLive = (port: number, host?: string) =>
 
     return HttpServer.serve(Effect.provideService(app, StaticAnswers, answers)).pipe(
       Layer.provide(NodeHttpServer.layer(() => server, { port, ...(host ? { host } : {}), gracefulShutdownTimeout: "10 seconds" })))
-  }))
+  })).pipe(Layer.provide(LiveStateCacheLive))

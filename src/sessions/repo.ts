@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { liveStateChanged } from "../platform/live-state-changes.js"
 
 export interface SessionRow {
   readonly id: string
@@ -42,7 +43,7 @@ export const revokeSessions = (filter: { environmentId: string; userId: string; 
     set revoked_at = ${now}, revoked_reason = ${reason}
     where environment_id = ${filter.environmentId} and user_id = ${filter.userId} and revoked_at is null
       ${filter.sessionId === undefined ? sql`` : sql`and id = ${filter.sessionId}`}
-    returning id, user_id, workspace_id`)
+    returning id, user_id, workspace_id`).pipe(Effect.tap(() => Effect.sync(() => liveStateChanged(filter.environmentId, filter.userId))))
 
 /** A session is live until revoked or past its idle or absolute expiry. */
 const live = (sql: SqlClient.SqlClient, now: Date) =>
@@ -70,7 +71,7 @@ export const revokeLiveSessions = (filter: { environmentId: string; userId: stri
     set revoked_at = ${now}, revoked_reason = ${reason}
     where environment_id = ${filter.environmentId} and user_id = ${filter.userId} and ${live(sql, now)}
       ${filter.sessionId === undefined ? sql`` : sql`and id = ${filter.sessionId}`}
-    returning id, user_id, workspace_id`)
+    returning id, user_id, workspace_id`).pipe(Effect.tap(() => Effect.sync(() => liveStateChanged(filter.environmentId, filter.userId))))
 
 /** Ids of the user's live sessions (or of one), without locking: the families are locked first. */
 export const liveSessionIds = (filter: { environmentId: string; userId: string; sessionId?: string | undefined }, now: Date) =>

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { liveStateChanged } from "../platform/live-state-changes.js"
 
 /** A user row as stored (shared by the Management API, login and /me). */
 export interface UserRow {
@@ -97,7 +98,7 @@ export const updateUserFields = (environmentId: string, id: string, expectedVers
     return sql<UserRow>`update users set ${sql.join(", ", false)(sets)}
       where environment_id = ${environmentId} and id = ${id} and version = ${expectedVersion}
       returning ${columns(sql)}`
-  }).pipe(Effect.map((rows) => rows[0]))
+  }).pipe(Effect.tap(() => Effect.sync(() => liveStateChanged(environmentId, id))), Effect.map((rows) => rows[0]))
 
 /**
  * Moves a user to another status (block, unblock, logical deletion) if the row still has
@@ -115,4 +116,4 @@ export const setUserStatus = (environmentId: string, id: string, expectedVersion
       ${change.deletedAt === undefined ? sql`` : sql`deleted_at = ${change.deletedAt},`}
       updated_at = ${now}, version = version + 1
     where environment_id = ${environmentId} and id = ${id} and version = ${expectedVersion}
-    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+    returning ${columns(sql)}`).pipe(Effect.tap(() => Effect.sync(() => liveStateChanged(environmentId, id))), Effect.map((rows) => rows[0]))

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { liveStateChanged } from "../../platform/live-state-changes.js"
 import { Events } from "../../platform/events/service.js"
 import type { UserRow } from "../../users/repo.js"
 
@@ -14,6 +15,7 @@ export const markEmailVerified = (user: UserRow, now: Date) => Effect.gen(functi
     where environment_id = ${user.environment_id} and id = ${user.id} and email_verified = false
     returning id`
   if (rows.length === 0) return
+  liveStateChanged(user.environment_id, user.id)
   yield* events.emit({
     type: "user.updated", workspaceId: user.workspace_id, environmentId: user.environment_id, actor: { type: "end_user", id: user.id },
     payload: { userId: user.id, changedFields: ["email_verified"] },

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { liveStateChanged } from "../../platform/live-state-changes.js"
 import type { ChallengeStatus } from "../../login/email-otp/repo.js"
 
 // SQL of email change challenges (rows of `email_challenges`, sql/0021 + sql/0070). Attempts,
@@ -54,4 +55,4 @@ export const switchEmail = (c: { environmentId: string; userId: string; email: s
     set email = ${c.email}, email_normalized = ${c.emailNormalized}, email_verified = true,
       security_version = security_version + 1, updated_at = ${c.now}, version = version + 1
     where environment_id = ${c.environmentId} and id = ${c.userId}
-    returning security_version`).pipe(Effect.map((rows) => rows[0]!))
+    returning security_version`).pipe(Effect.tap(() => Effect.sync(() => liveStateChanged(c.environmentId, c.userId))), Effect.map((rows) => rows[0]!))

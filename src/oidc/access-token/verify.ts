@@ -3,7 +3,8 @@ import { decodeProtectedHeader, type JWTPayload, type ProtectedHeaderParameters 
 import { verifyEs256 } from "./jws-verify.js"
 import { Keys } from "../../platform/keys/service.js"
 import { AccessTokenRejected, UserUnavailable } from "./errors.js"
-import { type LiveState, liveState } from "./repo.js"
+import { readLiveState } from "./live-cache.js"
+import type { LiveState } from "./repo.js"
 
 /** The claims of one of our access tokens (spec: Authentication rule 8), as verified. */
 export interface AccessTokenClaims {
@@ -108,7 +109,7 @@ export const verifyAccessToken = (token: string, options: VerifyAccessTokenOptio
   if (!claims) return yield* reject("The access token lacks required claims")
   if (!options.audience(claims.aud)) return yield* reject("The access token is not meant for this audience")
 
-  const live = yield* liveState(options.environmentId, claims.sub, claims.sid).pipe(Effect.catchCause(unavailable))
+  const live = yield* readLiveState(options.environmentId, claims.sub, claims.sid).pipe(Effect.catchCause(unavailable))
   if (!live || live.status !== "active") return yield* reject("The user is not active")
   if (live.security_version !== claims.sv) return yield* reject("The access token was issued before a security change; sign in again")
   if (live.session_id === null || live.session_revoked_at !== null) return yield* reject("The session of this access token has ended")

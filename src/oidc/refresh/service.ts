@@ -4,6 +4,7 @@ import { Audit } from "../../platform/audit.js"
 import { Crypto, sha256Hex } from "../../platform/crypto.js"
 import { Events } from "../../platform/events/service.js"
 import { Ids } from "../../platform/ids.js"
+import { liveStateChanged } from "../../platform/live-state-changes.js"
 import type { Actor } from "../../platform/request-context.js"
 import { revokeLiveSessions } from "../../sessions/repo.js"
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from "../codes/issue.js"
@@ -100,6 +101,7 @@ export const revokeFamilyByToken = (environmentId: string, familyId: string, now
       const [family] = yield* repo.revokeFamily(environmentId, familyId, "revoked", now)
       if (!family) return false
       yield* repo.restoreSessionLimits(environmentId, family.session_id, SESSION_IDLE_MS, SESSION_ABSOLUTE_MS)
+      liveStateChanged(environmentId, family.user_id)
       yield* audit.append({
         workspaceId: family.workspace_id, environmentId, actor: { type: "end_user", id: family.user_id }, action: "refresh_family.revoked",
         subjectType: "refresh_family", subjectId: family.id,

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { liveStateChanged } from "../../platform/live-state-changes.js"
 
 /** A user due for purging (status pending_deletion since `deleted_at`). */
 export interface DueUser {
@@ -77,6 +78,7 @@ export const deleteUserData = (user: DueUser, recipientHash: string) => SqlClien
   yield* sql`delete from user_export_jobs where environment_id = ${env} and target_user_id = ${user.id}`
   yield* sql`delete from impersonation_sessions where environment_id = ${env} and target_user_id = ${user.id}`
   yield* sql`delete from users where environment_id = ${env} and id = ${user.id} and status = 'pending_deletion'`
+  liveStateChanged(env, user.id)
 }))
 
 export const environmentExists = (environmentId: string) => SqlClient.SqlClient.use((sql) =>

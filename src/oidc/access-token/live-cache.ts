@@ -1,0 +1,122 @@
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Clock, Context, Effect, Layer, Option, Queue } from "effect"
+import { onLiveStateChanged } from "../../platform/live-state-changes.js"
+import { type LiveState, liveState } from "./repo.js"
+
+/**
+ * This replica's memory of the live state behind access tokens (issue 13): UserInfo and
+ * introspection answer their live checks (user status, security version, session revoked
+ * or expired; spec: Authentication rule 8) from it instead of reading Postgres per call.
+ *
+ * Coherence (decisions, "Performance"):
+ * - every change to those columns announces itself when it commits: triggers on `users`
+ *   and `login_sessions` NOTIFY channel `live_state` with '<environment_id> <user_id>'
+ *   (sql/0140). Each replica LISTENs and drops that user's entries, so another replica's
+ *   logout, block, email change or session revocation is seen as soon as the notification
+ *   arrives (milliseconds; the tests require under 2 s);
+ * - entries are kept only while the LISTEN connection is up: when it fails, everything is
+ *   dropped and every read goes to Postgres until LISTEN is confirmed again ("flushed on
+ *   reconnect"); a read that was in flight across any invalidation is not kept (epoch);
+ * - the replica that makes a change drops the user's entries in the same request
+ *   (src/platform/live-state-changes.ts, called by the repositories that write them) and keeps
+ *   none for that user for `LOCAL_PENDING_MS`, so a read between the write and its commit
+ *   is not kept either: the change is seen at once here, before the notification returns;
+ * - expiry times are kept, not verdicts: idle and absolute expiry are compared with the
+ *   Clock on every call.
+ */
+export const LIVE_STATE_CHANNEL = "live_state"
+/** After a local write, no entry of that user is kept this long (longer than any of our transactions). */
+export const LOCAL_PENDING_MS = 5_000
+/** Bound on remembered users (least recently stored evicted first). */
+const CAPACITY = 100_000
+/** Pause before listening again after the LISTEN connection failed. */
+const RELISTEN_AFTER = "1 second"
+
+export class LiveStateCache extends Context.Service<LiveStateCache, {
+  /** The live state of a user and one of their sessions, from memory when it may be. */
+  readonly read: (environmentId: string, userId: string, sessionId: string) => ReturnType<typeof liveState>
+  /** Whether entries are being kept (the LISTEN connection is up). */
+  readonly listening: () => boolean
+  /** Users held in memory (tests; the bound). */
+  readonly size: () => number
+}>()("oidc/LiveStateCache") {}
+
+const userKey = (environmentId: string, userId: string) => `${environmentId} ${userId}`
+
+export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(function* () {
+  const pg = yield* PgClient.PgClient
+  const byUser = new Map<string, Map<string, LiveState>>()
+  const pendingUntil = new Map<string, number>()
+  let listening = false
+  let epoch = 0
+
+  const forgetUser = (key: string) => {
+    epoch++
+    byUser.delete(key)
+  }
+  const forgetAll = () => {
+    epoch++
+    byUser.clear()
+  }
+
+  const clock = yield* Clock.Clock
+  const stopLocal = onLiveStateChanged((environmentId, userId) => {
+    const key = userKey(environmentId, userId)
+    forgetUser(key)
+    pendingUntil.set(key, clock.currentTimeMillisUnsafe() + LOCAL_PENDING_MS)
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(stopLocal))
+
+  const listenOnce = Effect.gen(function* () {
+    const queue = yield* pg.listen(LIVE_STATE_CHANNEL)
+    forgetAll()
+    listening = true
+    for (;;) {
+      const notification = yield* Queue.take(queue)
+      const [environmentId, userId] = notification.payload.split(" ")
+      if (environmentId !== undefined && userId !== undefined) forgetUser(userKey(environmentId, userId))
+    }
+  }).pipe(
+    Effect.scoped,
+    Effect.ensuring(Effect.sync(() => {
+      listening = false
+      forgetAll()
+    })),
+    Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause)
+      ? Effect.failCause(cause)
+      : Effect.logWarning("live-state LISTEN connection lost; reading from Postgres until it is back", cause)),
+  )
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(listenOnce, Effect.sleep(RELISTEN_AFTER))))
+
+  const read = (environmentId: string, userId: string, sessionId: string) => Effect.gen(function* () {
+    const key = userKey(environmentId, userId)
+    const held = byUser.get(key)?.get(sessionId)
+    if (held !== undefined && listening) return held
+    const startedAt = epoch
+    const row = yield* liveState(environmentId, userId, sessionId)
+    // Kept only when nothing was invalidated meanwhile, LISTEN is up, the user has no local
+    // write in flight, and the row is complete (a missing session is read again next time).
+    if (row === undefined || row.session_id === null || !listening || epoch !== startedAt) return row
+    const pending = pendingUntil.get(key)
+    if (pending !== undefined) {
+      if (pending > clock.currentTimeMillisUnsafe()) return row
+      pendingUntil.delete(key)
+    }
+    let sessions = byUser.get(key)
+    if (sessions === undefined) {
+      if (byUser.size >= CAPACITY) byUser.delete(byUser.keys().next().value!)
+      sessions = new Map()
+      byUser.set(key, sessions)
+    }
+    sessions.set(sessionId, row)
+    return row
+  })
+
+  return LiveStateCache.of({ read, listening: () => listening, size: () => byUser.size })
+}))
+
+/** The live state through this replica's memory when the server runs one, else from Postgres. */
+export const readLiveState = (environmentId: string, userId: string, sessionId: string) =>
+  Effect.flatMap(Effect.serviceOption(LiveStateCache), (cache) => Option.isSome(cache)
+    ? cache.value.read(environmentId, userId, sessionId)
+    : liveState(environmentId, userId, sessionId))
