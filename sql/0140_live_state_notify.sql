@@ -39,3 +39,13 @@ create trigger login_sessions_live_state_update after update on login_sessions f
   execute function notify_live_state_session();
 
 create trigger login_sessions_live_state_delete after delete on login_sessions for each row execute function notify_live_state_session();
+
+-- Introspection authenticates its caller against a remembered client row: any change of a
+-- client (secret, method, status, deletion) is announced as 'client <id>' (ids are unique).
+create or replace function notify_live_state_client() returns trigger language plpgsql as $$
+begin
+  perform pg_notify('live_state', 'client ' || coalesce(new.id, old.id));
+  return coalesce(new, old);
+end $$;
+
+create trigger clients_live_state after update or delete on clients for each row execute function notify_live_state_client();

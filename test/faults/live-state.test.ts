@@ -126,6 +126,28 @@ describe("live checks from memory across two servers", () => {
     }
   })
 
+  it("introspection callers too: a client secret rotated through server A is refused at once on A and within the bound on B", async () => {
+    const caller = await createClient(app, b, { type: "web_bff" })
+    const s = await signedIn()
+    const ask = (port: number, secret: string) => issuer(port, "/oauth2/introspect", {
+      method: "POST", rawBody: form({ token: s.access_token }),
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(caller.id, secret) },
+    }).then((res) => JSON.parse(res.text) as { active: boolean })
+    for (const port of [A(), B(), A(), B()]) expect((await ask(port, caller.secret!)).active).toBe(true)
+    const changedAt = Date.now()
+    const rotated = await management(A(), `/v1/clients/${caller.id}/rotate-secret`, "POST")
+    expect(rotated.status, rotated.text).toBe(200)
+    const secret = JSON.parse(rotated.text).client_secret as string
+    expect((await ask(A(), caller.secret!)).active).toBe(false)
+    expect((await ask(A(), secret)).active).toBe(true)
+    for (;;) {
+      if (!(await ask(B(), caller.secret!)).active) break
+      expect(Date.now() - changedAt).toBeLessThan(OTHER_REPLICA_BOUND_MS)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect((await ask(B(), secret)).active).toBe(true)
+  })
+
   it("a profile change committed elsewhere shows in UserInfo on both servers within the bound (claims are live too)", async () => {
     const s = await signedIn()
     const changedAt = Date.now()

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { clientChanged } from "../../platform/live-state-changes.js"
 import type { Page } from "../http/pagination.js"
 import type { MobileApp } from "./schema.js"
 
@@ -89,19 +90,19 @@ export const updateClient = (id: string, version: number, c: ClientFields & { re
       require_pkce = ${c.require_pkce}, status = ${c.status}, mobile_app = ${jsonb(c.mobile_app)}::jsonb,
       updated_at = ${c.now}, version = version + 1
     where id = ${id} and version = ${version} and deleted_at is null
-    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+    returning ${columns(sql)}`).pipe(Effect.tap(() => Effect.sync(() => clientChanged(id))), Effect.map((rows) => rows[0]))
 
 export const replaceSecretHash = (id: string, version: number, secretHash: string, now: Date) =>
   SqlClient.SqlClient.use((sql) => sql<ClientRow>`update clients set secret_hash = ${secretHash}, updated_at = ${now},
       version = version + 1
     where id = ${id} and version = ${version} and deleted_at is null
-    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+    returning ${columns(sql)}`).pipe(Effect.tap(() => Effect.sync(() => clientChanged(id))), Effect.map((rows) => rows[0]))
 
 /** Logical deletion: the row stays (sessions and audit refer to it) but is never listed or served. */
 export const deleteClient = (id: string, version: number, now: Date) =>
   SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update clients set deleted_at = ${now}, updated_at = ${now},
       version = version + 1
-    where id = ${id} and version = ${version} and deleted_at is null returning id`).pipe(Effect.map((rows) => rows.length > 0))
+    where id = ${id} and version = ${version} and deleted_at is null returning id`).pipe(Effect.tap(() => Effect.sync(() => clientChanged(id))), Effect.map((rows) => rows.length > 0))
 
 export const clientsPage = (environmentId: string, filter: { readonly clientType?: string | undefined }, page: Page) =>
   SqlClient.SqlClient.use((sql) => sql<ClientRow>`select ${columns(sql)} from clients

@@ -1,6 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Context, Effect, Layer, Option, Queue } from "effect"
 import { onLiveStateChanged } from "../../platform/live-state-changes.js"
+import { clientById, type OAuthClientRow } from "../token/client-repo.js"
 import { type LiveState, liveState } from "./repo.js"
 
 /**
@@ -35,6 +36,8 @@ const RELISTEN_AFTER = "1 second"
 export class LiveStateCache extends Context.Service<LiveStateCache, {
   /** The live state of a user and one of their sessions, from memory when it may be. */
   readonly read: (environmentId: string, userId: string, sessionId: string) => ReturnType<typeof liveState>
+  /** A client's authentication state (introspection callers), from memory when it may be. */
+  readonly readClient: (environmentId: string, clientId: string) => ReturnType<typeof clientById>
   /** Whether entries are being kept (the LISTEN connection is up). */
   readonly listening: () => boolean
   /** Users held in memory (tests; the bound). */
@@ -42,10 +45,12 @@ export class LiveStateCache extends Context.Service<LiveStateCache, {
 }>()("oidc/LiveStateCache") {}
 
 const userKey = (environmentId: string, userId: string) => `${environmentId} ${userId}`
+const clientKey = (clientId: string) => `client ${clientId}`
 
 export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(function* () {
   const pg = yield* PgClient.PgClient
   const byUser = new Map<string, Map<string, LiveState>>()
+  const clients = new Map<string, { readonly environmentId: string; readonly row: OAuthClientRow }>()
   const pendingUntil = new Map<string, number>()
   let listening = false
   let epoch = 0
@@ -54,15 +59,30 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     epoch++
     byUser.delete(key)
   }
+  const forgetClient = (clientId: string) => {
+    epoch++
+    clients.delete(clientId)
+  }
   const forgetAll = () => {
     epoch++
     byUser.clear()
+    clients.clear()
+  }
+  /** May a row read since `startedAt` be kept under `key`? */
+  const mayKeep = (key: string, startedAt: number) => {
+    if (!listening || epoch !== startedAt) return false
+    const pending = pendingUntil.get(key)
+    if (pending === undefined) return true
+    if (pending > clock.currentTimeMillisUnsafe()) return false
+    pendingUntil.delete(key)
+    return true
   }
 
   const clock = yield* Clock.Clock
-  const stopLocal = onLiveStateChanged((environmentId, userId) => {
-    const key = userKey(environmentId, userId)
-    forgetUser(key)
+  const stopLocal = onLiveStateChanged((change) => {
+    const key = change.kind === "user" ? userKey(change.environmentId, change.userId) : clientKey(change.clientId)
+    if (change.kind === "user") forgetUser(key)
+    else forgetClient(change.clientId)
     pendingUntil.set(key, clock.currentTimeMillisUnsafe() + LOCAL_PENDING_MS)
   })
   yield* Effect.addFinalizer(() => Effect.sync(stopLocal))
@@ -73,8 +93,9 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     listening = true
     for (;;) {
       const notification = yield* Queue.take(queue)
-      const [environmentId, userId] = notification.payload.split(" ")
-      if (environmentId !== undefined && userId !== undefined) forgetUser(userKey(environmentId, userId))
+      const [first, second] = notification.payload.split(" ")
+      if (first === "client" && second !== undefined) forgetClient(second)
+      else if (first !== undefined && second !== undefined) forgetUser(userKey(first, second))
     }
   }).pipe(
     Effect.scoped,
@@ -96,12 +117,7 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     const row = yield* liveState(environmentId, userId, sessionId)
     // Kept only when nothing was invalidated meanwhile, LISTEN is up, the user has no local
     // write in flight, and the row is complete (a missing session is read again next time).
-    if (row === undefined || row.session_id === null || !listening || epoch !== startedAt) return row
-    const pending = pendingUntil.get(key)
-    if (pending !== undefined) {
-      if (pending > clock.currentTimeMillisUnsafe()) return row
-      pendingUntil.delete(key)
-    }
+    if (row === undefined || row.session_id === null || !mayKeep(key, startedAt)) return row
     let sessions = byUser.get(key)
     if (sessions === undefined) {
       if (byUser.size >= CAPACITY) byUser.delete(byUser.keys().next().value!)
@@ -112,7 +128,18 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     return row
   })
 
-  return LiveStateCache.of({ read, listening: () => listening, size: () => byUser.size })
+  const readClient = (environmentId: string, clientId: string) => Effect.gen(function* () {
+    const held = clients.get(clientId)
+    if (held !== undefined && held.environmentId === environmentId && listening) return held.row
+    const startedAt = epoch
+    const row = yield* clientById(environmentId, clientId)
+    if (row === undefined || !mayKeep(clientKey(clientId), startedAt)) return row
+    if (clients.size >= CAPACITY) clients.delete(clients.keys().next().value!)
+    clients.set(clientId, { environmentId, row })
+    return row
+  })
+
+  return LiveStateCache.of({ read, readClient, listening: () => listening, size: () => byUser.size })
 }))
 
 /** The live state through this replica's memory when the server runs one, else from Postgres. */
@@ -120,3 +147,9 @@ export const readLiveState = (environmentId: string, userId: string, sessionId: 
   Effect.flatMap(Effect.serviceOption(LiveStateCache), (cache) => Option.isSome(cache)
     ? cache.value.read(environmentId, userId, sessionId)
     : liveState(environmentId, userId, sessionId))
+
+/** A client row through this replica's memory when the server runs one, else from Postgres. */
+export const readClientRow = (environmentId: string, clientId: string) =>
+  Effect.flatMap(Effect.serviceOption(LiveStateCache), (cache) => Option.isSome(cache)
+    ? cache.value.readClient(environmentId, clientId)
+    : clientById(environmentId, clientId))

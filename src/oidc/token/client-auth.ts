@@ -2,7 +2,8 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
 import { OAuthError } from "../../http/errors.js"
-import { clientById, type OAuthClientRow } from "./client-repo.js"
+import { readClientRow } from "../access-token/live-cache.js"
+import type { OAuthClientRow } from "./client-repo.js"
 import { invalidClient, invalidRequest } from "./errors.js"
 import type { OAuthParams } from "./params.js"
 
@@ -95,6 +96,7 @@ export const checkClient = (presented: PresentedClient, client: OAuthClientRow |
 
 /** Looks the client up and authenticates it (introspection; the grants read it with their own row). */
 export const authenticateClient = (environmentId: string, presented: PresentedClient) => Effect.gen(function* () {
-  const checked = checkClient(presented, yield* clientById(environmentId, presented.clientId))
+  // Through the replica's memory (src/oidc/access-token/live-cache.ts): the row, never a verdict; the secret is checked below every time.
+  const checked = checkClient(presented, yield* readClientRow(environmentId, presented.clientId))
   return checked instanceof OAuthError ? yield* checked : checked
 })
