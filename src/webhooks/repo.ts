@@ -237,20 +237,3 @@ export const deleteDeliveriesBefore = (cutoff: Date) => SqlClient.SqlClient.use(
   sql<{ n: number }>`with gone as (delete from webhook_deliveries where occurred_at < ${cutoff} returning 1)
     select count(*)::int as n from gone`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
 
-/**
- * Enqueues the fan-out job of an event, in the caller's transaction, when at least one
- * active subscription could want it (no job at all for events nobody subscribed to).
- */
-export const enqueueFanoutIfSubscribed = (e: {
-  eventId: string; workspaceId: string; environmentId: string | undefined; type: string; runAt: Date
-}) => SqlClient.SqlClient.use((sql) => sql`select (graphile_worker.add_job(
-      identifier => 'webhooks.fanout',
-      payload => json_build_object('eventId', ${e.eventId}::text),
-      run_at => ${e.runAt}::timestamptz,
-      max_attempts => 25,
-      job_key => ${`webhooks.fanout:${e.eventId}`}::text
-    )).id::text as id
-    where exists (select 1 from webhooks
-      where workspace_id = ${e.workspaceId}
-        ${e.environmentId === undefined ? sql`` : sql`and environment_id = ${e.environmentId}`}
-        and status = 'active' and deleted_at is null and ${e.type} = any(event_types))`)

@@ -1,8 +1,8 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { enqueueFanoutIfSubscribed } from "../../webhooks/repo.js"
 import { Ids } from "../ids.js"
 import { type Actor, CurrentRequest } from "../request-context.js"
+import { appendToOutbox } from "./repo.js"
 import { type EventPayload, type EventType, Envelope, strict } from "./schema.js"
 
 export interface EmitInput<T extends EventType> {
@@ -30,7 +30,6 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
   const ids = yield* Ids
   return Events.of({
     emit: (input) => Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
       const request = yield* CurrentRequest
       const eventId = yield* ids.make("evt")
       const now = yield* Clock.currentTimeMillis
@@ -47,10 +46,9 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
         ...(actor ? { actor } : {}),
         payload: input.payload, trace,
       }, strict)
-      yield* sql`insert into event_outbox (id, workspace_id, environment_id, type, envelope, occurred_at)
-        values (${eventId}, ${input.workspaceId}, ${input.environmentId ?? null}, ${input.type}, ${JSON.stringify(envelope)}::jsonb, ${new Date(now)})`
-      yield* enqueueFanoutIfSubscribed({
-        eventId, workspaceId: input.workspaceId, environmentId: input.environmentId || undefined, type: input.type, runAt: new Date(now),
+      yield* appendToOutbox({
+        eventId, workspaceId: input.workspaceId, environmentId: input.environmentId, type: input.type,
+        envelope: JSON.stringify(envelope), occurredAt: new Date(now),
       })
       return envelope
     }).pipe(Effect.orDie, Effect.withSpan("Events.emit", { attributes: { type: input.type } })),
