@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { outboxCtes, type OutboxRow } from "../../platform/events/repo.js"
 import { type ClientColumns, clientColumns } from "../token/client-repo.js"
 
 /** Revocation reasons recorded on a family (sql/0030). */
@@ -114,6 +115,8 @@ export interface Rotation {
   readonly now: Date
   readonly idleExpiresAt: Date
   readonly absoluteExpiresAt: Date
+  /** The event reporting the rotation (login.succeeded), written only when it rotates. */
+  readonly event: OutboxRow
 }
 
 /**
@@ -121,8 +124,10 @@ export interface Rotation {
  * at the retired generation (the UPDATE takes the row lock; a concurrent rotation that got
  * there first makes this one match no row, and its caller re-reads to find the winner's
  * response). It moves to the next generation, keeps the winner's sealed response for the
- * grace window (overwriting, i.e. purging, the previous one), adds the new token row and
- * renews the session's activity to the family's expiry. Returns whether it rotated.
+ * grace window (overwriting, i.e. purging, the previous one), adds the new token row,
+ * renews the session's activity to the family's expiry and appends the rotation's event to
+ * the outbox (with its webhook fan-out job when subscribed). One statement is atomic on its
+ * own: no explicit transaction, one round trip (issue 13). Returns whether it rotated.
  */
 export const rotateFamily = (r: Rotation) => SqlClient.SqlClient.use((sql) => sql<{ rotated: number }>`
   with family as (
@@ -137,8 +142,9 @@ export const rotateFamily = (r: Rotation) => SqlClient.SqlClient.use((sql) => sq
     update login_sessions set last_active_at = ${r.now}, idle_expires_at = greatest(idle_expires_at, ${r.idleExpiresAt}),
       absolute_expires_at = greatest(absolute_expires_at, ${r.absoluteExpiresAt})
     where environment_id = ${r.environmentId} and id = ${r.sessionId} and exists (select 1 from family)
-  )
-  select count(*)::int as rotated from family`).pipe(Effect.map((rows) => (rows[0]?.rotated ?? 0) > 0))
+  ), ${outboxCtes(sql, r.event, "family")}
+  select (select count(*) from family)::int as rotated, (select count(*) from fanout)::int as jobs`)
+  .pipe(Effect.map((rows) => (rows[0]?.rotated ?? 0) > 0))
 
 export interface RevokedFamily {
   readonly id: string

@@ -19,7 +19,7 @@ import { checkGrantState } from "./check-user.js"
 import { accessDenied, invalidGrant, invalidRequest, invalidScope } from "./errors.js"
 import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
-import { emitRefreshSucceeded } from "./refresh-events.js"
+import { refreshSucceededEvent } from "./refresh-events.js"
 
 interface RefreshRequest {
   readonly token: ParsedRefreshToken
@@ -98,27 +98,27 @@ const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): 
     const body = JSON.stringify(tokenResponseBody({
       accessToken: tokens.accessToken, idToken: tokens.idToken, refreshToken: next.token, scopes: scopes.values,
     }))
-    const rotated = yield* sql.withTransaction(Effect.gen(function* () {
-      const won = yield* rotateFamily({
+    const rotation = {
       environmentId: ctx.environmentId, familyId: family.id, sessionId: family.session_id,
       retiredGeneration: family.generation, nextGeneration, nextSecretHash: next.hash,
       graceResponseSealed: yield* crypto.seal(graceSealContext(family.id, family.generation), body),
       graceUntil: new Date(nowMs + REFRESH_GRACE_MS), now,
       idleExpiresAt: new Date(Math.min(nowMs + REFRESH_IDLE_MS, family.absolute_expires_at.getTime())),
       absoluteExpiresAt: family.absolute_expires_at,
-      })
-      if (!won) return false
       // A successful rotation is a login by refresh token (decisions, "Tokens: refresh events"):
-      // login.succeeded with method refresh_token, committed with the rotation. No
+      // login.succeeded with method refresh_token, written by the rotation's statement. No
       // session.created: the login session goes on, none is created.
-      yield* emitRefreshSucceeded(ctx.environmentId, family)
-      // A refresh makes the user active this month (src/usage, decisions "Usage"); the read
-      // above already knows whether that was recorded, so usually nothing is written.
-      if (!family.mau_counted) {
-        yield* recordMonthlyActiveUser({ workspaceId: family.workspace_id, environmentId: ctx.environmentId, userId: family.user_id })
-      }
-      return true
-    }))
+      event: yield* refreshSucceededEvent(ctx.environmentId, family),
+    }
+    // A refresh makes the user active this month (src/usage, decisions "Usage"); the read above
+    // already knows whether that was recorded, so usually the rotation is the whole transaction.
+    const rotated = family.mau_counted
+      ? yield* rotateFamily(rotation)
+      : yield* sql.withTransaction(Effect.gen(function* () {
+        const won = yield* rotateFamily(rotation)
+        if (won) yield* recordMonthlyActiveUser({ workspaceId: family.workspace_id, environmentId: ctx.environmentId, userId: family.user_id })
+        return won
+      }))
     if (rotated) return body
     // A concurrent refresh of the same generation rotated first (or the family was revoked
     // meanwhile): read again, which finds the winner's sealed response (or the revocation).

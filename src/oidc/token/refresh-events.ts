@@ -8,15 +8,16 @@ import type { FamilyState } from "../refresh/repo.js"
 /**
  * Spec, Events: `login.succeeded` allows method `refresh_token`. A rotation is the user
  * staying signed in, so it is reported as a login with that method (same session, same
- * client), in the rotation's transaction. A grace-window replay is not a new login and
+ * client), written by the rotation's own statement (src/oidc/refresh/repo.ts rotateFamily), so
+ * it exists exactly when the rotation commits. A grace-window replay is not a new login and
  * emits nothing; `session.created` is never emitted by a refresh (no session is created).
  */
-export const emitRefreshSucceeded = (environmentId: string, family: FamilyState) => Effect.gen(function* () {
+export const refreshSucceededEvent = (environmentId: string, family: FamilyState) => Effect.gen(function* () {
   const events = yield* Events
   const crypto = yield* Crypto
   const request = yield* CurrentRequest
   const ipHash = ipPrefixHash(crypto, family.workspace_id, request?.ip)
-  yield* events.emit({
+  return yield* events.prepare({
     type: "login.succeeded", workspaceId: family.workspace_id, environmentId,
     actor: { type: "end_user", id: family.user_id },
     payload: {

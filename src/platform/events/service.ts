@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Ids } from "../ids.js"
 import { type Actor, CurrentRequest } from "../request-context.js"
-import { appendToOutbox } from "./repo.js"
+import { appendToOutbox, type OutboxRow } from "./repo.js"
 import { type EventPayload, type EventType, Envelope, strict } from "./schema.js"
 
 export interface EmitInput<T extends EventType> {
@@ -22,34 +22,45 @@ export interface EmitInput<T extends EventType> {
  */
 export class Events extends Context.Service<Events, {
   readonly emit: <T extends EventType>(input: EmitInput<T>) => Effect.Effect<Envelope, never, SqlClient.SqlClient>
+  /**
+   * The validated outbox row of an event, not written: for a statement that writes it together
+   * with the change it reports (`outboxCtes`), when that one statement is the whole transaction.
+   */
+  readonly prepare: <T extends EventType>(input: EmitInput<T>) => Effect.Effect<OutboxRow>
 }>()("platform/Events") {}
 
 const decodeEnvelope = Schema.decodeUnknownSync(Envelope)
 
 export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
   const ids = yield* Ids
+  const prepare = <T extends EventType>(input: EmitInput<T>) => Effect.gen(function* () {
+    const request = yield* CurrentRequest
+    const eventId = yield* ids.make("evt")
+    const now = yield* Clock.currentTimeMillis
+    const actor = input.actor && (input.actor.id === undefined ? { type: input.actor.type } : { type: input.actor.type, id: input.actor.id })
+    const trace = {
+      ...(request?.requestId ? { requestId: request.requestId } : {}),
+      ...(request?.correlationId ? { correlationId: request.correlationId } : {}),
+    }
+    // A payload that breaks the spec is a programming error, not a user error: it dies.
+    const envelope = decodeEnvelope({
+      eventId, type: input.type, version: 1, occurredAt: new Date(now).toISOString(),
+      workspaceId: input.workspaceId,
+      ...(input.environmentId ? { environmentId: input.environmentId } : {}),
+      ...(actor ? { actor } : {}),
+      payload: input.payload, trace,
+    }, strict)
+    const row: OutboxRow = {
+      eventId, workspaceId: input.workspaceId, environmentId: input.environmentId, type: input.type,
+      envelope: JSON.stringify(envelope), occurredAt: new Date(now),
+    }
+    return { envelope, row }
+  })
   return Events.of({
+    prepare: (input) => Effect.map(prepare(input), ({ row }) => row).pipe(Effect.orDie),
     emit: (input) => Effect.gen(function* () {
-      const request = yield* CurrentRequest
-      const eventId = yield* ids.make("evt")
-      const now = yield* Clock.currentTimeMillis
-      const actor = input.actor && (input.actor.id === undefined ? { type: input.actor.type } : { type: input.actor.type, id: input.actor.id })
-      const trace = {
-        ...(request?.requestId ? { requestId: request.requestId } : {}),
-        ...(request?.correlationId ? { correlationId: request.correlationId } : {}),
-      }
-      // A payload that breaks the spec is a programming error, not a user error: it dies.
-      const envelope = decodeEnvelope({
-        eventId, type: input.type, version: 1, occurredAt: new Date(now).toISOString(),
-        workspaceId: input.workspaceId,
-        ...(input.environmentId ? { environmentId: input.environmentId } : {}),
-        ...(actor ? { actor } : {}),
-        payload: input.payload, trace,
-      }, strict)
-      yield* appendToOutbox({
-        eventId, workspaceId: input.workspaceId, environmentId: input.environmentId, type: input.type,
-        envelope: JSON.stringify(envelope), occurredAt: new Date(now),
-      })
+      const { envelope, row } = yield* prepare(input)
+      yield* appendToOutbox(row)
       return envelope
     }).pipe(Effect.orDie, Effect.withSpan("Events.emit", { attributes: { type: input.type } })),
   })
