@@ -33,9 +33,14 @@ create trigger users_live_state_update after update on users for each row
 
 create trigger users_live_state_delete after delete on users for each row execute function notify_live_state_user();
 
+-- A session's expiry moving LATER (every refresh and code exchange renews it) is not announced:
+-- NOTIFY serialises the commits that send one, and a remembered earlier expiry is never
+-- trusted once it has passed (the memory reads the row again then). Revocation, an earlier
+-- expiry or another owner is announced.
 create trigger login_sessions_live_state_update after update on login_sessions for each row
-  when ((old.revoked_at, old.idle_expires_at, old.absolute_expires_at, old.user_id, old.environment_id)
-    is distinct from (new.revoked_at, new.idle_expires_at, new.absolute_expires_at, new.user_id, new.environment_id))
+  when (old.revoked_at is distinct from new.revoked_at or old.idle_expires_at > new.idle_expires_at
+    or old.absolute_expires_at > new.absolute_expires_at
+    or (old.user_id, old.environment_id) is distinct from (new.user_id, new.environment_id))
   execute function notify_live_state_session();
 
 create trigger login_sessions_live_state_delete after delete on login_sessions for each row execute function notify_live_state_session();

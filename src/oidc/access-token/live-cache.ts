@@ -23,7 +23,9 @@ import { type LiveState, liveState } from "./repo.js"
  *   none for that user for `LOCAL_PENDING_MS`, so a read between the write and its commit
  *   is not kept either: the change is seen at once here, before the notification returns;
  * - expiry times are kept, not verdicts: idle and absolute expiry are compared with the
- *   Clock on every call.
+ *   Clock on every call. A session's expiry moving later is not announced (every refresh
+ *   renews it; NOTIFY serialises the commits that send one), so a remembered expiry that has
+ *   passed is never trusted: the row is read again.
  */
 export const LIVE_STATE_CHANNEL = "live_state"
 /** After a local write, no entry of that user is kept this long (longer than any of our transactions). */
@@ -112,7 +114,10 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
   const read = (environmentId: string, userId: string, sessionId: string) => Effect.gen(function* () {
     const key = userKey(environmentId, userId)
     const held = byUser.get(key)?.get(sessionId)
-    if (held !== undefined && listening) return held
+    // A remembered expiry that has passed is read again: a later one is not announced (sql/0140).
+    const nowMs = clock.currentTimeMillisUnsafe()
+    if (held !== undefined && listening && held.session_idle_expires_at!.getTime() > nowMs &&
+      held.session_absolute_expires_at!.getTime() > nowMs) return held
     const startedAt = epoch
     const row = yield* liveState(environmentId, userId, sessionId)
     // Kept only when nothing was invalidated meanwhile, LISTEN is up, the user has no local
