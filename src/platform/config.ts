@@ -105,6 +105,12 @@ export const parseConfig = (env: Env): AppConfig => {
     throw new ConfigInvalid({ message: "PUBLIC_SCHEME=http is only allowed when every public host is localhost or *.localhost; use https" })
   }
 
+  // Embedded Postgres runs with development settings (fsync off, synchronous_commit off,
+  // a fixed password, data under DATA_DIR): never where data must survive a crash.
+  if (production && databaseUrl === undefined) {
+    throw new ConfigInvalid({ message: "DATABASE_URL is required when NODE_ENV=production (embedded Postgres is for development only); set it to your Postgres server" })
+  }
+
   const masterKeyRaw = env["MASTER_KEY"] || undefined
   if (masterKeyRaw === undefined && production) throw new ConfigInvalid({ message: "MASTER_KEY is required when NODE_ENV=production (32 random bytes, base64url)" })
   if (masterKeyRaw === undefined && databaseUrl !== undefined) throw new ConfigInvalid({ message: "MASTER_KEY is required when DATABASE_URL is set, so every replica shares it (32 random bytes, base64url)" })
