@@ -79,6 +79,8 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   // impersonation (src/management/impersonation)
   ImpersonationDisabled: { status: 403, code: "impersonation_disabled", title: "Impersonation disabled" },
   ImpersonationTargetBlocked: { status: 409, code: "user_blocked", title: "User is blocked" },
+  // Prometheus endpoint (src/platform/observability)
+  MetricsTokenRequired: { status: 401, code: "unauthorized", title: "Unauthorized" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

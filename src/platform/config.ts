@@ -22,6 +22,15 @@ export interface AppConfig {
   readonly production: boolean
   /** One log line per request (LOG_REQUESTS, default true). */
   readonly logRequests: boolean
+  /** Bearer token required at the Prometheus endpoint when set (METRICS_TOKEN). */
+  readonly metricsToken: string | undefined
+  /** A separate listener for `/metrics` only (METRICS_PORT); the Management host then stops serving it. */
+  readonly metricsPort: number | undefined
+  /**
+   * Where spans are sent over OTLP/HTTP: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else
+   * OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces` (the OTLP exporter specification); unset: no tracing.
+   */
+  readonly otlpTracesUrl: string | undefined
 }
 
 export interface RateLimits {
@@ -71,6 +80,13 @@ const host = (env: Env, name: string, fallback: string): string => {
   const value = (env[name] ?? fallback).toLowerCase()
   if (!HOST.test(value)) throw new ConfigInvalid({ message: `${name} must be a host name with an optional :port (got "${env[name]}")` })
   return value
+}
+
+const otlpUrl = (env: Env, name: string, suffix: string): string | undefined => {
+  const raw = env[name] || undefined
+  if (raw === undefined) return undefined
+  if (!/^https?:\/\/\S+$/.test(raw)) throw new ConfigInvalid({ message: `${name} must be an http:// or https:// URL of an OTLP/HTTP collector (got "${raw}")` })
+  return raw.replace(/\/+$/, "") + suffix
 }
 
 export const parseMasterKey = (name: string, raw: string): Uint8Array => {
@@ -124,6 +140,17 @@ export const parseConfig = (env: Env): AppConfig => {
   const smtpUrl = env["SMTP_URL"] || undefined
   if (smtpUrl !== undefined && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigInvalid({ message: "SMTP_URL must be an smtp:// or smtps:// URL" })
 
+  const metricsToken = env["METRICS_TOKEN"] || undefined
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
+    throw new ConfigInvalid({ message: "METRICS_TOKEN must be at least 16 printable characters without spaces" })
+  }
+  const rawMetricsPort = env["METRICS_PORT"] || undefined
+  if (rawMetricsPort !== undefined && (!/^\d+$/.test(rawMetricsPort) || Number(rawMetricsPort) > 65535)) {
+    throw new ConfigInvalid({ message: `METRICS_PORT must be a TCP port number 0-65535 (got "${rawMetricsPort}")` })
+  }
+  const otlpTracesUrl = otlpUrl(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+    ?? otlpUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", "/v1/traces")
+
   return {
     port,
     databaseUrl,
@@ -147,6 +174,9 @@ export const parseConfig = (env: Env): AppConfig => {
     webhookAllowPrivateTargets,
     production,
     logRequests: env["LOG_REQUESTS"] === undefined ? true : flag(env, "LOG_REQUESTS"),
+    metricsToken,
+    metricsPort: rawMetricsPort === undefined ? undefined : Number(rawMetricsPort),
+    otlpTracesUrl,
   }
 }
 

@@ -8,6 +8,7 @@ import { deliveryHeaders, signatureOf } from "./delivery/signing.js"
 import * as repo from "./repo.js"
 import { decide, type Verdict } from "./schedule.js"
 import { secretSealContext } from "./service.js"
+import { countWith } from "../platform/observability/metrics.js"
 
 // The graphile-worker tasks of webhook delivery (spec: Events, Delivery). Delivery is at
 // least once: a job that dies mid-send is run again and sends again; the attempt records
@@ -76,6 +77,7 @@ export const deliverAttempt = (deliveryId: string) => Effect.gen(function* () {
     const why = row.webhook_deleted ? "webhook_deleted" as const : "webhook_disabled" as const
     yield* repo.settleDelivery({ id: row.id, status: "exhausted", responseStatusCode: null, durationMs: null, failureReason: why, sentAt: null })
     yield* Effect.logInfo("webhook attempt not sent", { delivery_id: row.id, attempt: row.attempt, reason: why })
+    yield* countWith((m) => m.webhookDeliveries.inc({ outcome: "not_sent" }))
     return { deliveryId, attempt: row.attempt, verdict: { status: "exhausted", why } } satisfies AttemptReport as AttemptReport
   }
   const secret = (yield* crypto.open(secretSealContext(row.webhook_id), row.secret_sealed)).toString("utf8")
@@ -107,6 +109,7 @@ export const deliverAttempt = (deliveryId: string) => Effect.gen(function* () {
     yield* repo.enqueueAttempts(inserted, verdict.runAt, JOB_MAX_ATTEMPTS)
     return inserted[0]
   }))
+  yield* countWith((m) => m.webhookDeliveries.inc({ outcome: verdict.status }))
   yield* Effect.logInfo("webhook attempt", {
     delivery_id: row.id, webhook_id: row.webhook_id, event_id: row.event_id, attempt: row.attempt, status: verdict.status,
     response_status: outcome.kind === "response" ? outcome.status : null,

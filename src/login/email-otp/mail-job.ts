@@ -2,6 +2,7 @@ import { Effect, Schema } from "effect"
 import { Crypto, type SealContext } from "../../platform/crypto.js"
 import { Mailer } from "../../platform/mailer.js"
 import { addJob } from "../../platform/jobs.js"
+import { countWith } from "../../platform/observability/metrics.js"
 import { isCurrentGeneration } from "./repo.js"
 
 /** The graphile-worker task that mails login codes (registered in src/jobs/tasks.ts). */
@@ -52,7 +53,9 @@ export const sendLoginCode = (payload: unknown) => Effect.gen(function* () {
   const mailer = yield* Mailer
   const opened = yield* crypto.open(sealContext(job.challenge_id, job.generation), job.sealed)
   const content = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(Sealed))(opened.toString("utf8"))
-  if (!content.deliver) return
-  if (!(yield* isCurrentGeneration(job.environment_id, job.challenge_id, job.generation))) return
-  yield* mailer.send(loginCodeMessage(content.to, content.code))
+  if (!content.deliver) return yield* countWith((m) => m.otpSends.inc({ outcome: "suppressed" }))
+  if (!(yield* isCurrentGeneration(job.environment_id, job.challenge_id, job.generation))) return yield* countWith((m) => m.otpSends.inc({ outcome: "superseded" }))
+  yield* mailer.send(loginCodeMessage(content.to, content.code)).pipe(
+    Effect.tapError(() => countWith((m) => m.otpSends.inc({ outcome: "failed" }))))
+  yield* countWith((m) => m.otpSends.inc({ outcome: "sent" }))
 }).pipe(Effect.orDie, Effect.withSpan("jobs.sendLoginCode"))

@@ -19,6 +19,7 @@ import { checkGrantState } from "./check-user.js"
 import { invalidGrant, invalidRequest, invalidScope } from "./errors.js"
 import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
+import { countWith } from "../../platform/observability/metrics.js"
 
 interface RefreshRequest {
   readonly token: ParsedRefreshToken
@@ -37,6 +38,7 @@ const refuseReuse = (ctx: GrantContext, family: FamilyState, generation: number,
       details: { client_id: family.client_id, refresh_family_id: family.id, generation, current_generation: family.generation },
     },
   }))
+  yield* countWith((m) => m.refreshReuse.inc())
   return yield* invalidGrant("The refresh token was already used; the grant has been revoked")
 })
 

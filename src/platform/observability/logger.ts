@@ -1,0 +1,26 @@
+import { Context, Layer, Logger, Tracer } from "effect"
+import { redactValue } from "./redact.js"
+
+/**
+ * Production log lines (DESIGN.md, Operability): one JSON object per line on stdout with
+ * `time`, `level`, `msg`, the annotations (`request_id` inside a request), the `trace_id` /
+ * `span_id` of the current span and the failure `cause`, every string passed through the
+ * redaction net (./redact.ts). The per-request line is written by src/http/log.ts.
+ */
+export const jsonLogger = Logger.make((options) => {
+  const structured = Logger.formatStructured.log(options)
+  const span = Context.getOption(options.fiber.context, Tracer.ParentSpan)
+  const message = Array.isArray(structured.message) && structured.message.length === 1 ? structured.message[0] : structured.message
+  const line = redactValue({
+    time: structured.timestamp,
+    level: structured.level.toLowerCase(),
+    msg: message,
+    ...structured.annotations,
+    ...(span._tag === "Some" ? { trace_id: span.value.traceId, span_id: span.value.spanId } : {}),
+    ...(structured.cause ? { cause: structured.cause } : {}),
+  })
+  process.stdout.write(JSON.stringify(line) + "\n")
+})
+
+/** JSON lines in production; Effect's readable default elsewhere. */
+export const LoggerLive = (production: boolean) => production ? Logger.layer([jsonLogger]) : Layer.empty
