@@ -13,6 +13,7 @@ const ROOT = process.cwd()
 // build under test resolves sql/ and node_modules exactly as `npm run build` output does.
 const OUT = join(ROOT, `.dist-test-${process.pid}`)
 const MASTER_KEY = randomBytes(32).toString("base64url")
+const METRICS_TOKEN = randomBytes(24).toString("base64url")
 
 interface Running { readonly child: ChildProcess; stdout: string; stderr: string; readonly exited: Promise<number | null> }
 
@@ -73,13 +74,28 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
   })
 
   it("server and worker run with plain node against an empty database: migrations applied, /readyz 200, assets served, clean exit on SIGTERM", async () => {
-    const env = { DATABASE_URL: dbUrl, MASTER_KEY, PORT: String(port), LOG_REQUESTS: "false" }
-    const server = runCompiled("main.js", [], env)
+    const env = { DATABASE_URL: dbUrl, MASTER_KEY, PORT: String(port), LOG_REQUESTS: "false", METRICS_TOKEN: METRICS_TOKEN }
+    const serverMetrics = await freePort()
+    const workerMetrics = await freePort()
+    const server = runCompiled("main.js", [], { ...env, METRICS_PORT: String(serverMetrics) })
     processes.push(server)
     await waitFor("/readyz 200", () => send(port, `api.localhost:${port}`, "/readyz").then((r) => r.status === 200, () => false), [server])
-    const worker = runCompiled("worker.js", [], env)
+    const worker = runCompiled("worker.js", [], { ...env, METRICS_PORT: String(workerMetrics) })
     processes.push(worker)
     await waitFor("worker running", () => worker.stdout.includes("authservice worker: running"), [worker])
+
+    // METRICS_PORT: each process serves /metrics there (bearer METRICS_TOKEN), the Management host no longer does.
+    const bearer = { authorization: `Bearer ${METRICS_TOKEN}` }
+    expect((await send(port, `api.localhost:${port}`, "/metrics", { headers: bearer })).status).toBe(404)
+    expect((await send(serverMetrics, "127.0.0.1", "/metrics")).status).toBe(401)
+    expect((await send(serverMetrics, "127.0.0.1", "/other", { headers: bearer })).status).toBe(404)
+    const serverScrape = await send(serverMetrics, "127.0.0.1", "/metrics", { headers: bearer })
+    expect(serverScrape.status).toBe(200)
+    expect(serverScrape.text).toContain(`authservice_http_requests_total{surface="management",method="GET",route="/readyz",status="200"}`)
+    const workerScrape = await send(workerMetrics, "127.0.0.1", "/metrics", { headers: bearer })
+    expect(workerScrape.status).toBe(200)
+    expect(workerScrape.text).toMatch(/authservice_worker_db_pool_connections\{state="total"\} [1-9]/)
+    expect(workerScrape.text).toContain(`authservice_job_queue_depth{state="due"}`)
 
     // The compiled CLI creates an Environment; its Hosted Login assets come from dist/.
     const cli = runCompiled("cli.js", ["bootstrap", "--json"], env)
