@@ -10,11 +10,19 @@ import { redactValue } from "./redact.js"
 export const jsonLogger = Logger.make((options) => {
   const structured = Logger.formatStructured.log(options)
   const span = Context.getOption(options.fiber.context, Tracer.ParentSpan)
-  const message = Array.isArray(structured.message) && structured.message.length === 1 ? structured.message[0] : structured.message
+  // `Effect.logInfo("webhook attempt", { ...fields })`: the text is `msg`, the objects become fields.
+  const parts: ReadonlyArray<unknown> = Array.isArray(structured.message) ? structured.message : [structured.message]
+  const fields: Record<string, unknown> = {}
+  const texts: Array<unknown> = []
+  for (const part of parts) {
+    if (part !== null && typeof part === "object" && !Array.isArray(part)) Object.assign(fields, part)
+    else texts.push(part)
+  }
   const line = redactValue({
     time: structured.timestamp,
     level: structured.level.toLowerCase(),
-    msg: message,
+    msg: texts.length === 1 ? texts[0] : texts,
+    ...fields,
     ...structured.annotations,
     ...(span._tag === "Some" ? { trace_id: span.value.traceId, span_id: span.value.spanId } : {}),
     ...(structured.cause ? { cause: structured.cause } : {}),
