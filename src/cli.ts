@@ -6,8 +6,9 @@ import { runningEmbeddedUrl, startEmbeddedPostgres } from "./platform/embedded-p
 import { loadKeyring } from "./platform/master-key.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
 import { bootstrap } from "./tenancy/bootstrap.js"
+import { LOGIN_USAGE, login, LoginUsage, parseLoginFlags } from "./cli/login.js"
 
-const usage = "usage: npm run cli -- bootstrap [--json]"
+const usage = `usage: npm run cli -- bootstrap [--json]  |  ${LOGIN_USAGE}`
 
 const reachable = async (url: string) => {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
@@ -23,6 +24,15 @@ const reachable = async (url: string) => {
 
 const main = async () => {
   const [command, ...flags] = process.argv.slice(2)
+  if (command === "login") {
+    // An OIDC client of a running server: no database, no configuration of its own.
+    const tokens = await login({
+      ...parseLoginFlags(flags), timeoutMs: 5 * 60_000,
+      announce: (url) => process.stderr.write(`Open this URL in a browser to sign in (waiting up to 5 minutes):\n\n  ${url}\n\n`),
+    })
+    process.stdout.write(JSON.stringify(tokens, null, 2) + "\n")
+    return
+  }
   if (command !== "bootstrap") throw new ConfigInvalid({ message: usage })
   const asJson = flags.includes("--json")
   const config = parseConfig(process.env)
@@ -56,6 +66,6 @@ const main = async () => {
 }
 
 main().then(() => process.exit(0), (e: unknown) => {
-  process.stderr.write(`authservice cli: ${e instanceof ConfigInvalid ? e.message : e instanceof Error ? e.message.split("\n")[0] : String(e)}\n`)
+  process.stderr.write(`authservice cli: ${e instanceof ConfigInvalid || e instanceof LoginUsage ? e.message : e instanceof Error ? e.message.split("\n")[0] : String(e)}\n`)
   process.exit(1)
 })
