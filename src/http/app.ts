@@ -131,7 +131,7 @@ export const makeHttpApp = Effect.gen(function* () {
     const labels = { surface: matched.surface, method: request.method, route, status }
     metrics.httpRequests.inc(labels)
     metrics.httpDuration.observe(labels, duration / 1000)
-    // The server span (present only when tracing is on) is named by its route template.
+    // The server span (present only when tracing is on) learns the route template it matched.
     const span = yield* Effect.serviceOption(Tracer.ParentSpan)
     if (Option.isSome(span) && span.value._tag === "Span") {
       span.value.attribute("http.route", route)

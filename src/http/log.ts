@@ -25,7 +25,7 @@ export const logRequest = (config: AppConfig, line: RequestLine) => {
       time: new Date(line.at).toISOString(), level: "info", msg: "request", request_id: line.requestId,
       ...(line.traceId ? { trace_id: line.traceId } : {}),
       ...(line.inbound ? { inbound_request_id: redactText(line.inbound.slice(0, 128)) } : {}),
-      method: line.method, surface: line.surface, host: line.host, route: line.route, path,
+      method: line.method, surface: line.surface, host: line.host === undefined ? undefined : redactText(line.host.slice(0, 255)), route: line.route, path,
       status: line.status, duration_ms: Math.round(line.duration * 10) / 10,
     }) + "\n")
   } else {

@@ -3,6 +3,7 @@ import { createServer } from "node:http"
 import { Clock, Effect, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
+import { MethodNotAllowed } from "../../http/errors.js"
 import { Config } from "../config.js"
 import { MetricsTokenRequired } from "./errors.js"
 import { type AppMetrics, CurrentMetrics } from "./metrics.js"
@@ -39,7 +40,7 @@ const challenge = new MetricsTokenRequired({ wwwAuthenticate: `Bearer realm="met
 export const metricsEndpoint = Effect.gen(function* () {
   const config = yield* Config
   const request = yield* HttpServerRequest.HttpServerRequest
-  if (request.method !== "GET" && request.method !== "HEAD") return HttpServerResponse.empty({ status: 405, headers: { allow: "GET, HEAD" } })
+  if (request.method !== "GET" && request.method !== "HEAD") return yield* new MethodNotAllowed({ allow: ["GET", "HEAD"] })
   if (!metricsAuthorized(config.metricsToken, request.headers["authorization"])) return yield* challenge
   const { body, contentType } = yield* scrape
   return HttpServerResponse.text(body, { contentType, headers: { "cache-control": "no-store" } })
