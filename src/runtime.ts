@@ -38,7 +38,7 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
     CryptoFromKeyring(keyring),
     // Each application gets its own metrics registry and, when configured, its tracer.
     Layer.succeed(CurrentMetrics, metrics),
-    options.spanProcessor ? tracingLayer(options.spanProcessor) : TracingLive(config),
+    options.spanProcessor ? tracingLayer(async () => options.spanProcessor!) : TracingLive(config),
   )
   const sql = SqlLive({ maxConnections: options.maxConnections ?? 10 }).pipe(Layer.provide(base))
   const ids = IdsLive.pipe(Layer.provide(base))

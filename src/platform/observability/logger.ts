@@ -18,15 +18,17 @@ export const jsonLogger = Logger.make((options) => {
     if (part !== null && typeof part === "object" && !Array.isArray(part)) Object.assign(fields, part)
     else texts.push(part)
   }
-  const line = redactValue({
+  const line = {
     time: structured.timestamp,
     level: structured.level.toLowerCase(),
-    msg: texts.length === 1 ? texts[0] : texts,
-    ...fields,
-    ...structured.annotations,
+    ...(redactValue({
+      msg: texts.length === 1 ? texts[0] : texts,
+      ...fields,
+      ...structured.annotations,
+      ...(structured.cause ? { cause: structured.cause } : {}),
+    }) as Record<string, unknown>),
     ...(span._tag === "Some" ? { trace_id: span.value.traceId, span_id: span.value.spanId } : {}),
-    ...(structured.cause ? { cause: structured.cause } : {}),
-  })
+  }
   process.stdout.write(JSON.stringify(line) + "\n")
 })
 

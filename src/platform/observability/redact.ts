@@ -12,8 +12,9 @@ const PREFIXED = /\b(rt|sk_live|sk_test|dsh)_[A-Za-z0-9_.-]{16,}/g
 // Server-made secrets are 32 random bytes in base64url (43 characters, mixed case); our ids
 // are lowercase base32, so a long run holding an upper-case letter is taken for a secret.
 const SECRET = /[A-Za-z0-9_-]{40,}/g
-// One-time codes are 6 digits; no value we log on purpose is a lone 6-digit number.
-const CODE = /(?<![\d.])\d{6}(?![\d.])/g
+// One-time codes are 6 digits; no value we log on purpose is a lone 6-digit number (parts of
+// hex ids, longer numbers and decimals are not lone).
+const CODE = /(?<![\w-]|\d\.)\d{6}(?![\w-]|\.\d)/g
 
 export const redactText = (text: string): string =>
   text
