@@ -1,6 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { existsSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { inject } from "vitest"
@@ -65,6 +66,20 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
     for (const p of processes) if (p.child.exitCode === null) p.child.kill("SIGKILL")
     rmSync(OUT, { recursive: true, force: true })
     await adminQuery(inject("serverUrl"), `drop database if exists "authservice_build_${process.pid}" with (force)`)
+  })
+
+  it("`npm run server` / `npm run worker` without a build stop with one line asking for it", () => {
+    let failure: { status: number; stderr: Buffer } | undefined
+    try {
+      execFileSync(process.execPath, [join(ROOT, "scripts/check-build.mjs")], { cwd: mkdtempSync(join(tmpdir(), "authservice-nobuild-")), stdio: "pipe" })
+    } catch (e) {
+      failure = e as { status: number; stderr: Buffer }
+    }
+    expect(failure?.status).toBe(1)
+    expect(failure?.stderr.toString()).toBe("authservice: dist/main.js is missing; run `npm run build` first (or `npm start` for development)\n")
+    expect(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts).toMatchObject({
+      preserver: "node scripts/check-build.mjs", preworker: "node scripts/check-build.mjs",
+    })
   })
 
   it("emits every entry point and the files read at run time", () => {
