@@ -118,3 +118,15 @@ it("logout parameters (GET and POST): a page, a redirect or a refusal, never a 5
     expect(await snapshot(app), context).toEqual(before)
   }), { numRuns: RUNS * 2 })
 }, 120_000)
+
+it("found by fuzzing: a NUL in a parameter is 400 invalid_request, not a server error (Postgres cannot compare text holding NUL)", async () => {
+  const nul = `client_id=%00&post_logout_redirect_uri=${encodeURIComponent(spa.postLogoutRedirectUri)}&token=x&grant_type=refresh_token&refresh_token=x`
+  const token = await form("/oauth2/token", nul)
+  expect([token.status, token.json.error]).toEqual([400, "invalid_request"])
+  // Revocation answers 200 whatever the token (RFC 7009), introspection {active:false} to an unknown caller.
+  expect((await form("/oauth2/revoke", nul)).status).toBeLessThan(500)
+  expect((await form("/oauth2/introspect", nul)).json).toEqual({ active: false })
+  for (const res of [await form("/oauth2/logout", nul), await app.issuer(b.environment_id, `/oauth2/logout?${nul}`)]) {
+    expect([res.status, res.json.code]).toEqual([400, "invalid_request"])
+  }
+})

@@ -31,7 +31,7 @@ let tables: ReadonlyArray<string> | undefined
 export const snapshot = async (app: TestApp): Promise<Record<string, string>> => {
   tables ??= (await query<{ name: string }>(app, "select tablename as name from pg_tables where schemaname = 'public' order by 1"))
     .map((r) => r.name).filter((t) => !BOOKKEEPING.has(t))
-  const row = (t: string) => `${NORMALISED[t] ?? "to_jsonb(x)"}::text`
+  const row = (t: string) => `(${NORMALISED[t] ?? "to_jsonb(x)"})::text`
   const text = tables.map((t) => `select '${t}' as name, md5(coalesce(string_agg(${row(t)}, '|' order by ${row(t)}), '')) as sum from "${t}" x`).join(" union all ")
   const rows = await query<{ name: string; sum: string }>(app, text)
   return Object.fromEntries(rows.map((r) => [r.name, r.sum]))
