@@ -54,3 +54,21 @@ it("every Management create body (POST on a collection): the spec's success or e
   for (const route of creates) expect([...seen.get(route.path)!].some((s) => s >= 400), route.path).toBe(true)
   expect(seen.get("/v1/users")!.has(201)).toBe(true)
 }, 240_000)
+
+it("found by fuzzing: a NUL anywhere in a JSON body is 400 invalid_request and stores nothing (Postgres cannot hold it)", async () => {
+  const cases: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
+    ["/v1/projects", { workspace_id: b.workspace_id, name: "a\u0000b" }],
+    ["/v1/users", { environment_id: b.environment_id, email: uniqueEmail("nul"), name: "a\u0000b" }],
+    ["/v1/users", { environment_id: b.environment_id, email: uniqueEmail("nul"), metadata: { "k\u0000": "v" } }],
+    ["/v1/clients", { environment_id: b.environment_id, client_type: "web_spa", name: "a\u0000", token_endpoint_auth_method: "none", redirect_uris: ["https://a.example.com/cb"] }],
+  ]
+  for (const [path, body] of cases) {
+    const before = await snapshot(app)
+    const res = await app.management(path, { method: "POST", body })
+    expect([res.status, res.json.code, res.json.detail], path).toEqual([400, "invalid_request", "Strings must not contain the NUL character (U+0000)"])
+    expect(await snapshot(app)).toEqual(before)
+  }
+  // A wrong type still wins over the NUL (shape before rule).
+  const wrongType = await app.management("/v1/projects", { method: "POST", body: { workspace_id: b.workspace_id, name: 5, slug: "a\u0000" } })
+  expect([wrongType.status, wrongType.json.code]).toEqual([400, "invalid_request_body"])
+})
