@@ -7,7 +7,7 @@ import { CurrentRequest } from "../platform/request-context.js"
 import { Tenancy } from "../tenancy/service.js"
 import { environmentUrls } from "../tenancy/urls.js"
 import { CurrentEnvironment } from "./current-environment.js"
-import { EnvironmentSuspended, NotFound, OAuthError, ServiceUnavailable } from "./errors.js"
+import { EnvironmentSuspended, InvalidRequest, NotFound, OAuthError, ServiceUnavailable } from "./errors.js"
 import { classifyHost } from "./hosts.js"
 import { logRequest } from "./log.js"
 import { oauthErrorResponse, PROBLEMS, problemResponse } from "./problems.js"
@@ -16,6 +16,9 @@ import { CurrentMetrics } from "../platform/observability/metrics.js"
 import { metricsEndpoint } from "../platform/observability/metrics-http.js"
 import { type MatchedRoute, makeSurface } from "./surface.js"
 import { allRoutes } from "./routes.js"
+
+/** The endpoints whose errors are OAuth error bodies (RFC 6749 §4.1.2.1, §5.2; RFC 7009; RFC 7662). */
+const OAUTH_ERROR_ENDPOINTS = /\/oauth2\/(token|revoke|introspect|authorize)$/
 
 /** Paths an Environment keeps serving while suspended: verifiers must still check old tokens. */
 const SERVED_WHILE_SUSPENDED = new Set(["/.well-known/openid-configuration", "/oauth2/jwks"])
@@ -89,6 +92,12 @@ export const makeHttpApp = Effect.gen(function* () {
     const target = classifyHost(config, request.headers["host"])
     if (!target) return Effect.fail(new NotFound({ detail: "Unknown host" }))
     matched.surface = target.surface
+    // No identifier or parameter may hold U+0000, and Postgres cannot compare text that does
+    // (a lookup would fail as a server error): refused before routing, in the endpoint's format.
+    if (url.includes("%00")) {
+      const detail = "The request URL must not contain the NUL character (%00)"
+      return Effect.fail(OAUTH_ERROR_ENDPOINTS.test(path) ? new OAuthError({ error: "invalid_request", description: detail }) : new InvalidRequest({ detail }))
+    }
     const healthResponse = health(path, target.surface)
     if (healthResponse) {
       matched.route = path

@@ -130,3 +130,12 @@ it("found by fuzzing: a NUL in a parameter is 400 invalid_request, not a server 
     expect([res.status, res.json.code]).toEqual([400, "invalid_request"])
   }
 })
+
+it("found by probing what fuzzing found: %00 in a URL is 400 invalid_request before routing (authorize and a transaction lookup answered 500)", async () => {
+  const before = await snapshot(app)
+  const authorize = await app.issuer(b.environment_id, `/oauth2/authorize?client_id=%00&response_type=code&redirect_uri=x&scope=openid&nonce=n&state=s`)
+  expect([authorize.status, authorize.json.error]).toEqual([400, "invalid_request"])
+  const lookup = await app.request(b.interaction_domain, "/v1/auth/transactions/txn_%00")
+  expect([lookup.status, lookup.headers["content-type"], lookup.json.code]).toEqual([400, "application/problem+json", "invalid_request"])
+  expect(await snapshot(app)).toEqual(before)
+})
