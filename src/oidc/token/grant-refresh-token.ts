@@ -20,6 +20,7 @@ import { accessDenied, invalidGrant, invalidRequest, invalidScope } from "./erro
 import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
 import { emitRefreshSucceeded } from "./refresh-events.js"
+import { countWith } from "../../platform/observability/metrics.js"
 
 interface RefreshRequest {
   readonly token: ParsedRefreshToken
@@ -38,6 +39,7 @@ const refuseReuse = (ctx: GrantContext, family: FamilyState, generation: number,
       details: { client_id: family.client_id, refresh_family_id: family.id, generation, current_generation: family.generation },
     },
   }))
+  yield* countWith((m) => m.refreshReuse.inc())
   return yield* invalidGrant("The refresh token was already used; the grant has been revoked")
 })
 

@@ -2,6 +2,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { enqueueFanoutIfSubscribed } from "../../webhooks/repo.js"
 import { Ids } from "../ids.js"
+import { countWith } from "../observability/metrics.js"
 import { type Actor, CurrentRequest } from "../request-context.js"
 import { type EventPayload, type EventType, Envelope, strict } from "./schema.js"
 
@@ -26,6 +27,13 @@ export class Events extends Context.Service<Events, {
 
 const decodeEnvelope = Schema.decodeUnknownSync(Envelope)
 
+const loginOutcome = (e: Envelope): { method: string; outcome: string } | undefined => {
+  if (e.type === "login.succeeded") return { method: (e.payload as EventPayload<"login.succeeded">).method, outcome: "succeeded" }
+  if (e.type !== "login.failed") return undefined
+  const failed = e.payload as EventPayload<"login.failed">
+  return { method: failed.method, outcome: failed.reason }
+}
+
 export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
   const ids = yield* Ids
   return Events.of({
@@ -49,6 +57,9 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
       }, strict)
       yield* sql`insert into event_outbox (id, workspace_id, environment_id, type, envelope, occurred_at)
         values (${eventId}, ${input.workspaceId}, ${input.environmentId ?? null}, ${input.type}, ${JSON.stringify(envelope)}::jsonb, ${new Date(now)})`
+      // Logins by method and outcome are counted where their events are made: one place, every method.
+      const login = loginOutcome(envelope)
+      if (login) yield* countWith((m) => m.logins.inc(login))
       yield* enqueueFanoutIfSubscribed({
         eventId, workspaceId: input.workspaceId, environmentId: input.environmentId || undefined, type: input.type, runAt: new Date(now),
       })
