@@ -46,7 +46,7 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
     const concurrency = options.concurrency ?? (yield* Config).workerConcurrency
     const pgPool = yield* Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({ connectionString: url, max: Math.min(concurrency, 8) + 2 })
+      Effect.sync(() => new pg.Pool({ connectionString: url, max: concurrency + 2 })
         .on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
       (pool) => Effect.promise(() => pool.end()))
     const metrics = yield* CurrentMetrics

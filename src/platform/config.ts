@@ -240,8 +240,8 @@ export const parseConfig = (env: Env): AppConfig => {
     dashboardOrigins: dashboardOrigins(env, `${scheme}://${managementHost}`),
     // Jobs wait on the network far more than on the CPU: many run at once. A receiver gets at
     // most a quarter of them, so one that hangs cannot take every slot (tasks.ts defers the rest).
-    workerConcurrency: positiveInt(env, "WORKER_CONCURRENCY", 32),
-    webhookMaxInFlightPerTarget: positiveInt(env, "WEBHOOK_MAX_IN_FLIGHT_PER_TARGET", 8),
+    workerConcurrency: positiveInt(env, "WORKER_CONCURRENCY", 16),
+    webhookMaxInFlightPerTarget: positiveInt(env, "WEBHOOK_MAX_IN_FLIGHT_PER_TARGET", 4),
     metricsToken,
     metricsPort: rawMetricsPort === undefined ? undefined : Number(rawMetricsPort),
     otlpTracesUrl,

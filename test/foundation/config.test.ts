@@ -32,7 +32,7 @@ describe("configuration", () => {
   it("HOST: loopback in development, every interface in production unless set", () => {
     expect(parseConfig({ HOST: "0.0.0.0" }).listenHost).toBe("0.0.0.0")
     expect(parseConfig({ HOST: "::" }).listenHost).toBe("::")
-    const production = { NODE_ENV: "production", MASTER_KEY: KEY, PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" }
+    const production = { NODE_ENV: "production", DATABASE_URL: "postgres://db.example/auth", MASTER_KEY: KEY, PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" }
     expect(parseConfig(production).listenHost).toBeUndefined()
     expect(parseConfig({ ...production, HOST: "10.0.0.5" }).listenHost).toBe("10.0.0.5")
     refuse({ HOST: "not a host" }, /^HOST must be an IP address/)
