@@ -83,6 +83,9 @@ export interface AttemptReport {
   readonly nextDeliveryId?: string | undefined
 }
 
+/** How long a send waits for a busy receiver's slot before it is deferred (a fast receiver frees one in ms). */
+const SLOT_WAIT_MS = 250
+
 /** A deferred send waits 0.5-1.5 s (jittered, so deferred sends to one receiver spread out). */
 const deferralMs = Effect.map(Random.next, (r) => 500 + Math.floor(r * 1000))
 
@@ -125,7 +128,7 @@ const sendRow = (row: repo.AttemptRow) => Effect.gen(function* () {
     } satisfies Sent as Sent
   }
   const target = targetOf(row.url)
-  if (!sender.slots.tryAcquire(target)) {
+  if (!(yield* Effect.promise(() => sender.slots.acquire(target, SLOT_WAIT_MS)))) {
     const runAt = new Date((yield* Clock.currentTimeMillis) + (yield* deferralMs))
     yield* sql.withTransaction(Effect.gen(function* () {
       if (yield* repo.deferAttempt(row.id, runAt)) yield* repo.enqueueAttempts([row.id], runAt, JOB_MAX_ATTEMPTS)
