@@ -4,6 +4,8 @@ import { type AppConfig, ConfigInvalid, parseConfig } from "./platform/config.js
 import type { Keyring } from "./platform/crypto.js"
 import { EmbeddedPostgresUnusable, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
 import { loadKeyring, MasterKeyMismatch } from "./platform/master-key.js"
+import { LoggerLive } from "./platform/observability/logger.js"
+import { MetricsServerLive } from "./platform/observability/metrics-http.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
 
 export interface BootContext {
@@ -61,9 +63,10 @@ export const boot = (makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown
       yield* prepareDatabase(databaseUrl, keyring)
       // The ready hook runs once the process layer (listener, worker) is built.
       const ready = Layer.effectDiscard(Effect.sync(() => options.onReady?.(ctx)))
-      return yield* Layer.launch(ready.pipe(Layer.provide(makeLayer(ctx))))
+      return yield* Layer.launch(ready.pipe(Layer.provide(Layer.mergeAll(makeLayer(ctx), MetricsServerLive))))
     }).pipe(Effect.provide(AppLayer(config, databaseUrl, keyring)))
   }).pipe(
+    Effect.provide(LoggerLive(config.production)),
     Effect.scoped,
     Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => fail(explain(cause)))),
   )

@@ -5,6 +5,7 @@ import { ConfigInvalid, parseConfig } from "./platform/config.js"
 import { runningEmbeddedUrl, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
 import { loadKeyring } from "./platform/master-key.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
+import { LOGIN_USAGE, login, LoginUsage, parseLoginFlags } from "./cli/login.js"
 
 const reachable = async (url: string) => {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
@@ -28,7 +29,16 @@ const print = (outcome: Outcome, asJson: boolean) => {
 const main = async (): Promise<number> => {
   const argv = process.argv.slice(2)
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "help") {
-    process.stdout.write(usage() + "\n")
+    process.stdout.write(`${usage()}\n  ${LOGIN_USAGE.replace(/^npm run -s cli -- /, "")}\n`)
+    return 0
+  }
+  if (argv[0] === "login") {
+    // An OIDC client of a running server: no database, no configuration of its own.
+    const tokens = await login({
+      ...parseLoginFlags(argv.slice(1)), timeoutMs: 5 * 60_000,
+      announce: (url) => process.stderr.write(`Open this URL in a browser to sign in (waiting up to 5 minutes):\n\n  ${url}\n\n`),
+    })
+    process.stdout.write(JSON.stringify(tokens, null, 2) + "\n")
     return 0
   }
   const parsed = parseCommandLine(argv)
@@ -65,7 +75,7 @@ const main = async (): Promise<number> => {
 }
 
 main().then((code) => process.exit(code), (e: unknown) => {
-  const message = e instanceof Error ? e.message.split("\n")[0] : String(e)
+  const message = e instanceof LoginUsage ? e.message : e instanceof Error ? e.message.split("\n")[0] : String(e)
   process.stderr.write(`authservice cli: ${message}\n`)
   process.exit(1)
 })

@@ -8,6 +8,9 @@ import { DnsResolverLive } from "./management/domains/dns.js"
 import { IdsLive } from "./platform/ids.js"
 import { KeysLive } from "./platform/keys/service.js"
 import { MailerLive } from "./platform/mailer.js"
+import { CurrentMetrics, makeMetrics } from "./platform/observability/metrics.js"
+import { TracingLive, tracingLayer } from "./platform/observability/tracing.js"
+import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { verifyMasterKey } from "./platform/master-key.js"
 import { PasskeysLive } from "./passkeys/service.js"
 import { installWorkerSchema } from "./platform/worker-schema.js"
@@ -21,13 +24,24 @@ import { BillingLive } from "./billing/provider.js"
  * Every service of the application, built on one database URL. The server, the worker,
  * the CLI and the tests all compose this same layer.
  */
-export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyring, options: { maxConnections?: number } = {}) => {
+export interface AppLayerOptions {
+  readonly maxConnections?: number
+  /** Spans go to this processor instead of the configured OTLP export (tests: an in-memory exporter). */
+  readonly spanProcessor?: SpanProcessor
+}
+
+export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyring, options: AppLayerOptions = {}) => {
+  const metrics = makeMetrics()
+  metrics.dbPoolMax.set(options.maxConnections ?? 10)
   const base = Layer.mergeAll(
     ConfigFrom(config),
     Layer.succeed(DatabaseUrl, databaseUrl),
     CryptoFromKeyring(keyring),
+    // Each application gets its own metrics registry and, when configured, its tracer.
+    Layer.succeed(CurrentMetrics, metrics),
+    options.spanProcessor ? tracingLayer(async () => options.spanProcessor!) : TracingLive(config),
   )
-  const sql = SqlLive(options).pipe(Layer.provide(base))
+  const sql = SqlLive({ maxConnections: options.maxConnections ?? 10 }).pipe(Layer.provide(base))
   const ids = IdsLive.pipe(Layer.provide(base))
   const foundation = Layer.mergeAll(base, sql, ids)
   const keys = KeysLive.pipe(Layer.provide(foundation))

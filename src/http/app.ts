@@ -1,5 +1,5 @@
-import { ByteSize, Cause, Clock, Effect } from "effect"
-import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Cause, Clock, Effect, Option, Tracer } from "effect"
+import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { Config } from "../platform/config.js"
 import { Ids } from "../platform/ids.js"
@@ -8,14 +8,19 @@ import { clientIp } from "../platform/trust-proxy.js"
 import { Tenancy } from "../tenancy/service.js"
 import { environmentUrls } from "../tenancy/urls.js"
 import { CurrentEnvironment } from "./current-environment.js"
-import { EnvironmentSuspended, NotFound, OAuthError, ServiceUnavailable } from "./errors.js"
+import { EnvironmentSuspended, InvalidRequest, NotFound, OAuthError, ServiceUnavailable } from "./errors.js"
 import { isStorageUnavailable } from "./storage-failure.js"
 import { classifyHost } from "./hosts.js"
 import { logRequest } from "./log.js"
 import { oauthErrorResponse, PROBLEMS, problemResponse } from "./problems.js"
 import { MAX_BODY_BYTES } from "./route.js"
-import { makeSurface } from "./surface.js"
+import { CurrentMetrics } from "../platform/observability/metrics.js"
+import { metricsEndpoint } from "../platform/observability/metrics-http.js"
+import { type MatchedRoute, makeSurface } from "./surface.js"
 import { allRoutes } from "./routes.js"
+
+/** The endpoints whose errors are OAuth error bodies (RFC 6749 §4.1.2.1, §5.2; RFC 7009; RFC 7662). */
+const OAUTH_ERROR_ENDPOINTS = /\/oauth2\/(token|revoke|introspect|authorize)$/
 
 /** Paths an Environment keeps serving while suspended: verifiers must still check old tokens. */
 const SERVED_WHILE_SUSPENDED = new Set(["/.well-known/openid-configuration", "/oauth2/jwks"])
@@ -60,12 +65,15 @@ export const makeHttpApp = Effect.gen(function* () {
   const ids = yield* Ids
   const tenancy = yield* Tenancy
   const sql = yield* SqlClient.SqlClient
+  const metrics = yield* CurrentMetrics
   const routes = allRoutes(config)
   const management = makeSurface(routes.management)
   const issuer = makeSurface(routes.issuer)
   const interaction = makeSurface(routes.interaction)
 
-  const health = (path: string) => {
+  const health = (path: string, surface: string) => {
+    // The Prometheus endpoint lives on the Management host unless METRICS_PORT moves it away.
+    if (path === "/metrics" && surface === "management" && config.metricsPort === undefined) return metricsEndpoint
     if (path === "/healthz") return Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok" }))
     if (path === "/readyz") {
       return sql`select count(*)::int as n from schema_migrations`.pipe(
@@ -83,26 +91,38 @@ export const makeHttpApp = Effect.gen(function* () {
     return yield* Effect.provideService(run, CurrentEnvironment, { record, urls: environmentUrls(config, record), via })
   })
 
-  const dispatch = (request: HttpServerRequest.HttpServerRequest) => {
+  /** Routes the request; `matched` receives the surface and route template (logs, metrics, spans). */
+  const dispatch = (request: HttpServerRequest.HttpServerRequest, matched: RequestRoute) => {
     const url = request.url
     const path = url.split("?")[0]!
     const target = classifyHost(config, request.headers["host"])
     if (!target) return Effect.fail(new NotFound({ detail: "Unknown host" }))
-    const healthResponse = health(path)
-    if (healthResponse) return healthResponse
+    matched.surface = target.surface
+    // No identifier or parameter may hold U+0000, and Postgres cannot compare text that does
+    // (a lookup would fail as a server error): refused before routing, in the endpoint's format.
+    if (url.includes("%00")) {
+      const detail = "The request URL must not contain the NUL character (%00)"
+      return Effect.fail(OAUTH_ERROR_ENDPOINTS.test(path) ? new OAuthError({ error: "invalid_request", description: detail }) : new InvalidRequest({ detail }))
+    }
+    const healthResponse = health(path, target.surface)
+    if (healthResponse) {
+      matched.route = path
+      return healthResponse
+    }
     switch (target.surface) {
       case "management":
-        return management.handle(request.method, url)
+        return management.handle(request.method, url, matched)
       case "issuer": {
         const m = /^\/e\/([^/?]+)(\/[^?]*)?(\?.*)?$/.exec(url)
         if (!m || !m[2]) return Effect.fail(new NotFound({}))
-        return withEnvironment(m[1], "issuer", m[2], issuer.handle(request.method, m[2] + (m[3] ?? "")))
+        matched.prefix = "/e/{environment_id}"
+        return withEnvironment(m[1], "issuer", m[2], issuer.handle(request.method, m[2] + (m[3] ?? ""), matched))
       }
       case "interaction":
-        return withEnvironment(target.environmentId, "interaction", path, interaction.handle(request.method, url))
+        return withEnvironment(target.environmentId, "interaction", path, interaction.handle(request.method, url, matched))
       case "custom":
         return Effect.flatMap(tenancy.environmentByCustomHost(target.hostname), (record) =>
-          withEnvironment(record?.id, "interaction", path, interaction.handle(request.method, url)))
+          withEnvironment(record?.id, "interaction", path, interaction.handle(request.method, url, matched)))
     }
   }
 
@@ -112,14 +132,37 @@ export const makeHttpApp = Effect.gen(function* () {
     const requestId = yield* ids.make("req")
     const inbound = request.headers["x-request-id"]
     const info = { requestId, ip: clientIp(config.trustProxy, socketPeer(request), request.headers["x-forwarded-for"]) }
-    const response = yield* dispatch(request).pipe(
+    const matched: RequestRoute = { surface: "unknown", prefix: "", route: undefined }
+    const response = yield* dispatch(request, matched).pipe(
       Effect.catchCause(renderFailure(request.url.split("?")[0]!)),
       Effect.provideService(CurrentRequest, info),
       Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)),
       Effect.annotateLogs("request_id", requestId),
     )
     const duration = Number((yield* Clock.currentTimeNanos) - started) / 1e6
-    logRequest(config, { requestId, inbound, method: request.method, host: request.headers["host"], url: request.url, status: response.status, duration })
+    // Unmatched paths share one label: raw paths would let any caller mint new series.
+    const route = matched.route === undefined ? "unmatched" : matched.prefix + matched.route
+    const status = String(response.status)
+    const labels = { surface: matched.surface, method: request.method, route, status }
+    metrics.httpRequests.inc(labels)
+    metrics.httpDuration.observe(labels, duration / 1000)
+    // The server span (present only when tracing is on) learns the route template it matched.
+    const span = yield* Effect.serviceOption(Tracer.ParentSpan)
+    if (Option.isSome(span) && span.value._tag === "Span") {
+      span.value.attribute("http.route", route)
+      span.value.attribute("app.request_id", requestId)
+    }
+    if (config.logRequests) {
+      const traceId = Option.isSome(span) ? span.value.traceId : Option.getOrUndefined(Option.map(HttpTraceContext.fromHeaders(request.headers), (s) => s.traceId))
+      logRequest(config, { at: yield* Clock.currentTimeMillis, requestId, inbound, traceId, method: request.method, host: request.headers["host"], surface: matched.surface, route, url: request.url, status: response.status, duration })
+    }
     return HttpServerResponse.setHeader(response, "x-request-id", requestId)
   }) as Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
 })
+
+/** What the dispatcher learned of a request: its surface and the matched route template. */
+interface RequestRoute extends MatchedRoute {
+  surface: string
+  /** Prepended to the surface's template (the issuer's `/e/{environment_id}`). */
+  prefix: string
+}

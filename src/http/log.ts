@@ -1,10 +1,15 @@
 import type { AppConfig } from "../platform/config.js"
+import { redactText } from "../platform/observability/redact.js"
 
 export interface RequestLine {
+  readonly at: number
   readonly requestId: string
   readonly inbound: string | undefined
+  readonly traceId: string | undefined
   readonly method: string
   readonly host: string | undefined
+  readonly surface: string
+  readonly route: string
   readonly url: string
   readonly status: number
   readonly duration: number
@@ -12,15 +17,16 @@ export interface RequestLine {
 
 // One line per request, written directly: Effect's logger costs a third of the
 // throughput here (STACK.md measurements). Query strings may carry codes and tokens,
-// so only the path is logged.
+// so only the path is logged, with anything shaped like an email or a token masked.
 export const logRequest = (config: AppConfig, line: RequestLine) => {
-  if (!config.logRequests) return
-  const path = line.url.split("?")[0]
+  const path = redactText(line.url.split("?")[0]!)
   if (config.production) {
     process.stdout.write(JSON.stringify({
-      level: "info", msg: "request", request_id: line.requestId,
-      ...(line.inbound ? { inbound_request_id: line.inbound.slice(0, 128) } : {}),
-      method: line.method, host: line.host, path, status: line.status, duration_ms: Math.round(line.duration * 10) / 10,
+      time: new Date(line.at).toISOString(), level: "info", msg: "request", request_id: line.requestId,
+      ...(line.traceId ? { trace_id: line.traceId } : {}),
+      ...(line.inbound ? { inbound_request_id: redactText(line.inbound.slice(0, 128)) } : {}),
+      method: line.method, surface: line.surface, host: line.host === undefined ? undefined : redactText(line.host.slice(0, 255)), route: line.route, path,
+      status: line.status, duration_ms: Math.round(line.duration * 10) / 10,
     }) + "\n")
   } else {
     process.stdout.write(`${line.method} ${line.host ?? "-"}${path} ${line.status} ${line.duration.toFixed(1)}ms ${line.requestId}\n`)

@@ -91,6 +91,8 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   // social login and identity linking (src/social)
   StateMismatch: { status: 400, code: "state_mismatch", title: "Social login state check failed" },
   ProviderUnavailable: { status: 503, code: "provider_unavailable", title: "Identity provider unavailable" },
+  // Prometheus endpoint (src/platform/observability)
+  MetricsTokenRequired: { status: 401, code: "unauthorized", title: "Unauthorized" },
 }
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */

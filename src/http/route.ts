@@ -151,13 +151,27 @@ export const decodeJsonBody = <S extends Schema.Top & { readonly DecodingService
     }
     // All errors, so that a wrong type anywhere wins over a broken rule elsewhere; the detail
     // names one problem (a 1 MiB body of bad values would otherwise give a 1 MiB detail).
-    return yield* Schema.decodeUnknownEffect(schema)(value, { onExcessProperty: "error", errors: "all" }).pipe(
+    const decoded = yield* Schema.decodeUnknownEffect(schema)(value, { onExcessProperty: "error", errors: "all" }).pipe(
       Effect.mapError((e) => {
         const shape = wrongShape(e.issue)
         if (shape !== undefined) return new InvalidRequestBody({ detail: describeIssue(shape) })
         return new InvalidRequest({ detail: describeIssue(brokenRule(e.issue) ?? e.issue) })
       }))
+    // A well-shaped body can still carry U+0000, which Postgres text and jsonb cannot hold (the
+    // insert would fail as a server error): a broken rule, whatever the field. In JSON text a NUL
+    // is always escaped, so only a body containing `\u0000` is walked.
+    if (text.includes("\\u0000") && holdsNul(value)) {
+      return yield* new InvalidRequest({ detail: "Strings must not contain the NUL character (U+0000)" })
+    }
+    return decoded
   }) as Effect.Effect<S["Type"], InvalidRequest | InvalidRequestBody | PayloadTooLarge, HttpServerRequest.HttpServerRequest>
+
+const holdsNul = (value: unknown): boolean => {
+  if (typeof value === "string") return value.includes("\u0000")
+  if (value === null || typeof value !== "object") return false
+  if (Array.isArray(value)) return value.some(holdsNul)
+  return Object.entries(value).some(([key, v]) => key.includes("\u0000") || holdsNul(v))
+}
 
 /**
  * Refuses a JSON body that names a field the caller may not set (read-only, derived or

@@ -1,10 +1,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Clock, Effect, Layer } from "effect"
-import { HttpServer } from "effect/http"
+import { Clock, Effect, Layer, Option, Tracer } from "effect"
+import { Headers, HttpServer, HttpTraceContext } from "effect/http"
 import { LiveStateCacheLive } from "../oidc/access-token/live-cache.js"
 import { Config } from "../platform/config.js"
 import { Ids } from "../platform/ids.js"
+import { CurrentMetrics } from "../platform/observability/metrics.js"
 import { makeHttpApp } from "./app.js"
 import { logRequest } from "./log.js"
 import { makeStaticAnswers, StaticAnswers, writeStaticAnswer } from "./static-answers.js"
@@ -28,9 +29,14 @@ export const HttpServerLive = (port: number, host?: string) =>
     const answers = makeStaticAnswers()
     const app = yield* makeHttpApp
 
+    const metrics = yield* CurrentMetrics
+    // With a tracer that exports (OTLP), every request goes through the application and gets
+    // its server span; memory answers are for the untraced (native tracer) case only.
+    const traced = (yield* Tracer.Tracer) !== Tracer.nativeTracer
+
     const fromMemory = (request: IncomingMessage, response: ServerResponse): boolean => {
       const method = request.method
-      if (method !== "GET" && method !== "HEAD") return false
+      if (traced || (method !== "GET" && method !== "HEAD")) return false
       const target = request.url
       if (target === undefined || !target.startsWith("/e/")) return false
       if (request.headers.host?.toLowerCase() !== config.canonicalIssuerHost) return false
@@ -39,10 +45,19 @@ export const HttpServerLive = (port: number, host?: string) =>
       if (answer === undefined) return false
       const requestId = Effect.runSyncWith(context)(ids.make("req"))
       const status = writeStaticAnswer(request, response, answer, requestId)
-      logRequest(config, {
-        requestId, inbound: request.headers["x-request-id"] as string | undefined, method, host: request.headers.host,
-        url: target, status, duration: Number(clock.currentTimeNanosUnsafe() - started) / 1e6,
-      })
+      const duration = Number(clock.currentTimeNanosUnsafe() - started) / 1e6
+      // The same metrics and log fields as src/http/app.ts, with the route template matched.
+      const route = `/e/{environment_id}${answer.path}`
+      const labels = { surface: "issuer", method, route, status: String(status) }
+      metrics.httpRequests.inc(labels)
+      metrics.httpDuration.observe(labels, duration / 1000)
+      if (config.logRequests) {
+        const traceId = Option.getOrUndefined(Option.map(HttpTraceContext.fromHeaders(Headers.fromRecordUnsafe(request.headers as Record<string, string>)), (c) => c.traceId))
+        logRequest(config, {
+          at: clock.currentTimeMillisUnsafe(), requestId, inbound: request.headers["x-request-id"] as string | undefined, traceId,
+          method, host: request.headers.host, surface: "issuer", route, url: target, status, duration,
+        })
+      }
       return true
     }
 

@@ -22,6 +22,8 @@ import { CurrentEnvironment } from "./current-environment.js"
 export const TTL_MS = 1_000
 
 export interface StaticAnswer {
+  /** The route within the issuer (`/oauth2/jwks`, ...), for logs and metrics. */
+  readonly path: string
   readonly body: Buffer
   readonly etag: string
   /** Every header of the 200 but x-request-id (added per request). */
@@ -60,6 +62,7 @@ export const makeStaticAnswers = (): StaticAnswersApi => {
       const bytes = Buffer.from(body)
       const same = previous !== undefined && previous.body.equals(bytes)
       const answer: StaticAnswer = {
+        path,
         body: same ? previous.body : bytes,
         etag: same ? previous.etag : etagOf(bytes),
         headers: same ? previous.headers : headers,

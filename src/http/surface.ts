@@ -3,9 +3,14 @@ import { FindMyWay } from "effect/http"
 import { MethodNotAllowed, NotFound } from "./errors.js"
 import { type Route, RouteMatch } from "./route.js"
 
+/** Filled in by `handle` with the template of the route that matched (for logs and metrics). */
+export interface MatchedRoute {
+  route: string | undefined
+}
+
 export interface Surface {
   /** Runs the route matching method + path, or fails with 404 / 405 (with the allowed methods). */
-  readonly handle: (method: string, path: string) => Effect.Effect<any, unknown, any>
+  readonly handle: (method: string, path: string, matched?: MatchedRoute) => Effect.Effect<any, unknown, any>
   readonly routes: ReadonlyArray<Route>
 }
 
@@ -17,9 +22,10 @@ export const makeSurface = (routes: ReadonlyArray<Route>): Surface => {
   for (const r of routes) router.on(r.method, r.path, r)
   return {
     routes,
-    handle: (method, url) => {
+    handle: (method, url, matched) => {
       const found = router.find(method === "HEAD" ? "GET" : method, url)
       if (found) {
+        if (matched) matched.route = found.handler.path
         return Effect.provideService(found.handler.handler, RouteMatch, { params: found.params, query: found.searchParams })
       }
       const allow = METHODS.filter((m) => router.find(m, url) !== undefined)

@@ -1,14 +1,34 @@
 import { EventEmitter } from "node:events"
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { run, type Runner, type Task, type WorkerEvents } from "graphile-worker"
 import pg from "pg"
 import { Config } from "../platform/config.js"
 import { Crypto } from "../platform/crypto.js"
 import { DatabaseUrl } from "../platform/database.js"
+import { CurrentMetrics } from "../platform/observability/metrics.js"
 import { workerLogger } from "../platform/worker-logger.js"
 import { beat, DEFAULT_HEARTBEAT, forget, type HeartbeatOptions, releaseStaleWorkers, releaseWorkers } from "./heartbeat.js"
 import { crontab, tasks } from "./tasks.js"
+
+/**
+ * One job attempt: a root span (its own trace: jobs outlive the request that enqueued them),
+ * one log line with task, job id, attempt, outcome and duration (DESIGN.md, Operability), and
+ * the job counters. A failure is re-raised so graphile-worker schedules the retry.
+ */
+const attempt = <E, R>(task: string, jobId: string, attemptNo: number, run: Effect.Effect<void, E, R>) => Effect.gen(function* () {
+  const metrics = yield* CurrentMetrics
+  const started = yield* Clock.currentTimeNanos
+  const exit = yield* Effect.exit(run)
+  const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
+  const outcome = Exit.isSuccess(exit) ? "completed" : "failed"
+  metrics.jobs.inc({ task, outcome })
+  metrics.jobDuration.observe({ task }, seconds)
+  const line = { task, job_id: jobId, attempt: attemptNo, outcome, duration_ms: Math.round(seconds * 10_000) / 10 }
+  if (Exit.isSuccess(exit)) yield* Effect.logInfo("job", line)
+  else yield* Effect.logWarning("job", line, exit.cause)
+  return yield* exit
+}).pipe(Effect.withSpan(`job ${task}`, { kind: "consumer", root: true, attributes: { "job.task": task, "job.id": jobId, "job.attempt": attemptNo } }))
 
 export class Worker extends Context.Service<Worker, { readonly current: () => Runner }>()("jobs/Worker") {}
 
@@ -26,12 +46,20 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
     const concurrency = options.concurrency ?? (yield* Config).workerConcurrency
     const pgPool = yield* Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({ connectionString: url, max: Math.min(concurrency, 8) + 2 })
+      Effect.sync(() => new pg.Pool({ connectionString: url, max: concurrency + 2 })
         .on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
       (pool) => Effect.promise(() => pool.end()))
+    const metrics = yield* CurrentMetrics
+    const reportPool = () => {
+      metrics.workerPool.set({ state: "total" }, pgPool.totalCount)
+      metrics.workerPool.set({ state: "idle" }, pgPool.idleCount)
+      metrics.workerPool.set({ state: "waiting" }, pgPool.waitingCount)
+    }
+    metrics.beforeScrape.add(reportPool)
+    yield* Effect.addFinalizer(() => Effect.sync(() => metrics.beforeScrape.delete(reportPool)))
     const taskList: Record<string, Task> = {}
     for (const [name, task] of Object.entries(tasks)) {
-      taskList[name] = (payload) => Effect.runPromiseWith(context)(task(payload))
+      taskList[name] = (payload, helpers) => Effect.runPromiseWith(context)(attempt(name, helpers.job.id, helpers.job.attempts, task(payload)))
     }
     // The ids this process's jobs are locked under, for the heartbeat row: graphile-worker
     // 0.18 locks by pool id (batched job fetch) and may lock by worker id.

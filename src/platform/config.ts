@@ -46,6 +46,15 @@ export interface AppConfig {
   readonly workerConcurrency: number
   /** Webhook sends in flight to one receiver origin per worker process (WEBHOOK_MAX_IN_FLIGHT_PER_TARGET). */
   readonly webhookMaxInFlightPerTarget: number
+  /** Bearer token required at the Prometheus endpoint when set (METRICS_TOKEN). */
+  readonly metricsToken: string | undefined
+  /** A separate listener for `/metrics` only (METRICS_PORT); the Management host then stops serving it. */
+  readonly metricsPort: number | undefined
+  /**
+   * Where spans are sent over OTLP/HTTP: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else
+   * OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces` (the OTLP exporter specification); unset: no tracing.
+   */
+  readonly otlpTracesUrl: string | undefined
 }
 
 export interface RateLimits {
@@ -99,6 +108,13 @@ const host = (env: Env, name: string, fallback: string): string => {
   const value = (env[name] ?? fallback).toLowerCase()
   if (!HOST.test(value)) throw new ConfigInvalid({ message: `${name} must be a host name with an optional :port (got "${env[name]}")` })
   return value
+}
+
+const otlpUrl = (env: Env, name: string, suffix: string): string | undefined => {
+  const raw = env[name] || undefined
+  if (raw === undefined) return undefined
+  if (!/^https?:\/\/\S+$/.test(raw)) throw new ConfigInvalid({ message: `${name} must be an http:// or https:// URL of an OTLP/HTTP collector (got "${raw}")` })
+  return raw.replace(/\/+$/, "") + suffix
 }
 
 export const parseMasterKey = (name: string, raw: string): Uint8Array => {
@@ -157,6 +173,12 @@ export const parseConfig = (env: Env): AppConfig => {
     throw new ConfigInvalid({ message: "PUBLIC_SCHEME=http is only allowed when every public host is localhost or *.localhost; use https" })
   }
 
+  // Embedded Postgres runs with development settings (fsync off, synchronous_commit off,
+  // a fixed password, data under DATA_DIR): never where data must survive a crash.
+  if (production && databaseUrl === undefined) {
+    throw new ConfigInvalid({ message: "DATABASE_URL is required when NODE_ENV=production (embedded Postgres is for development only); set it to your Postgres server" })
+  }
+
   const masterKeyRaw = env["MASTER_KEY"] || undefined
   if (masterKeyRaw === undefined && production) throw new ConfigInvalid({ message: "MASTER_KEY is required when NODE_ENV=production (32 random bytes, base64url)" })
   if (masterKeyRaw === undefined && databaseUrl !== undefined) throw new ConfigInvalid({ message: "MASTER_KEY is required when DATABASE_URL is set, so every replica shares it (32 random bytes, base64url)" })
@@ -174,6 +196,17 @@ export const parseConfig = (env: Env): AppConfig => {
 
   const smtpUrl = env["SMTP_URL"] || undefined
   if (smtpUrl !== undefined && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigInvalid({ message: "SMTP_URL must be an smtp:// or smtps:// URL" })
+
+  const metricsToken = env["METRICS_TOKEN"] || undefined
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
+    throw new ConfigInvalid({ message: "METRICS_TOKEN must be at least 16 printable characters without spaces" })
+  }
+  const rawMetricsPort = env["METRICS_PORT"] || undefined
+  if (rawMetricsPort !== undefined && (!/^\d+$/.test(rawMetricsPort) || Number(rawMetricsPort) > 65535)) {
+    throw new ConfigInvalid({ message: `METRICS_PORT must be a TCP port number 0-65535 (got "${rawMetricsPort}")` })
+  }
+  const otlpTracesUrl = otlpUrl(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+    ?? otlpUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", "/v1/traces")
 
   return {
     port,
@@ -207,8 +240,11 @@ export const parseConfig = (env: Env): AppConfig => {
     dashboardOrigins: dashboardOrigins(env, `${scheme}://${managementHost}`),
     // Jobs wait on the network far more than on the CPU: many run at once. A receiver gets at
     // most a quarter of them, so one that hangs cannot take every slot (tasks.ts defers the rest).
-    workerConcurrency: positiveInt(env, "WORKER_CONCURRENCY", 32),
-    webhookMaxInFlightPerTarget: positiveInt(env, "WEBHOOK_MAX_IN_FLIGHT_PER_TARGET", 8),
+    workerConcurrency: positiveInt(env, "WORKER_CONCURRENCY", 16),
+    webhookMaxInFlightPerTarget: positiveInt(env, "WEBHOOK_MAX_IN_FLIGHT_PER_TARGET", 4),
+    metricsToken,
+    metricsPort: rawMetricsPort === undefined ? undefined : Number(rawMetricsPort),
+    otlpTracesUrl,
   }
 }
 

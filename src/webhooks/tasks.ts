@@ -9,6 +9,7 @@ import { targetOf } from "./delivery/target-slots.js"
 import * as repo from "./repo.js"
 import { decide, type Verdict } from "./schedule.js"
 import { secretSealContext } from "./service.js"
+import { countWith } from "../platform/observability/metrics.js"
 
 // The graphile-worker tasks of webhook delivery (spec: Events, Delivery). Delivery is at
 // least once: a job that dies mid-send is run again and sends again; the attempt records
@@ -82,6 +83,9 @@ export interface AttemptReport {
   readonly nextDeliveryId?: string | undefined
 }
 
+/** How long a send waits for a busy receiver's slot before it is deferred (a fast receiver frees one in ms). */
+const SLOT_WAIT_MS = 250
+
 /** A deferred send waits 0.5-1.5 s (jittered, so deferred sends to one receiver spread out). */
 const deferralMs = Effect.map(Random.next, (r) => 500 + Math.floor(r * 1000))
 
@@ -117,13 +121,14 @@ const sendRow = (row: repo.AttemptRow) => Effect.gen(function* () {
   if (row.webhook_deleted || row.webhook_status !== "active" || row.secret_sealed === null) {
     const why = row.webhook_deleted ? "webhook_deleted" as const : "webhook_disabled" as const
     yield* Effect.logInfo("webhook attempt not sent", { delivery_id: row.id, attempt: row.attempt, reason: why })
+    yield* countWith((m) => m.webhookDeliveries.inc({ outcome: "not_sent" }))
     return {
       kind: "final", report: { deliveryId, attempt: row.attempt, verdict: { status: "exhausted", why } },
       settlement: { id: row.id, status: "exhausted", responseStatusCode: null, durationMs: null, failureReason: why, sentAt: null },
     } satisfies Sent as Sent
   }
   const target = targetOf(row.url)
-  if (!sender.slots.tryAcquire(target)) {
+  if (!(yield* Effect.promise(() => sender.slots.acquire(target, SLOT_WAIT_MS)))) {
     const runAt = new Date((yield* Clock.currentTimeMillis) + (yield* deferralMs))
     yield* sql.withTransaction(Effect.gen(function* () {
       if (yield* repo.deferAttempt(row.id, runAt)) yield* repo.enqueueAttempts([row.id], runAt, JOB_MAX_ATTEMPTS)
@@ -140,6 +145,7 @@ const sendRow = (row: repo.AttemptRow) => Effect.gen(function* () {
     headers: deliveryHeaders({ eventId: row.event_id, timestampSeconds, signature: signatureOf(secret, timestampSeconds, body) }),
   }).pipe(Effect.ensuring(Effect.sync(() => sender.slots.release(target))))
   const verdict = yield* decide(row.attempt, outcome.kind === "response" ? { kind: "response", status: outcome.status } : { kind: "no_response" })
+  yield* countWith((m) => m.webhookDeliveries.inc({ outcome: verdict.status }))
   yield* Effect.logInfo("webhook attempt", {
     delivery_id: row.id, webhook_id: row.webhook_id, event_id: row.event_id, attempt: row.attempt, status: verdict.status,
     response_status: outcome.kind === "response" ? outcome.status : null,

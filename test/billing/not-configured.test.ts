@@ -73,7 +73,7 @@ describe("billing configuration", () => {
     expect(parseConfig(full).providers.stripe).toMatchObject({ priceId: "price_x", apiBase: undefined })
     expect(() => parseConfig({ ...full, STRIPE_API_BASE: "ftp://x" })).toThrow(/STRIPE_API_BASE/)
     const production = {
-      NODE_ENV: "production", MASTER_KEY: Buffer.alloc(32, 1).toString("base64url"), PLATFORM_DOMAIN: "auth.example.com",
+      NODE_ENV: "production", DATABASE_URL: "postgres://db.example/auth", MASTER_KEY: Buffer.alloc(32, 1).toString("base64url"), PLATFORM_DOMAIN: "auth.example.com",
       CANONICAL_ISSUER_HOST: "id.example.com", MANAGEMENT_HOST: "api.example.com", ...full,
     }
     expect(parseConfig(production).providers.stripe).toBeDefined()

@@ -24,7 +24,7 @@ describe("bounce intake configuration", () => {
   it("a short secret is refused at start; SNS_CERT_URL_PREFIX is refused in production", () => {
     expect(() => parseConfig({ BOUNCE_WEBHOOK_SECRET: "short" })).toThrow(/at least 32 characters/)
     const production = {
-      NODE_ENV: "production", MASTER_KEY: Buffer.alloc(32, 1).toString("base64url"), PLATFORM_DOMAIN: "auth.example.com",
+      NODE_ENV: "production", DATABASE_URL: "postgres://db.example/auth", MASTER_KEY: Buffer.alloc(32, 1).toString("base64url"), PLATFORM_DOMAIN: "auth.example.com",
       CANONICAL_ISSUER_HOST: "id.example.com", MANAGEMENT_HOST: "api.example.com",
     }
     expect(() => parseConfig({ ...production, SNS_CERT_URL_PREFIX: "http://127.0.0.1:1/" })).toThrow(/refused when NODE_ENV=production/)

@@ -32,7 +32,7 @@ describe("configuration", () => {
   it("HOST: loopback in development, every interface in production unless set", () => {
     expect(parseConfig({ HOST: "0.0.0.0" }).listenHost).toBe("0.0.0.0")
     expect(parseConfig({ HOST: "::" }).listenHost).toBe("::")
-    const production = { NODE_ENV: "production", MASTER_KEY: KEY, PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" }
+    const production = { NODE_ENV: "production", DATABASE_URL: "postgres://db.example/auth", MASTER_KEY: KEY, PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" }
     expect(parseConfig(production).listenHost).toBeUndefined()
     expect(parseConfig({ ...production, HOST: "10.0.0.5" }).listenHost).toBe("10.0.0.5")
     refuse({ HOST: "not a host" }, /^HOST must be an IP address/)
@@ -49,7 +49,9 @@ describe("configuration", () => {
     refuse({ PORT: "70000" }, /^PORT /)
     refuse({ DATABASE_URL: "mysql://x" }, /^DATABASE_URL /)
     refuse({ DATABASE_URL: "postgres://x/y" }, /^MASTER_KEY is required when DATABASE_URL/)
-    refuse({ NODE_ENV: "production" }, /^MASTER_KEY is required when NODE_ENV=production/)
+    refuse({ NODE_ENV: "production" }, /^DATABASE_URL is required when NODE_ENV=production \(embedded Postgres is for development only\)/)
+    refuse({ NODE_ENV: "production", MASTER_KEY: KEY }, /^DATABASE_URL is required when NODE_ENV=production/)
+    refuse({ NODE_ENV: "production", DATABASE_URL: "postgres://db/auth" }, /^MASTER_KEY is required when NODE_ENV=production/)
     refuse({ MASTER_KEY: "short" }, /^MASTER_KEY must be 32 bytes/)
     refuse({ PUBLIC_SCHEME: "ftp" }, /^PUBLIC_SCHEME /)
     refuse({ PUBLIC_SCHEME: "http", CANONICAL_ISSUER_HOST: "id.example.com" }, /PUBLIC_SCHEME=http is only allowed/)
@@ -58,7 +60,7 @@ describe("configuration", () => {
     refuse({ TRUST_PROXY: "10.0.0.0/33" }, /^TRUST_PROXY entry "10.0.0.0\/33"/)
     refuse({ PLATFORM_DOMAIN: "exa mple" }, /^PLATFORM_DOMAIN /)
     refuse({ PLATFORM_DOMAIN: "example.com:80" }, /^PLATFORM_DOMAIN must not carry a port/)
-    refuse({ NODE_ENV: "production", MASTER_KEY: KEY, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" },
+    refuse({ NODE_ENV: "production", MASTER_KEY: KEY, DATABASE_URL: "postgres://db/auth", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", PLATFORM_DOMAIN: "a.example", CANONICAL_ISSUER_HOST: "b.example", MANAGEMENT_HOST: "c.example" },
       /WEBHOOK_ALLOW_PRIVATE_TARGETS is refused when NODE_ENV=production/)
     refuse({ RATE_LIMIT_IP_PER_MINUTE: "0" }, /^RATE_LIMIT_IP_PER_MINUTE /)
     refuse({ SMTP_URL: "http://x" }, /^SMTP_URL /)

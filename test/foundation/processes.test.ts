@@ -34,6 +34,18 @@ describe("bad configuration stops the process with one clear line", () => {
     expect(line).toContain("MASTER_KEY is required")
   })
 
+  it("embedded Postgres in production: `npm start` without DATABASE_URL is refused before anything starts", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "authservice-prod-"))
+    const line = oneLine(await runEntry("src/start.ts", [], {
+      NODE_ENV: "production", MASTER_KEY: randomBytes(32).toString("base64url"), DATA_DIR: dataDir, PORT: String(await freePort()),
+    }))
+    expect(line).toBe("authservice: DATABASE_URL is required when NODE_ENV=production (embedded Postgres is for development only); set it to your Postgres server")
+    // Nothing was initialised under DATA_DIR: no cluster, no generated master key.
+    expect(existsSync(join(dataDir, "postgres"))).toBe(false)
+    expect(existsSync(join(dataDir, "master.key"))).toBe(false)
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
   it("an unreachable DATABASE_URL", async () => {
     const port = await freePort()
     const line = oneLine(await runEntry("src/main.ts", [], {

@@ -18,7 +18,7 @@ describe("SOCIAL_PROVIDER_HOSTS", () => {
   it("refuses malformed entries and any use in production, naming the variable", () => {
     expect(() => parseConfig({ ...base, SOCIAL_PROVIDER_HOSTS: "accounts.google.com" })).toThrow(/SOCIAL_PROVIDER_HOSTS/)
     expect(() => parseConfig({ ...base, SOCIAL_PROVIDER_HOSTS: "a.example=127.0.0.1:99999" })).toThrow(/SOCIAL_PROVIDER_HOSTS/)
-    expect(() => parseConfig({ ...base, NODE_ENV: "production", SOCIAL_PROVIDER_HOSTS: "accounts.google.com=127.0.0.1:8443" }))
+    expect(() => parseConfig({ ...base, NODE_ENV: "production", DATABASE_URL: "postgres://db.example/auth", SOCIAL_PROVIDER_HOSTS: "accounts.google.com=127.0.0.1:8443" }))
       .toThrow(/SOCIAL_PROVIDER_HOSTS is refused when NODE_ENV=production/)
   })
 })

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Clock, Duration, Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
 import { TestClock } from "effect/testing"
+import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { inject } from "vitest"
 import { HttpServerLive } from "../../src/http/server.js"
 import { WorkerLive } from "../../src/jobs/worker.js"
@@ -46,6 +47,8 @@ export interface StartOptions {
   readonly worker?: boolean
   /** Reuse this database (a restart) instead of cloning a fresh one. */
   readonly databaseUrl?: string
+  /** Spans go here (OpenTelemetry), e.g. a SimpleSpanProcessor over an InMemorySpanExporter. */
+  readonly spanProcessor?: SpanProcessor
 }
 
 /**
@@ -70,7 +73,7 @@ export const startApp = async (options: StartOptions = {}): Promise<TestApp> => 
   const testClock = await Effect.runPromise(Scope.provide(TestClock.make(), scope))
   await Effect.runPromise(testClock.setTime(Date.now()))
   const clockLayer = Layer.succeed(Clock.Clock, testClock)
-  const app = AppLayer(config, database.url, keyring, { maxConnections: 6 })
+  const app = AppLayer(config, database.url, keyring, { maxConnections: 6, ...(options.spanProcessor ? { spanProcessor: options.spanProcessor } : {}) })
   const processLayer = options.worker
     ? Layer.mergeAll(HttpServerLive(port, config.listenHost), WorkerLive({ concurrency: 2, pollInterval: 100 }))
     : HttpServerLive(port, config.listenHost)

@@ -2,6 +2,7 @@ import { Effect, Schema } from "effect"
 import { Crypto, type SealContext } from "../../platform/crypto.js"
 import { Mailer } from "../../platform/mailer.js"
 import { addJob } from "../../platform/jobs.js"
+import { countWith } from "../../platform/observability/metrics.js"
 import { isCurrentGeneration } from "./repo.js"
 import { trackDelivery } from "../../bounces/deliveries.js"
 
@@ -71,8 +72,10 @@ export const sendLoginCode = (payload: unknown) => Effect.gen(function* () {
   const mailer = yield* Mailer
   const opened = yield* crypto.open(sealContext(job.challenge_id, job.generation), job.sealed)
   const content = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(Sealed))(opened.toString("utf8"))
-  if (!content.deliver) return
-  if (!(yield* isCurrentGeneration(job.environment_id, job.challenge_id, job.generation))) return
+  if (!content.deliver) return yield* countWith((m) => m.otpSends.inc({ outcome: "suppressed" }))
+  if (!(yield* isCurrentGeneration(job.environment_id, job.challenge_id, job.generation))) return yield* countWith((m) => m.otpSends.inc({ outcome: "superseded" }))
   // Tracked: a bounce names the delivery id and is tied to this Environment (src/bounces).
-  yield* mailer.send(yield* trackDelivery(job.environment_id, content.purpose ?? "login_code", messageFor(content.purpose, content.to, content.code)))
+  const message = yield* trackDelivery(job.environment_id, content.purpose ?? "login_code", messageFor(content.purpose, content.to, content.code))
+  yield* mailer.send(message).pipe(Effect.tapError(() => countWith((m) => m.otpSends.inc({ outcome: "failed" }))))
+  yield* countWith((m) => m.otpSends.inc({ outcome: "sent" }))
 }).pipe(Effect.orDie, Effect.withSpan("jobs.sendLoginCode"))

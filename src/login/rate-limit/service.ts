@@ -1,8 +1,12 @@
 import { Clock, Effect } from "effect"
 import { RateLimited } from "../../http/errors.js"
 import { Crypto, type makeCrypto } from "../../platform/crypto.js"
+import { countWith } from "../../platform/observability/metrics.js"
 import type { Limit } from "./limits.js"
 import * as repo from "./repo.js"
+
+const refuse = (limit: Limit, retryAfterSeconds: number) =>
+  countWith((m) => m.rateLimited.inc({ bucket: limit.bucket })).pipe(Effect.andThen(new RateLimited({ retryAfterSeconds })))
 
 const windowOf = (now: number, windowMs: number) => {
   const start = Math.floor(now / windowMs) * windowMs
@@ -23,7 +27,7 @@ export const consume = (environmentId: string, limit: Limit, subject: string) =>
   const now = yield* Clock.currentTimeMillis
   const w = windowOf(now, limit.windowMs)
   const hits = yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...w })
-  if (hits > limit.limit) return yield* new RateLimited({ retryAfterSeconds: w.retryAfterSeconds })
+  if (hits > limit.limit) return yield* refuse(limit, w.retryAfterSeconds)
 }).pipe(Effect.withSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
 
 /** Whether the window is already full, without counting; `refusal` is the 429 to give if so. */
@@ -37,7 +41,8 @@ export const exhausted = (environmentId: string, limit: Limit, subject: string) 
 
 /** Refuses when the window is already full, without counting (for limits on failures only). */
 export const ensureNotExhausted = (environmentId: string, limit: Limit, subject: string) =>
-  Effect.flatMap(exhausted(environmentId, limit, subject), (refusal) => refusal === undefined ? Effect.void : Effect.fail(refusal))
+  Effect.flatMap(exhausted(environmentId, limit, subject), (refusal) =>
+    refusal === undefined ? Effect.void : refuse(limit, refusal.retryAfterSeconds ?? 1))
 
 /** Counts one hit without refusing anything (e.g. a wrong OTP, counted after the fact). */
 export const record = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {

@@ -1,6 +1,7 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Crypto, constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
+import { Events } from "../../platform/events/service.js"
 import { ACR_BASIC } from "../codes/issue.js"
 import { OAuthError } from "../../http/errors.js"
 import { type FamilyState, readClientAndFamily, rotateFamily } from "../refresh/repo.js"
@@ -20,6 +21,7 @@ import { accessDenied, invalidGrant, invalidRequest, invalidScope } from "./erro
 import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
 import { refreshSucceededEvent } from "./refresh-events.js"
+import { countWith } from "../../platform/observability/metrics.js"
 
 interface RefreshRequest {
   readonly token: ParsedRefreshToken
@@ -38,6 +40,7 @@ const refuseReuse = (ctx: GrantContext, family: FamilyState, generation: number,
       details: { client_id: family.client_id, refresh_family_id: family.id, generation, current_generation: family.generation },
     },
   }))
+  yield* countWith((m) => m.refreshReuse.inc())
   return yield* invalidGrant("The refresh token was already used; the grant has been revoked")
 })
 
@@ -119,7 +122,10 @@ const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): 
         if (won) yield* recordMonthlyActiveUser({ workspaceId: family.workspace_id, environmentId: ctx.environmentId, userId: family.user_id })
         return won
       }))
-    if (rotated) return body
+    if (rotated) {
+      yield* (yield* Events).written(rotation.event)
+      return body
+    }
     // A concurrent refresh of the same generation rotated first (or the family was revoked
     // meanwhile): read again, which finds the winner's sealed response (or the revocation).
     if (isRetry) return yield* invalidGrant("The refresh token is invalid")

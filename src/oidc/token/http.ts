@@ -7,6 +7,7 @@ import { authorizationCodeGrant } from "./grant-authorization-code.js"
 import { refreshTokenGrant } from "./grant-refresh-token.js"
 import { readParams } from "./params.js"
 import { tokenResponse } from "./response.js"
+import { countWith } from "../../platform/observability/metrics.js"
 
 /** Spec, Token: the two grants; every other grant_type is invalid_request (spec, Errors). */
 const GRANTS = {
@@ -27,6 +28,7 @@ export const tokenEndpoint = Effect.gen(function* () {
   if (!grant) return yield* invalidRequest(`Unsupported grant_type: use authorization_code or refresh_token`)
   const presented = yield* presentedClient(params)
   const body = yield* grant({ params, presented, environmentId: env.record.id, issuer: env.urls.issuer })
+  yield* countWith((m) => m.tokensIssued.inc({ grant: grantType }))
   return tokenResponse(body)
 }).pipe(failuresAsServerError, Effect.withSpan("oidc.token"))
 

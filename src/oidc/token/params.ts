@@ -12,11 +12,16 @@ import { invalidRequest } from "./errors.js"
 export class OAuthParams {
   constructor(private readonly values: ReadonlyMap<string, ReadonlyArray<string>>) {}
 
-  /** A single-valued parameter; sent twice is invalid_request. */
+  /**
+   * A single-valued parameter; sent twice is invalid_request. A value holding a NUL is
+   * invalid_request too: no OAuth parameter may contain one (RFC 6749 Appendix A: VSCHAR /
+   * NQCHAR), and Postgres cannot compare text with it (a lookup would fail as a server error).
+   */
   one(name: string): Effect.Effect<string | undefined, ReturnType<typeof invalidRequest>> {
     const v = this.values.get(name)
     if (v === undefined || v.length === 0) return Effect.succeed(undefined)
     if (v.length > 1) return Effect.fail(invalidRequest(`${name} must not be sent more than once`))
+    if (v[0]!.includes("\u0000")) return Effect.fail(invalidRequest(`${name} must not contain a NUL character`))
     return Effect.succeed(v[0])
   }
 

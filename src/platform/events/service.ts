@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Ids } from "../ids.js"
+import { countWith } from "../observability/metrics.js"
 import { type Actor, CurrentRequest } from "../request-context.js"
 import { appendToOutbox, type OutboxRow } from "./repo.js"
 import { type EventPayload, type EventType, Envelope, strict } from "./schema.js"
@@ -27,12 +28,22 @@ export class Events extends Context.Service<Events, {
    * with the change it reports (`outboxCtes`), when that one statement is the whole transaction.
    */
   readonly prepare: <T extends EventType>(input: EmitInput<T>) => Effect.Effect<OutboxRow>
+  /** Call once a statement wrote a prepared row (what emit does after writing: the login metrics). */
+  readonly written: (row: OutboxRow) => Effect.Effect<void>
 }>()("platform/Events") {}
 
 const decodeEnvelope = Schema.decodeUnknownSync(Envelope)
 
+const loginOutcome = (e: Envelope): { method: string; outcome: string } | undefined => {
+  if (e.type === "login.succeeded") return { method: (e.payload as EventPayload<"login.succeeded">).method, outcome: "succeeded" }
+  if (e.type !== "login.failed") return undefined
+  const failed = e.payload as EventPayload<"login.failed">
+  return { method: failed.method, outcome: failed.reason }
+}
+
 export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
   const ids = yield* Ids
+  const loginOf = new WeakMap<OutboxRow, { method: string; outcome: string }>()
   const prepare = <T extends EventType>(input: EmitInput<T>) => Effect.gen(function* () {
     const request = yield* CurrentRequest
     const eventId = yield* ids.make("evt")
@@ -54,13 +65,23 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
       eventId, workspaceId: input.workspaceId, environmentId: input.environmentId, type: input.type,
       envelope: JSON.stringify(envelope), occurredAt: new Date(now),
     }
+    // Logins by method and outcome are counted where their events are made: one place, every method.
+    const login = loginOutcome(envelope)
+    if (login) loginOf.set(row, login)
     return { envelope, row }
+  })
+  /** After the row is written (by emit, or by the caller's own statement): the login count. */
+  const written = (row: OutboxRow) => Effect.suspend(() => {
+    const login = loginOf.get(row)
+    return login ? countWith((m) => m.logins.inc(login)) : Effect.void
   })
   return Events.of({
     prepare: (input) => Effect.map(prepare(input), ({ row }) => row).pipe(Effect.orDie),
+    written,
     emit: (input) => Effect.gen(function* () {
       const { envelope, row } = yield* prepare(input)
       yield* appendToOutbox(row)
+      yield* written(row)
       return envelope
     }).pipe(Effect.orDie, Effect.withSpan("Events.emit", { attributes: { type: input.type } })),
   })

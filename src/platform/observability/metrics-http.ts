@@ -1,0 +1,79 @@
+import { createHash, timingSafeEqual } from "node:crypto"
+import { createServer } from "node:http"
+import { Clock, Effect, Layer } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { MethodNotAllowed } from "../../http/errors.js"
+import { Config } from "../config.js"
+import { MetricsTokenRequired } from "./errors.js"
+import { type AppMetrics, CurrentMetrics } from "./metrics.js"
+import { readGauges } from "./metrics-repo.js"
+
+const digest = (value: string) => createHash("sha256").update(value).digest()
+
+/** Constant-time comparison of the presented bearer token with METRICS_TOKEN. */
+export const metricsAuthorized = (token: string | undefined, authorization: string | undefined): boolean => {
+  if (token === undefined) return true
+  const m = /^Bearer ([^\s]+)$/i.exec(authorization ?? "")
+  return m !== null && timingSafeEqual(digest(m[1]!), digest(token))
+}
+
+/** Reads the gauges that describe shared state (queue, connections), then renders the registry. */
+export const scrape = Effect.gen(function* () {
+  const metrics = yield* CurrentMetrics
+  const now = new Date(yield* Clock.currentTimeMillis)
+  const [states, lag, connections] = yield* readGauges(now).pipe(Effect.orDie)
+  metrics.queueDepth.reset()
+  for (const state of ["locked", "due", "scheduled", "dead"]) metrics.queueDepth.set({ state }, 0)
+  for (const row of states) metrics.queueDepth.set({ state: row.state }, row.n)
+  metrics.queueLag.reset()
+  for (const row of lag) metrics.queueLag.set({ task: row.task }, Math.max(0, row.lag))
+  metrics.dbConnections.reset()
+  for (const row of connections) metrics.dbConnections.set({ pool: "sql", state: row.state }, row.n)
+  for (const report of metrics.beforeScrape) report()
+  return { body: yield* Effect.promise(() => metrics.registry.metrics()), contentType: metrics.registry.contentType }
+}).pipe(Effect.withSpan("metrics.scrape"))
+
+const challenge = new MetricsTokenRequired({ wwwAuthenticate: `Bearer realm="metrics"` })
+
+/** GET /metrics on the Management host (when METRICS_PORT is unset). */
+export const metricsEndpoint = Effect.gen(function* () {
+  const config = yield* Config
+  const request = yield* HttpServerRequest.HttpServerRequest
+  if (request.method !== "GET" && request.method !== "HEAD") return yield* new MethodNotAllowed({ allow: ["GET", "HEAD"] })
+  if (!metricsAuthorized(config.metricsToken, request.headers["authorization"])) return yield* challenge
+  const { body, contentType } = yield* scrape
+  return HttpServerResponse.text(body, { contentType, headers: { "cache-control": "no-store" } })
+})
+
+/**
+ * METRICS_PORT: a listener that serves only `/metrics` (kept off the public ingress; the
+ * worker process, which has no HTTP server, exposes its job metrics this way).
+ */
+export const MetricsServerLive = Layer.unwrap(Effect.gen(function* () {
+  const config = yield* Config
+  if (config.metricsPort === undefined) return Layer.empty
+  const port = config.metricsPort
+  return Layer.effectDiscard(Effect.gen(function* () {
+    const context = yield* Effect.context<SqlClient.SqlClient | Config>()
+    const run = Effect.runPromiseWith(context)
+    const server = createServer((req, res) => {
+      const path = (req.url ?? "/").split("?")[0]
+      if (path !== "/metrics") return void res.writeHead(404, { "content-type": "text/plain" }).end("not found\n")
+      if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { allow: "GET, HEAD" }).end()
+      if (!metricsAuthorized(config.metricsToken, req.headers.authorization)) {
+        return void res.writeHead(401, { "www-authenticate": challenge.wwwAuthenticate, "content-type": "text/plain" }).end("unauthorized\n")
+      }
+      run(scrape).then(
+        ({ body, contentType }) => res.writeHead(200, { "content-type": contentType, "cache-control": "no-store" }).end(body),
+        () => res.writeHead(503, { "content-type": "text/plain" }).end("metrics unavailable\n"))
+    })
+    yield* Effect.acquireRelease(
+      Effect.callback<void, Error>((resume) => {
+        server.once("error", (e) => resume(Effect.fail(e)))
+        server.listen(port, () => resume(Effect.void))
+      }),
+      () => Effect.callback<void>((resume) => { server.close(() => resume(Effect.void)); server.closeAllConnections() }))
+  }))
+}))
+

@@ -1,0 +1,35 @@
+import { maskEmail } from "../events/schema.js"
+
+// Shapes of what must never reach a log line (DESIGN.md, Security model: "Logs never contain
+// secrets, codes, tokens or full email addresses"). The code never logs these on purpose;
+// this is the net for text we do not control: a database error's DETAIL quotes the
+// conflicting value, a failure message may echo its input, a 404 path is whatever was asked.
+const EMAIL = /[^\s@"'<>()[\]{},;:/\\]+@[^\s@"'<>()[\]{},;:/\\]+\.[A-Za-z]{2,}/g
+// JWTs (ID, access and impersonation tokens): three base64url parts starting with `{"`.
+const JWT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*/g
+// Refresh tokens `rt_<family>.<generation>.<secret>` and API keys / dashboard tokens.
+const PREFIXED = /\b(rt|sk_live|sk_test|dsh)_[A-Za-z0-9_.-]{16,}/g
+// Server-made secrets are 32 random bytes in base64url (43 characters, mixed case); our ids
+// are lowercase base32, so a long run holding an upper-case letter is taken for a secret.
+const SECRET = /[A-Za-z0-9_-]{40,}/g
+// One-time codes are 6 digits; no value we log on purpose is a lone 6-digit number (parts of
+// hex ids, longer numbers and decimals are not lone).
+const CODE = /(?<![\w-]|\d\.)\d{6}(?![\w-]|\.\d)/g
+
+export const redactText = (text: string): string =>
+  text
+    .replace(JWT, "[jwt]")
+    .replace(PREFIXED, (_, prefix: string) => `${prefix}_[redacted]`)
+    .replace(SECRET, (run) => (/[A-Z]/.test(run) ? "[redacted]" : run))
+    .replace(EMAIL, (email) => maskEmail(email))
+    .replace(CODE, "[code]")
+
+/** Redacts every string inside a JSON-like value (objects, arrays); other values pass. */
+export const redactValue = (value: unknown, depth = 0): unknown => {
+  if (typeof value === "string") return redactText(value)
+  if (depth > 6 || value === null || typeof value !== "object") return value
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1))
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(value)) out[k] = redactValue(v, depth + 1)
+  return out
+}
