@@ -3,16 +3,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { TTL_MS } from "../../src/http/static-answers.js"
 import { Keys } from "../../src/platform/keys/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
+import { sample } from "../operations/support.js"
 import { queryRows } from "./support.js"
 
 // The issuer's public documents are answered from the listener's memory after the first
 // answer (src/http/static-answers.ts): same bytes and headers on both paths, ETag/304, HEAD,
 // and a change on this replica seen at once; a change by another replica within the bounds.
 
+const METRICS_TOKEN = "metrics-token-static-answers-0123"
 let app: TestApp
 let env: Bootstrapped
 beforeAll(async () => {
-  app = await startApp()
+  app = await startApp({ env: { METRICS_TOKEN } })
   env = await app.bootstrap()
 })
 afterAll(async () => { await app?.close() })
@@ -65,6 +67,18 @@ describe("JWKS and discovery from memory", () => {
       expect(head.text).toBe("")
       expect(head.headers["etag"]).toBe(etag)
     }
+  })
+
+  it("answers from memory count in the request metrics like any other (surface, method, route template, status)", async () => {
+    const count = async (status: string) => sample((await app.request(app.config.managementHost, "/metrics", {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    })).text, "authservice_http_requests_total", { surface: "issuer", method: "GET", route: "/e/{environment_id}/oauth2/jwks", status }) ?? 0
+    const before = { ok: await count("200"), notModified: await count("304") }
+    const etag = String((await app.issuer(env.environment_id, "/oauth2/jwks")).headers["etag"])
+    for (let i = 0; i < 3; i++) expect((await app.issuer(env.environment_id, "/oauth2/jwks")).status).toBe(200)
+    expect((await app.issuer(env.environment_id, "/oauth2/jwks", { headers: { "if-none-match": etag } })).status).toBe(304)
+    expect(await count("200")).toBe(before.ok + 4)
+    expect(await count("304")).toBe(before.notModified + 1)
   })
 
   it("a key rotation on this replica is in the very next JWKS answer, with a new ETag", async () => {
