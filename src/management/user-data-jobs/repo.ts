@@ -39,11 +39,52 @@ export const insertImportJob = (j: ImportJobRow & { readonly created_by_type: st
       ${j.created_by_id}, ${j.created_at}, ${j.started_at}, ${j.completed_at})
     returning ${importColumns(sql)}`).pipe(Effect.map((rows) => rows[0]!))
 
-/** Row errors in one statement per 1,000 (arrays unnested by Postgres). */
+/** Row errors in one statement per 1,000 (a JSON document of records, unpacked by Postgres). */
 export const insertImportErrors = (jobId: string, errors: ReadonlyArray<RowError>) => SqlClient.SqlClient.use((sql) =>
-  Effect.forEach(chunks(errors, 1000), (part) => sql`insert into user_import_job_errors (job_id, row_number, code, field, message)
-    select ${jobId}, * from unnest(${part.map((e) => e.row)}::int[], ${part.map((e) => e.code)}::text[],
-      ${part.map((e) => e.field)}::text[], ${part.map((e) => e.message)}::text[])`, { discard: true }))
+  Effect.forEach(chunks(errors, 1000), (part) => sql`insert into user_import_job_errors (job_id, row_number, code, field, message, line_number)
+    select ${jobId}, v.row_number, v.code, v.field, v.message, v.line_number
+    from jsonb_to_recordset(${JSON.stringify(part.map((e) => ({
+      row_number: e.row, code: e.code, field: e.field, message: e.message, line_number: e.line ?? null,
+    })))}::jsonb) as v(row_number int, code text, field text, message text, line_number int)`, { discard: true }))
+
+/** A job as its worker task needs it (sql/0150): the sealed source, the creator, the checkpoint. */
+export interface ImportJobWork extends ImportJobRow {
+  readonly source_url_sealed: string | null
+  readonly rows_done: number
+  readonly created_by_type: string
+  readonly created_by_id: string | null
+}
+
+export const importJobForWork = (id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<ImportJobWork>`select ${importColumns(sql)}, source_url_sealed, rows_done, created_by_type, created_by_id
+    from user_import_jobs where id = ${id}`).pipe(Effect.map((rows) => rows[0]))
+
+export const setImportSource = (id: string, sealed: string) => SqlClient.SqlClient.use((sql) =>
+  sql`update user_import_jobs set source_url_sealed = ${sealed} where id = ${id}`)
+
+export const setImportTotal = (id: string, totalRows: number) => SqlClient.SqlClient.use((sql) =>
+  sql`update user_import_jobs set total_rows = ${totalRows} where id = ${id} and status = 'processing'`)
+
+/**
+ * Adds one batch's outcome to the counters and moves the checkpoint, if the checkpoint is
+ * still where this run left it (compare-and-set: a second run of the job, or a run that
+ * was superseded, cannot commit a batch twice). false: the batch must roll back.
+ */
+export const advanceImport = (id: string, expectedRowsDone: number, batch: {
+  readonly rows: number; readonly imported: number; readonly skipped: number; readonly failed: number
+}) => SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update user_import_jobs
+    set rows_done = rows_done + ${batch.rows}, imported_count = imported_count + ${batch.imported},
+      skipped_count = skipped_count + ${batch.skipped}, failed_count = failed_count + ${batch.failed}
+    where id = ${id} and status = 'processing' and rows_done = ${expectedRowsDone} returning id`)
+  .pipe(Effect.map((rows) => rows.length === 1))
+
+/** Ends a processing job (completed, or failed with a file-level code); the sealed source is wiped. */
+export const finishImport = (id: string, end: {
+  readonly status: "completed" | "failed"; readonly failureCode: string | null; readonly failureMessage: string | null; readonly at: Date
+}) => SqlClient.SqlClient.use((sql) => sql<ImportJobRow>`update user_import_jobs
+    set status = ${end.status}, failure_code = ${end.failureCode}, failure_message = ${end.failureMessage}, completed_at = ${end.at},
+      source_url_sealed = null
+    where id = ${id} and status = 'processing' returning ${importColumns(sql)}`).pipe(Effect.map((rows) => rows[0]))
 
 const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<Array<A>> => {
   const out: Array<Array<A>> = []
@@ -57,6 +98,7 @@ export const importJobById = (workspaceId: string, id: string) => SqlClient.SqlC
 
 export interface ImportErrorRow {
   readonly row_number: number
+  readonly line_number: number | null
   readonly code: RowError["code"]
   readonly field: string | null
   readonly message: string
@@ -64,7 +106,7 @@ export interface ImportErrorRow {
 
 /** Keyset page of a job's row errors, by row number (limit + 1 rows: the extra tells whether more exist). */
 export const importErrorsPage = (jobId: string, page: { readonly afterRow: number | undefined; readonly limit: number }) =>
-  SqlClient.SqlClient.use((sql) => sql<ImportErrorRow>`select row_number, code, field, message from user_import_job_errors
+  SqlClient.SqlClient.use((sql) => sql<ImportErrorRow>`select row_number, line_number, code, field, message from user_import_job_errors
     where job_id = ${jobId} ${page.afterRow === undefined ? sql`` : sql`and row_number > ${page.afterRow}`}
     order by row_number limit ${page.limit + 1}`)
 
