@@ -86,6 +86,8 @@ describe("JSON import", () => {
       [6, "duplicate_in_file", "email"], [7, "unknown_field", "role"], [8, "invalid_row", null], [9, "invalid_field", "locale"],
     ])
     for (const e of errors.json.data) expect(e.message).toEqual(expect.any(String))
+    // JSON rows have no line.
+    for (const e of errors.json.data) expect(e.line).toBeNull()
     // No full email address in row errors.
     expect(errors.text).not.toContain("@example.com")
   })
@@ -154,7 +156,10 @@ describe("CSV import", () => {
       { email: two, email_verified: false, name: null, locale: null, timezone: null, metadata: {} },
     ])
     const errors = (await app.management(`/v1/user-import-jobs/${res.json.id}/errors`, { key: w.api_key })).json.data
-    expect(errors.map((e: any) => [e.row, e.code, e.field])).toEqual([[3, "invalid_row", null], [4, "invalid_field", "email"], [5, "invalid_field", "email_verified"]])
+    // line: the CSV line as csv-parse counts it (header line 1; the blank line 4 counts).
+    expect(errors.map((e: any) => [e.row, e.line, e.code, e.field])).toEqual([
+      [3, 5, "invalid_row", null], [4, 6, "invalid_field", "email"], [5, 7, "invalid_field", "email_verified"],
+    ])
   })
 })
 

@@ -23,6 +23,13 @@ import * as repo from "./repo.js"
  * another run committed first).
  */
 
+/**
+ * A source that drops the connection or falls silent fails the run, which graphile-worker
+ * retries with its backoff (about 3, 7, 20 and 55 s); the fifth such run fails the job.
+ */
+export const MAX_IMPORT_RUNS = 5
+const TRANSIENT = new Set(["source_unreachable", "source_timeout"])
+
 const Payload = Schema.Struct({ jobId: Schema.String })
 const decodePayload = Schema.decodeUnknownOption(Payload)
 
@@ -91,6 +98,7 @@ export const runImportTask = (payload: unknown) => Effect.gen(function* () {
   const actor: Actor = { type: job.created_by_type as Actor["type"], ...(job.created_by_id ? { id: job.created_by_id } : {}) }
   const target: ImportTarget = { jobId: job.id, workspaceId: job.workspace_id, environmentId: job.environment_id, actor }
 
+  const run = yield* repo.startImportRun(job.id).pipe(Effect.orDie)
   const outcome = yield* Effect.gen(function* () {
     const total = yield* countRows(url)
     yield* repo.setImportTotal(job.id, total).pipe(Effect.orDie)
@@ -101,6 +109,10 @@ export const runImportTask = (payload: unknown) => Effect.gen(function* () {
     Effect.catch((e: SourceFailure) => Effect.succeed(e)),
   )
   if (outcome === "superseded") return yield* Effect.logWarning("user_import.run: another run moved the job's checkpoint; this run stops", { job_id: job.id })
+  if (outcome !== undefined && TRANSIENT.has(outcome.code) && run < MAX_IMPORT_RUNS) {
+    // The committed batches stay; graphile-worker runs the task again, which resumes after them.
+    return yield* Effect.die(new Error(`user_import.run ${job.id}: ${outcome.code} (run ${run} of ${MAX_IMPORT_RUNS}); retried`))
+  }
 
   const sql = yield* SqlClient.SqlClient
   yield* sql.withTransaction(Effect.gen(function* () {

@@ -59,6 +59,10 @@ export const importJobForWork = (id: string) => SqlClient.SqlClient.use((sql) =>
   sql<ImportJobWork>`select ${importColumns(sql)}, source_url_sealed, rows_done, created_by_type, created_by_id
     from user_import_jobs where id = ${id}`).pipe(Effect.map((rows) => rows[0]))
 
+/** Counts a run of the worker task; the run's number. */
+export const startImportRun = (id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<{ runs: number }>`update user_import_jobs set runs = runs + 1 where id = ${id} returning runs`).pipe(Effect.map((rows) => rows[0]?.runs ?? 0))
+
 export const setImportSource = (id: string, sealed: string) => SqlClient.SqlClient.use((sql) =>
   sql`update user_import_jobs set source_url_sealed = ${sealed} where id = ${id}`)
 
