@@ -97,9 +97,10 @@ export const userDataJobRoutes = [
   route("GET", "/v1/user-export-jobs/:jobId/download", withCaller("user_data_jobs:read", Effect.gen(function* () {
     const { jobId } = yield* decodeParams(JobParams)
     const { job, artifact } = yield* downloadExport(jobId)
-    return HttpServerResponse.uint8Array(new Uint8Array(artifact), {
+    return HttpServerResponse.stream(artifact, {
       status: 200,
       contentType: "application/json",
+      contentLength: job.artifact_bytes ?? undefined,
       headers: { "cache-control": "no-store", "content-disposition": `attachment; filename="user-export-${job.id}.json"` },
     })
   })), {

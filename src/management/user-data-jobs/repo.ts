@@ -127,12 +127,15 @@ export interface ExportJobRow {
   readonly created_at: Date
   readonly completed_at: Date | null
   readonly download_expires_at: Date | null
+  /** Chunks in user_export_chunks (sql/0152); null for an export stored whole in artifact_sealed. */
+  readonly artifact_chunks: number | null
+  readonly artifact_purged_at: Date | null
 }
 
 const exportColumns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, target_user_id, status, artifact_sealed,
-  artifact_bytes, failure_code, failure_message, created_at, completed_at, download_expires_at`
+  artifact_bytes, failure_code, failure_message, created_at, completed_at, download_expires_at, artifact_chunks, artifact_purged_at`
 
-export const insertExportJob = (j: ExportJobRow & { readonly created_by_type: string; readonly created_by_id: string | null }) =>
+export const insertExportJob = (j: Omit<ExportJobRow, "artifact_chunks" | "artifact_purged_at"> & { readonly created_by_type: string; readonly created_by_id: string | null }) =>
   SqlClient.SqlClient.use((sql) => sql<ExportJobRow>`insert into user_export_jobs (id, workspace_id, environment_id, target_user_id,
       status, artifact_sealed, artifact_bytes, failure_code, failure_message, created_by_type, created_by_id, created_at, completed_at,
       download_expires_at)
@@ -145,10 +148,25 @@ export const exportJobById = (workspaceId: string, id: string) => SqlClient.SqlC
   sql<ExportJobRow>`select ${exportColumns(sql)} from user_export_jobs where workspace_id = ${workspaceId} and id = ${id}`)
   .pipe(Effect.map((rows) => rows[0]))
 
-/** Wipes the artifacts whose download window has passed; returns how many. */
-export const purgeExpiredArtifacts = (now: Date) => SqlClient.SqlClient.use((sql) =>
-  sql<{ id: string }>`update user_export_jobs set artifact_sealed = null, artifact_purged_at = ${now}
-    where artifact_sealed is not null and download_expires_at <= ${now} returning id`).pipe(Effect.map((rows) => rows.length))
+/** Wipes the artifacts (whole or chunked) whose download window has passed; returns how many. */
+export const purgeExpiredArtifacts = (now: Date) => SqlClient.SqlClient.use((sql) => Effect.gen(function* () {
+  const rows = yield* sql<{ id: string }>`update user_export_jobs set artifact_sealed = null, artifact_purged_at = ${now}
+    where download_expires_at <= ${now}
+      and (artifact_sealed is not null or (artifact_chunks is not null and artifact_purged_at is null)) returning id`
+  if (rows.length > 0) yield* sql`delete from user_export_chunks where job_id = any(${rows.map((r) => r.id)}::text[])`
+  return rows.length
+}))
+
+export const insertExportChunk = (jobId: string, seq: number, sealed: string) => SqlClient.SqlClient.use((sql) =>
+  sql`insert into user_export_chunks (job_id, seq, sealed) values (${jobId}, ${seq}, ${sealed})`)
+
+export const exportChunk = (jobId: string, seq: number) => SqlClient.SqlClient.use((sql) =>
+  sql<{ sealed: string }>`select sealed from user_export_chunks where job_id = ${jobId} and seq = ${seq}`).pipe(Effect.map((rows) => rows[0]?.sealed))
+
+/** A chunked export is complete: its size and number of chunks. */
+export const completeExportJob = (id: string, bytes: number, chunks: number) => SqlClient.SqlClient.use((sql) =>
+  sql<ExportJobRow>`update user_export_jobs set artifact_bytes = ${bytes}, artifact_chunks = ${chunks} where id = ${id}
+    returning ${exportColumns(sql)}`).pipe(Effect.map((rows) => rows[0]!))
 
 // ---- the user's data, for the export artifact (every row of the user, not a page) ----------
 
@@ -160,7 +178,11 @@ export const passkeysForExport = (environmentId: string, userId: string) => SqlC
   sql<PasskeySummaryRow>`select id, user_id, name, aaguid, device_type, backed_up, rp_id, created_at, last_used_at
     from passkeys where environment_id = ${environmentId} and user_id = ${userId} order by id`)
 
-export const sessionsForExport = (environmentId: string, userId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<SessionRow>`select id, workspace_id, environment_id, user_id, client_id, device_name, method, acr, auth_time, security_version,
-      created_at, last_active_at, idle_expires_at, absolute_expires_at, revoked_at, revoked_reason
-    from login_sessions where environment_id = ${environmentId} and user_id = ${userId} order by created_at, id`)
+/** One keyset page of the user's sessions, by (created_at, id): the export reads them page by page. */
+export const sessionsForExport = (environmentId: string, userId: string, after: { createdAt: Date; id: string } | undefined, limit: number) =>
+  SqlClient.SqlClient.use((sql) =>
+    sql<SessionRow>`select id, workspace_id, environment_id, user_id, client_id, device_name, method, acr, auth_time, security_version,
+        created_at, last_active_at, idle_expires_at, absolute_expires_at, revoked_at, revoked_reason
+      from login_sessions where environment_id = ${environmentId} and user_id = ${userId}
+        ${after === undefined ? sql`` : sql`and (created_at, id) > (${after.createdAt}, ${after.id})`}
+      order by created_at, id limit ${limit}`)
