@@ -15,7 +15,7 @@ import { checkWebhookUrl } from "../../webhooks/url-policy.js"
  * admits http and private targets, exactly as for webhooks.
  */
 
-/** At most this much is read from a source (10 MiB). */
+/** At most this much of a JSON source is read (10 MiB, parsed whole); a CSV source is streamed (import-service.ts MAX_CSV_SOURCE_BYTES). */
 export const MAX_SOURCE_BYTES = 10 * 1024 * 1024
 /** Total time of a fetch: connect, headers and body (wall-clock: a network bound, not a business rule). */
 export const SOURCE_TIMEOUT_MS = 30_000
