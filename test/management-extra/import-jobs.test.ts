@@ -113,6 +113,22 @@ describe("JSON import", () => {
     })
   })
 
+  it("an active user.created subscription gets one fan-out job per imported user (batched enqueue, same job key as Events.emit)", async () => {
+    const w = await app.bootstrap()
+    const hook = await app.management("/v1/webhooks", {
+      method: "POST", key: w.api_key, body: { environment_id: w.environment_id, url: `http://127.0.0.1:${files.port}/hook`, event_types: ["user.created"] },
+    })
+    expect(hook.status).toBe(201)
+    const url = files.serve("/import-fanout.json", { body: JSON.stringify([{ email: unique("f1") }, { email: unique("f2") }, { email: "bad" }]) })
+    const res = await startImport({ environment_id: w.environment_id, format: "json", source_url: url }, { key: w.api_key })
+    expect(res.json).toMatchObject({ status: "completed", imported_count: 2, failed_count: 1 })
+    const events = await query<{ id: string }>(app, `select id from event_outbox where environment_id = $1 and type = 'user.created' order by id`, [w.environment_id])
+    expect(events).toHaveLength(2)
+    const jobs = await query<{ key: string }>(app, `select key from graphile_worker.jobs where key = any($1::text[]) order by key`,
+      [events.map((e) => `webhooks.fanout:${e.id}`)])
+    expect(jobs.map((j) => j.key)).toEqual(events.map((e) => `webhooks.fanout:${e.id}`))
+  })
+
   it("errors are paginated by row (limit, cursor)", async () => {
     const w = await app.bootstrap()
     const url = files.serve("/import-page.json", { body: JSON.stringify(Array.from({ length: 7 }, () => ({ email: "bad" }))) })
