@@ -5,6 +5,8 @@ import { SEND_EMAIL_CHANGE_NOTICE_TASK, sendEmailChangeNotice } from "../me/emai
 import { webhookTasks } from "../webhooks/tasks.js"
 import { housekeeping } from "./housekeeping.js"
 import { purgeExpiredExports } from "../management/user-data-jobs/export-service.js"
+import { USER_IMPORT_TASK } from "../management/user-data-jobs/import-service.js"
+import { runImportTask } from "../management/user-data-jobs/import-task.js"
 import { purgeDeletedUsers } from "../users/purge/service.js"
 
 /** Every graphile-worker task, by identifier. Payloads are validated by each task. */
@@ -13,6 +15,8 @@ export const tasks: Record<string, (payload: unknown) => Effect.Effect<void, nev
   ...webhookTasks,
   [SEND_LOGIN_CODE_TASK]: sendLoginCode,
   [SEND_EMAIL_CHANGE_NOTICE_TASK]: sendEmailChangeNotice,
+  // A large CSV import, streamed in batches (decisions: "User import at scale").
+  [USER_IMPORT_TASK]: runImportTask,
   // Export artifacts past their 15-minute download window are wiped.
   user_exports_purge: () => Effect.asVoid(purgeExpiredExports),
   // Users pending deletion past USER_DELETION_RETENTION_DAYS are purged (decisions, issue 11).

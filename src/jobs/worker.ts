@@ -112,8 +112,31 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
       }
     })
     yield* Effect.forkScoped(supervise)
+    // A runner that lived through an outage may be wedged without stopping (jobs it could not
+    // mark failed stay locked by it, and it stops taking new ones: seen in test/faults). When
+    // the heartbeat finds the database again after failing, the runner is replaced: stopped
+    // (killed if it does not stop within 5 s); the supervisor above starts a new one and
+    // releases the old one's jobs (at least once).
+    let databaseWasDown = false
+    const replaceRunner = Effect.promise(async () => {
+      const old = runner
+      const stopped = await Promise.race([
+        old.stop("database reconnected").then(() => true, () => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5_000).unref()),
+      ])
+      if (!stopped) await old.kill("database reconnected").catch(() => {})
+    })
     const tick = Effect.gen(function* () {
-      yield* beat(processId, workerIds)
+      const beaten = yield* Effect.exit(beat(processId, workerIds))
+      if (beaten._tag === "Failure") {
+        databaseWasDown = true
+        return yield* Effect.logError("worker heartbeat failed", beaten.cause)
+      }
+      if (databaseWasDown && !stopping) {
+        databaseWasDown = false
+        yield* Effect.logWarning("the database is back: replacing the job runner")
+        yield* replaceRunner
+      }
       const released = yield* releaseStaleWorkers(heartbeat.staleAfterMs)
       if (released.length > 0) yield* Effect.logWarning("released the jobs of workers that stopped beating", { worker_ids: released })
     }).pipe(

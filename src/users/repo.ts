@@ -72,6 +72,27 @@ export const insertUser = (u: NewUser) => SqlClient.SqlClient.use((sql) =>
     on conflict (environment_id, email_normalized) do nothing
     returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
 
+/**
+ * insertUser for many rows in one statement (user import): rows are inserted in
+ * normalized-email order, so concurrent imports of overlapping files take the unique index's
+ * locks in one order. Returns the inserted rows; an email already registered is left out.
+ */
+export const insertUsers = (users: ReadonlyArray<NewUser>) => users.length === 0
+  ? Effect.succeed([] as ReadonlyArray<UserRow>)
+  : SqlClient.SqlClient.use((sql) => sql<UserRow>`insert into users (id, workspace_id, environment_id, email, email_normalized,
+      email_verified, name, avatar_url, locale, timezone, metadata, user_handle, created_at, updated_at)
+    select v.id, v.workspace_id, v.environment_id, v.email, v.email_normalized, v.email_verified, v.name, v.avatar_url, v.locale,
+      v.timezone, v.metadata, v.user_handle, v.now, v.now
+    from jsonb_to_recordset(${JSON.stringify(users.map((u) => ({
+      id: u.id, workspace_id: u.workspaceId, environment_id: u.environmentId, email: u.email.trim(), email_normalized: normalizeEmail(u.email),
+      email_verified: u.emailVerified, name: u.name ?? null, avatar_url: u.avatarUrl ?? null, locale: u.locale ?? null,
+      timezone: u.timezone ?? null, metadata: u.metadata ?? {}, user_handle: u.userHandle, now: u.now,
+    })))}::jsonb) as v(id text, workspace_id text, environment_id text, email text, email_normalized text, email_verified boolean,
+      name text, avatar_url text, locale text, timezone text, metadata jsonb, user_handle text, now timestamptz)
+    order by v.email_normalized
+    on conflict (environment_id, email_normalized) do nothing
+    returning ${columns(sql)}`)
+
 /** The profile fields an update may set (wire names = column names). */
 export interface UserFieldChanges {
   readonly email_verified?: boolean

@@ -53,6 +53,11 @@ export class Users extends Context.Service<Users, {
   /** undefined when the email is already registered in the Environment. */
   readonly create: (input: CreateUserInput) => Effect.Effect<repo.UserRow | undefined, never, SqlClient.SqlClient>
   /**
+   * `create` for many users in one INSERT and one outbox INSERT (user import): each new user
+   * emits its `user.created`. Returns the created rows; emails already registered are left out.
+   */
+  readonly createMany: (inputs: ReadonlyArray<CreateUserInput>) => Effect.Effect<ReadonlyArray<repo.UserRow>, never, SqlClient.SqlClient>
+  /**
    * Revokes live login sessions and emits one `session.revoked` per session, in the caller's
    * transaction. Returns the revoked session ids (empty when none was live).
    */
@@ -101,6 +106,22 @@ export const UsersLive = Layer.effect(Users, Effect.gen(function* () {
         payload: { userId: row.id, method: input.method, maskedEmail: maskEmail(row.email) },
       })
       return row
+    }).pipe(Effect.orDie),
+    createMany: (inputs) => Effect.gen(function* () {
+      if (inputs.length === 0) return []
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const rows: Array<repo.NewUser> = []
+      for (const input of inputs) rows.push({ ...input, id: yield* ids.make("usr"), userHandle: yield* crypto.randomToken(32), now })
+      const created = yield* repo.insertUsers(rows)
+      const byEmail = new Map(inputs.map((input) => [repo.normalizeEmail(input.email), input]))
+      yield* events.emitMany(created.map((row) => {
+        const input = byEmail.get(row.email_normalized)!
+        return {
+          type: "user.created" as const, workspaceId: input.workspaceId, environmentId: input.environmentId, actor: input.actor,
+          payload: { userId: row.id, method: input.method, maskedEmail: maskEmail(row.email) },
+        }
+      }))
+      return created
     }).pipe(Effect.orDie),
     revokeSessions,
     requestDeletion: (input) => Effect.gen(function* () {

@@ -237,3 +237,23 @@ export const deleteDeliveriesBefore = (cutoff: Date) => SqlClient.SqlClient.use(
   sql<{ n: number }>`with gone as (delete from webhook_deliveries where occurred_at < ${cutoff} returning 1)
     select count(*)::int as n from gone`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
 
+/**
+ * The webhook fan-out jobs of many events in one statement (the condition and job key of
+ * src/platform/events/repo.ts, per event): a user import batch enqueues the fan-outs of its `user.created` events at once.
+ */
+export const enqueueFanoutsIfSubscribed = (events: ReadonlyArray<{
+  eventId: string; workspaceId: string; environmentId: string | null; type: string; runAt: Date
+}>) => events.length === 0 ? Effect.void : SqlClient.SqlClient.use((sql) => sql`select (graphile_worker.add_job(
+      identifier => 'webhooks.fanout',
+      payload => json_build_object('eventId', v.event_id),
+      run_at => v.run_at,
+      max_attempts => 25,
+      job_key => 'webhooks.fanout:' || v.event_id
+    )).id::text as id
+    from jsonb_to_recordset(${JSON.stringify(events.map((e) => ({
+      event_id: e.eventId, workspace_id: e.workspaceId, environment_id: e.environmentId, type: e.type, run_at: e.runAt,
+    })))}::jsonb) as v(event_id text, workspace_id text, environment_id text, type text, run_at timestamptz)
+    where exists (select 1 from webhooks w
+      where w.workspace_id = v.workspace_id and (v.environment_id is null or w.environment_id = v.environment_id)
+        and w.status = 'active' and w.deleted_at is null and v.type = any(w.event_types))
+    order by v.run_at, v.event_id`).pipe(Effect.asVoid)

@@ -84,10 +84,42 @@ describe("user export", () => {
     for (const secret of ["CREDENTIAL-ID-XYZ", "USER-HANDLE-XYZ", "PUBLIC-KEY", "provider-subject-secret-ish", "IPHASH0000", "security_version", "user_handle", "sign_count"]) {
       expect(download.text).not.toContain(secret)
     }
-    // Sealed at rest.
-    const [row] = await query<{ artifact_sealed: string }>(app, "select artifact_sealed from user_export_jobs where id = $1", [res.json.id])
-    expect(row!.artifact_sealed).toMatch(/^v1\./)
-    expect(row!.artifact_sealed).not.toContain("Ada")
+    // Sealed at rest, in chunks (sql/0152).
+    const chunks = await query<{ sealed: string }>(app, "select sealed from user_export_chunks where job_id = $1 order by seq", [res.json.id])
+    expect(chunks).toHaveLength(1)
+    expect(chunks[0]!.sealed).toMatch(/^v1\./)
+    expect(chunks[0]!.sealed).not.toContain("Ada")
+  })
+
+  it("a user with thousands of sessions: the artifact is written and stored in bounded sealed chunks and downloads in order", async () => {
+    const w = await app.bootstrap()
+    const { userId } = await seedUser(w)
+    const now = new Date(app.now())
+    // 6,000 more sessions (about 2.4 MB of JSON), created one second apart.
+    await query(app, `insert into login_sessions (id, workspace_id, environment_id, user_id, device_name, method, acr, auth_time,
+        security_version, ip_prefix_hash, created_at, last_active_at, idle_expires_at, absolute_expires_at)
+      select 'ses_bulk' || lpad(i::text, 28, '0'), $1, $2, $3, 'Browser ' || i, 'email_otp', 'urn:example-auth:loa:basic', $4, 1, 'IPHASH0000',
+        $4::timestamptz - make_interval(secs => 10000 - i), $4, $4, $4
+      from generate_series(1, 6000) as i`, [w.workspace_id, w.environment_id, userId, now])
+    const res = await startExport(w, { environment_id: w.environment_id, target_user_id: userId })
+    expect(res.status).toBe(201)
+    const chunks = await query<{ seq: number; length: number }>(app,
+      "select seq, length(sealed) as length from user_export_chunks where job_id = $1 order by seq", [res.json.id])
+    expect(chunks.length).toBeGreaterThan(20)
+    expect(chunks.map((c) => c.seq)).toEqual(chunks.map((_, i) => i))
+    // 64 KiB of JSON (plus the session that crossed the mark), base64url-sealed.
+    for (const c of chunks) expect(c.length).toBeLessThan(Math.ceil((64 * 1024 + 2048) * 4 / 3) + 200)
+
+    const download = await app.management(`/v1/user-export-jobs/${res.json.id}/download`, { key: w.api_key })
+    expect(download.status).toBe(200)
+    expect(Number(download.headers["content-length"])).toBe(res.json.size_bytes)
+    expect(Buffer.byteLength(download.text)).toBe(res.json.size_bytes)
+    const artifact = download.json
+    expect(artifact).toMatchObject({ format: "authservice.user-export", version: 1, job_id: res.json.id, user: { id: userId } })
+    expect(artifact.sessions).toHaveLength(6002)
+    const bulk = artifact.sessions.filter((s: any) => s.session_id.startsWith("ses_bulk"))
+    expect(bulk.map((s: any) => s.device_name)).toEqual(Array.from({ length: 6000 }, (_, i) => `Browser ${i + 1}`))
+    expect(download.text).not.toContain("IPHASH0000")
   })
 
   it("the download is 410 export_expired once 15 minutes have passed (TestClock); housekeeping wipes the artifact", async () => {
@@ -107,6 +139,7 @@ describe("user export", () => {
     const [row] = await query<{ artifact_sealed: string | null; artifact_purged_at: Date | null }>(app,
       "select artifact_sealed, artifact_purged_at from user_export_jobs where id = $1", [job.id])
     expect(row).toMatchObject({ artifact_sealed: null, artifact_purged_at: expect.any(Date) })
+    expect(await query(app, "select 1 from user_export_chunks where job_id = $1", [job.id])).toEqual([])
     expectProblem(await app.management(path, { key: w.api_key }), 410, "export_expired")
   })
 

@@ -86,6 +86,8 @@ describe("JSON import", () => {
       [6, "duplicate_in_file", "email"], [7, "unknown_field", "role"], [8, "invalid_row", null], [9, "invalid_field", "locale"],
     ])
     for (const e of errors.json.data) expect(e.message).toEqual(expect.any(String))
+    // JSON rows have no line.
+    for (const e of errors.json.data) expect(e.line).toBeNull()
     // No full email address in row errors.
     expect(errors.text).not.toContain("@example.com")
   })
@@ -109,6 +111,22 @@ describe("JSON import", () => {
       details: { format: "json", status: "completed", total_rows: 2, imported_count: 2, skipped_count: 0, failed_count: 0 },
       request_id: res.headers["x-request-id"],
     })
+  })
+
+  it("an active user.created subscription gets one fan-out job per imported user (batched enqueue, same job key as Events.emit)", async () => {
+    const w = await app.bootstrap()
+    const hook = await app.management("/v1/webhooks", {
+      method: "POST", key: w.api_key, body: { environment_id: w.environment_id, url: `http://127.0.0.1:${files.port}/hook`, event_types: ["user.created"] },
+    })
+    expect(hook.status).toBe(201)
+    const url = files.serve("/import-fanout.json", { body: JSON.stringify([{ email: unique("f1") }, { email: unique("f2") }, { email: "bad" }]) })
+    const res = await startImport({ environment_id: w.environment_id, format: "json", source_url: url }, { key: w.api_key })
+    expect(res.json).toMatchObject({ status: "completed", imported_count: 2, failed_count: 1 })
+    const events = await query<{ id: string }>(app, `select id from event_outbox where environment_id = $1 and type = 'user.created' order by id`, [w.environment_id])
+    expect(events).toHaveLength(2)
+    const jobs = await query<{ key: string }>(app, `select key from graphile_worker.jobs where key = any($1::text[]) order by key`,
+      [events.map((e) => `webhooks.fanout:${e.id}`)])
+    expect(jobs.map((j) => j.key)).toEqual(events.map((e) => `webhooks.fanout:${e.id}`))
   })
 
   it("errors are paginated by row (limit, cursor)", async () => {
@@ -154,7 +172,10 @@ describe("CSV import", () => {
       { email: two, email_verified: false, name: null, locale: null, timezone: null, metadata: {} },
     ])
     const errors = (await app.management(`/v1/user-import-jobs/${res.json.id}/errors`, { key: w.api_key })).json.data
-    expect(errors.map((e: any) => [e.row, e.code, e.field])).toEqual([[3, "invalid_row", null], [4, "invalid_field", "email"], [5, "invalid_field", "email_verified"]])
+    // line: the CSV line as csv-parse counts it (header line 1; the blank line 4 counts).
+    expect(errors.map((e: any) => [e.row, e.line, e.code, e.field])).toEqual([
+      [3, 5, "invalid_row", null], [4, 6, "invalid_field", "email"], [5, 7, "invalid_field", "email_verified"],
+    ])
   })
 })
 

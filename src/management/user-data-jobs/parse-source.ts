@@ -1,5 +1,4 @@
 import { Result, Schema, SchemaIssue } from "effect"
-import { parse as parseCsv } from "csv-parse/sync"
 import { AvatarUrl, canonicalLocale, canonicalTimeZone, Email, Locale, Metadata, Name, TimeZone } from "../users/schema.js"
 
 /**
@@ -11,7 +10,10 @@ import { AvatarUrl, canonicalLocale, canonicalTimeZone, Email, Locale, Metadata,
  * not a row). A file-level problem fails the whole job; a row-level problem is a row error.
  */
 
+/** Rows of a JSON source (parsed whole, inside the request). */
 export const MAX_IMPORT_ROWS = 10_000
+/** Data rows of a CSV source (streamed; decisions: "User import at scale"). */
+export const MAX_CSV_ROWS = 1_000_000
 
 export const IMPORT_FIELDS = ["email", "email_verified", "name", "avatar_url", "locale", "timezone", "metadata"] as const
 type ImportField = (typeof IMPORT_FIELDS)[number]
@@ -31,6 +33,8 @@ export type RowErrorCode =
 
 export interface RowError {
   readonly row: number
+  /** The CSV line (csv-parse's count); absent for JSON rows. */
+  readonly line?: number | null | undefined
   readonly code: RowErrorCode
   readonly field: string | null
   readonly message: string
@@ -55,6 +59,8 @@ const FIELD_SCHEMAS: Record<ImportField, Schema.Top & { readonly DecodingService
 }
 
 const describe = (error: Schema.SchemaError) => SchemaIssue.makeFormatterDefault()(error.issue)
+
+export type { ImportField }
 
 const isField = (key: string): key is ImportField => (IMPORT_FIELDS as ReadonlyArray<string>).includes(key)
 
@@ -91,7 +97,8 @@ const text = (body: Buffer): string | undefined => {
   }
 }
 
-const parseJsonSource = (body: Buffer): ParsedSource => {
+/** A JSON source, parsed whole (it is at most MAX_SOURCE_BYTES; CSV sources are streamed: ./csv-stream.ts). */
+export const parseJsonSource = (body: Buffer): ParsedSource => {
   const source = text(body)
   if (source === undefined) return { ok: false, code: "invalid_source", message: "The source is not UTF-8 text" }
   let value: unknown
@@ -125,39 +132,27 @@ const csvValue = (field: string, cell: string): unknown => {
   return cell
 }
 
-const parseCsvSource = (body: Buffer): ParsedSource => {
-  const source = text(body)
-  if (source === undefined) return { ok: false, code: "invalid_source", message: "The source is not UTF-8 text" }
-  let records: Array<Array<string>>
-  try {
-    records = parseCsv(source, { bom: true, skip_empty_lines: true, relax_column_count: true })
-  } catch (e) {
-    return { ok: false, code: "invalid_source", message: `The source is not valid CSV (${(e as Error).message})` }
-  }
-  const [header, ...data] = records
-  if (header === undefined) return { ok: false, code: "invalid_source", message: "The CSV source has no header row" }
+/** A CSV header row's columns, or why the file cannot be imported. */
+export const csvColumns = (header: ReadonlyArray<string>):
+  { readonly ok: true; readonly columns: ReadonlyArray<ImportField> } | { readonly ok: false; readonly message: string } => {
   const columns = header.map((h) => h.trim())
   const unknown = columns.filter((c) => !isField(c))
-  if (unknown.length > 0) return { ok: false, code: "invalid_source", message: `Unknown CSV columns: ${unknown.join(", ")}; columns are ${IMPORT_FIELDS.join(", ")}` }
-  if (new Set(columns).size !== columns.length) return { ok: false, code: "invalid_source", message: "A CSV column is named twice" }
-  if (!columns.includes("email")) return { ok: false, code: "invalid_source", message: "The CSV header must name an email column" }
-  if (data.length > MAX_IMPORT_ROWS) return tooMany(data.length)
-  return {
-    ok: true,
-    rows: data.map((cells, i): ParsedRow => {
-      const row = i + 1
-      if (cells.length !== columns.length) {
-        return { ok: false, row, code: "invalid_row", field: null, message: `Expected ${columns.length} fields, found ${cells.length}` }
-      }
-      const value: Record<string, unknown> = {}
-      columns.forEach((column, c) => {
-        const v = csvValue(column, cells[c]!)
-        if (v !== undefined) value[column] = v
-      })
-      return validateRow(row, value)
-    }),
-  }
+  if (unknown.length > 0) return { ok: false, message: `Unknown CSV columns: ${unknown.join(", ")}; columns are ${IMPORT_FIELDS.join(", ")}` }
+  if (new Set(columns).size !== columns.length) return { ok: false, message: "A CSV column is named twice" }
+  if (!columns.includes("email")) return { ok: false, message: "The CSV header must name an email column" }
+  return { ok: true, columns: columns as Array<ImportField> }
 }
 
-export const parseSource = (format: "json" | "csv", body: Buffer): ParsedSource =>
-  format === "json" ? parseJsonSource(body) : parseCsvSource(body)
+/** One CSV record (data row `row`, from 1) as a checked row. */
+export const csvRow = (columns: ReadonlyArray<ImportField>, cells: ReadonlyArray<string>, row: number): ParsedRow => {
+  if (cells.length !== columns.length) {
+    return { ok: false, row, code: "invalid_row", field: null, message: `Expected ${columns.length} fields, found ${cells.length}` }
+  }
+  const value: Record<string, unknown> = {}
+  columns.forEach((column, c) => {
+    const v = csvValue(column, cells[c]!)
+    if (v !== undefined) value[column] = v
+  })
+  return validateRow(row, value)
+}
+

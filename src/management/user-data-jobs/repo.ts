@@ -39,11 +39,56 @@ export const insertImportJob = (j: ImportJobRow & { readonly created_by_type: st
       ${j.created_by_id}, ${j.created_at}, ${j.started_at}, ${j.completed_at})
     returning ${importColumns(sql)}`).pipe(Effect.map((rows) => rows[0]!))
 
-/** Row errors in one statement per 1,000 (arrays unnested by Postgres). */
+/** Row errors in one statement per 1,000 (a JSON document of records, unpacked by Postgres). */
 export const insertImportErrors = (jobId: string, errors: ReadonlyArray<RowError>) => SqlClient.SqlClient.use((sql) =>
-  Effect.forEach(chunks(errors, 1000), (part) => sql`insert into user_import_job_errors (job_id, row_number, code, field, message)
-    select ${jobId}, * from unnest(${part.map((e) => e.row)}::int[], ${part.map((e) => e.code)}::text[],
-      ${part.map((e) => e.field)}::text[], ${part.map((e) => e.message)}::text[])`, { discard: true }))
+  Effect.forEach(chunks(errors, 1000), (part) => sql`insert into user_import_job_errors (job_id, row_number, code, field, message, line_number)
+    select ${jobId}, v.row_number, v.code, v.field, v.message, v.line_number
+    from jsonb_to_recordset(${JSON.stringify(part.map((e) => ({
+      row_number: e.row, code: e.code, field: e.field, message: e.message, line_number: e.line ?? null,
+    })))}::jsonb) as v(row_number int, code text, field text, message text, line_number int)`, { discard: true }))
+
+/** A job as its worker task needs it (sql/0150): the sealed source, the creator, the checkpoint. */
+export interface ImportJobWork extends ImportJobRow {
+  readonly source_url_sealed: string | null
+  readonly rows_done: number
+  readonly created_by_type: string
+  readonly created_by_id: string | null
+}
+
+export const importJobForWork = (id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<ImportJobWork>`select ${importColumns(sql)}, source_url_sealed, rows_done, created_by_type, created_by_id
+    from user_import_jobs where id = ${id}`).pipe(Effect.map((rows) => rows[0]))
+
+/** Counts a run of the worker task; the run's number. */
+export const startImportRun = (id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<{ runs: number }>`update user_import_jobs set runs = runs + 1 where id = ${id} returning runs`).pipe(Effect.map((rows) => rows[0]?.runs ?? 0))
+
+export const setImportSource = (id: string, sealed: string) => SqlClient.SqlClient.use((sql) =>
+  sql`update user_import_jobs set source_url_sealed = ${sealed} where id = ${id}`)
+
+export const setImportTotal = (id: string, totalRows: number) => SqlClient.SqlClient.use((sql) =>
+  sql`update user_import_jobs set total_rows = ${totalRows} where id = ${id} and status = 'processing'`)
+
+/**
+ * Adds one batch's outcome to the counters and moves the checkpoint, if the checkpoint is
+ * still where this run left it (compare-and-set: a second run of the job, or a run that
+ * was superseded, cannot commit a batch twice). false: the batch must roll back.
+ */
+export const advanceImport = (id: string, expectedRowsDone: number, batch: {
+  readonly rows: number; readonly imported: number; readonly skipped: number; readonly failed: number
+}) => SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update user_import_jobs
+    set rows_done = rows_done + ${batch.rows}, imported_count = imported_count + ${batch.imported},
+      skipped_count = skipped_count + ${batch.skipped}, failed_count = failed_count + ${batch.failed}
+    where id = ${id} and status = 'processing' and rows_done = ${expectedRowsDone} returning id`)
+  .pipe(Effect.map((rows) => rows.length === 1))
+
+/** Ends a processing job (completed, or failed with a file-level code); the sealed source is wiped. */
+export const finishImport = (id: string, end: {
+  readonly status: "completed" | "failed"; readonly failureCode: string | null; readonly failureMessage: string | null; readonly at: Date
+}) => SqlClient.SqlClient.use((sql) => sql<ImportJobRow>`update user_import_jobs
+    set status = ${end.status}, failure_code = ${end.failureCode}, failure_message = ${end.failureMessage}, completed_at = ${end.at},
+      source_url_sealed = null
+    where id = ${id} and status = 'processing' returning ${importColumns(sql)}`).pipe(Effect.map((rows) => rows[0]))
 
 const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<Array<A>> => {
   const out: Array<Array<A>> = []
@@ -57,6 +102,7 @@ export const importJobById = (workspaceId: string, id: string) => SqlClient.SqlC
 
 export interface ImportErrorRow {
   readonly row_number: number
+  readonly line_number: number | null
   readonly code: RowError["code"]
   readonly field: string | null
   readonly message: string
@@ -64,7 +110,7 @@ export interface ImportErrorRow {
 
 /** Keyset page of a job's row errors, by row number (limit + 1 rows: the extra tells whether more exist). */
 export const importErrorsPage = (jobId: string, page: { readonly afterRow: number | undefined; readonly limit: number }) =>
-  SqlClient.SqlClient.use((sql) => sql<ImportErrorRow>`select row_number, code, field, message from user_import_job_errors
+  SqlClient.SqlClient.use((sql) => sql<ImportErrorRow>`select row_number, line_number, code, field, message from user_import_job_errors
     where job_id = ${jobId} ${page.afterRow === undefined ? sql`` : sql`and row_number > ${page.afterRow}`}
     order by row_number limit ${page.limit + 1}`)
 
@@ -81,12 +127,15 @@ export interface ExportJobRow {
   readonly created_at: Date
   readonly completed_at: Date | null
   readonly download_expires_at: Date | null
+  /** Chunks in user_export_chunks (sql/0152); null for an export stored whole in artifact_sealed. */
+  readonly artifact_chunks: number | null
+  readonly artifact_purged_at: Date | null
 }
 
 const exportColumns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, target_user_id, status, artifact_sealed,
-  artifact_bytes, failure_code, failure_message, created_at, completed_at, download_expires_at`
+  artifact_bytes, failure_code, failure_message, created_at, completed_at, download_expires_at, artifact_chunks, artifact_purged_at`
 
-export const insertExportJob = (j: ExportJobRow & { readonly created_by_type: string; readonly created_by_id: string | null }) =>
+export const insertExportJob = (j: Omit<ExportJobRow, "artifact_chunks" | "artifact_purged_at"> & { readonly created_by_type: string; readonly created_by_id: string | null }) =>
   SqlClient.SqlClient.use((sql) => sql<ExportJobRow>`insert into user_export_jobs (id, workspace_id, environment_id, target_user_id,
       status, artifact_sealed, artifact_bytes, failure_code, failure_message, created_by_type, created_by_id, created_at, completed_at,
       download_expires_at)
@@ -99,10 +148,25 @@ export const exportJobById = (workspaceId: string, id: string) => SqlClient.SqlC
   sql<ExportJobRow>`select ${exportColumns(sql)} from user_export_jobs where workspace_id = ${workspaceId} and id = ${id}`)
   .pipe(Effect.map((rows) => rows[0]))
 
-/** Wipes the artifacts whose download window has passed; returns how many. */
-export const purgeExpiredArtifacts = (now: Date) => SqlClient.SqlClient.use((sql) =>
-  sql<{ id: string }>`update user_export_jobs set artifact_sealed = null, artifact_purged_at = ${now}
-    where artifact_sealed is not null and download_expires_at <= ${now} returning id`).pipe(Effect.map((rows) => rows.length))
+/** Wipes the artifacts (whole or chunked) whose download window has passed; returns how many. */
+export const purgeExpiredArtifacts = (now: Date) => SqlClient.SqlClient.use((sql) => Effect.gen(function* () {
+  const rows = yield* sql<{ id: string }>`update user_export_jobs set artifact_sealed = null, artifact_purged_at = ${now}
+    where download_expires_at <= ${now}
+      and (artifact_sealed is not null or (artifact_chunks is not null and artifact_purged_at is null)) returning id`
+  if (rows.length > 0) yield* sql`delete from user_export_chunks where job_id = any(${rows.map((r) => r.id)}::text[])`
+  return rows.length
+}))
+
+export const insertExportChunk = (jobId: string, seq: number, sealed: string) => SqlClient.SqlClient.use((sql) =>
+  sql`insert into user_export_chunks (job_id, seq, sealed) values (${jobId}, ${seq}, ${sealed})`)
+
+export const exportChunk = (jobId: string, seq: number) => SqlClient.SqlClient.use((sql) =>
+  sql<{ sealed: string }>`select sealed from user_export_chunks where job_id = ${jobId} and seq = ${seq}`).pipe(Effect.map((rows) => rows[0]?.sealed))
+
+/** A chunked export is complete: its size and number of chunks. */
+export const completeExportJob = (id: string, bytes: number, chunks: number) => SqlClient.SqlClient.use((sql) =>
+  sql<ExportJobRow>`update user_export_jobs set artifact_bytes = ${bytes}, artifact_chunks = ${chunks} where id = ${id}
+    returning ${exportColumns(sql)}`).pipe(Effect.map((rows) => rows[0]!))
 
 // ---- the user's data, for the export artifact (every row of the user, not a page) ----------
 
@@ -114,7 +178,11 @@ export const passkeysForExport = (environmentId: string, userId: string) => SqlC
   sql<PasskeySummaryRow>`select id, user_id, name, aaguid, device_type, backed_up, rp_id, created_at, last_used_at
     from passkeys where environment_id = ${environmentId} and user_id = ${userId} order by id`)
 
-export const sessionsForExport = (environmentId: string, userId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<SessionRow>`select id, workspace_id, environment_id, user_id, client_id, device_name, method, acr, auth_time, security_version,
-      created_at, last_active_at, idle_expires_at, absolute_expires_at, revoked_at, revoked_reason
-    from login_sessions where environment_id = ${environmentId} and user_id = ${userId} order by created_at, id`)
+/** One keyset page of the user's sessions, by (created_at, id): the export reads them page by page. */
+export const sessionsForExport = (environmentId: string, userId: string, after: { createdAt: Date; id: string } | undefined, limit: number) =>
+  SqlClient.SqlClient.use((sql) =>
+    sql<SessionRow>`select id, workspace_id, environment_id, user_id, client_id, device_name, method, acr, auth_time, security_version,
+        created_at, last_active_at, idle_expires_at, absolute_expires_at, revoked_at, revoked_reason
+      from login_sessions where environment_id = ${environmentId} and user_id = ${userId}
+        ${after === undefined ? sql`` : sql`and (created_at, id) > (${after.createdAt}, ${after.id})`}
+      order by created_at, id limit ${limit}`)

@@ -49,6 +49,8 @@ export const ImportErrorsQuery = Schema.Struct({ ...PageQuery })
 export const ImportRowError = Schema.Struct({
   /** Data row number, from 1 (a CSV header is not a row). */
   row: Schema.Int,
+  /** CSV: the source line of the row, as csv-parse counts lines (the header is line 1; a quoted line break makes a record end on a later line). JSON: null. */
+  line: Schema.NullOr(Schema.Int),
   code: Schema.Literals(["invalid_row", "unknown_field", "missing_email", "invalid_field", "duplicate_in_file", "email_already_registered"]),
   field: Schema.NullOr(Schema.String),
   message: Schema.String,

@@ -1,7 +1,8 @@
 import type { SealContext } from "../../platform/crypto.js"
 import { sealContext as providerSecretContext } from "../../management/connections/secret.js"
 import { sealContext as idempotentResponseContext } from "../../management/http/idempotency.js"
-import { artifactSealContext } from "../../management/user-data-jobs/export-service.js"
+import { artifactSealContext, chunkSealContext } from "../../management/user-data-jobs/export-service.js"
+import { sourceSealContext as importSourceContext } from "../../management/user-data-jobs/import-service.js"
 import { SEND_LOGIN_CODE_TASK, sealContext as loginCodeMailContext } from "../../login/email-otp/mail-job.js"
 import { graceSealContext } from "../../oidc/refresh/service.js"
 import { sealContext as signingKeyContext } from "../../platform/keys/service.js"
@@ -49,6 +50,10 @@ export const SEALED_VALUES: ReadonlyArray<SealedValues> = [
   column("webhooks", "secret_sealed", "id", {}, (f) => webhookSecretContext(f["row"]!)),
   column("connections", "provider_client_secret_sealed", "id", {}, (f) => providerSecretContext(f["row"]!)),
   column("user_export_jobs", "artifact_sealed", "id", {}, (f) => artifactSealContext(f["row"]!)),
+  // Chunked export artifacts (sql/0152); the row key is export-service.ts chunkRowKey.
+  column("user_export_chunks", "sealed", "(job_id || '/' || lpad(seq::text, 10, '0'))", {}, (f) => chunkSealContext(f["row"]!)),
+  // The source URL of an import that is running (wiped when it ends).
+  { ...column("user_import_jobs", "source_url_sealed", "id", {}, (f) => importSourceContext(f["row"]!)), where: "source_url_sealed is not null" },
   // Social login states live minutes; re-sealed like the rest so the old key can go at once.
   column("social_states", "code_verifier_sealed", "id", {}, (f) => socialVerifierContext(f["row"]!)),
   { ...column("social_states", "callback_sealed", "id", {}, (f) => socialCallbackContext(f["row"]!)), where: "callback_sealed is not null" },

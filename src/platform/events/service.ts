@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { enqueueFanoutsIfSubscribed } from "../../webhooks/repo.js"
 import { Ids } from "../ids.js"
 import { countWith } from "../observability/metrics.js"
 import { type Actor, CurrentRequest } from "../request-context.js"
@@ -23,6 +24,8 @@ export interface EmitInput<T extends EventType> {
  */
 export class Events extends Context.Service<Events, {
   readonly emit: <T extends EventType>(input: EmitInput<T>) => Effect.Effect<Envelope, never, SqlClient.SqlClient>
+  /** `emit` for many events: one outbox INSERT and one fan-out enqueue statement (user import batches). */
+  readonly emitMany: <T extends EventType>(inputs: ReadonlyArray<EmitInput<T>>) => Effect.Effect<ReadonlyArray<Envelope>, never, SqlClient.SqlClient>
   /**
    * The validated outbox row of an event, not written: for a statement that writes it together
    * with the change it reports (`outboxCtes`), when that one statement is the whole transaction.
@@ -43,8 +46,8 @@ const loginOutcome = (e: Envelope): { method: string; outcome: string } | undefi
 
 export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
   const ids = yield* Ids
-  const loginOf = new WeakMap<OutboxRow, { method: string; outcome: string }>()
-  const prepare = <T extends EventType>(input: EmitInput<T>) => Effect.gen(function* () {
+  /** The validated envelope of an event (a payload that breaks the spec is a programming error: it dies). */
+  const envelopeOf = <T extends EventType>(input: EmitInput<T>) => Effect.gen(function* () {
     const request = yield* CurrentRequest
     const eventId = yield* ids.make("evt")
     const now = yield* Clock.currentTimeMillis
@@ -53,7 +56,6 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
       ...(request?.requestId ? { requestId: request.requestId } : {}),
       ...(request?.correlationId ? { correlationId: request.correlationId } : {}),
     }
-    // A payload that breaks the spec is a programming error, not a user error: it dies.
     const envelope = decodeEnvelope({
       eventId, type: input.type, version: 1, occurredAt: new Date(now).toISOString(),
       workspaceId: input.workspaceId,
@@ -61,11 +63,16 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
       ...(actor ? { actor } : {}),
       payload: input.payload, trace,
     }, strict)
+    return { eventId, now, envelope }
+  })
+
+  // Logins by method and outcome are counted where their events are made: one place, every method.
+  const loginOf = new WeakMap<OutboxRow, { method: string; outcome: string }>()
+  const prepare = <T extends EventType>(input: EmitInput<T>) => Effect.map(envelopeOf(input), ({ eventId, now, envelope }) => {
     const row: OutboxRow = {
       eventId, workspaceId: input.workspaceId, environmentId: input.environmentId, type: input.type,
       envelope: JSON.stringify(envelope), occurredAt: new Date(now),
     }
-    // Logins by method and outcome are counted where their events are made: one place, every method.
     const login = loginOutcome(envelope)
     if (login) loginOf.set(row, login)
     return { envelope, row }
@@ -75,6 +82,7 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
     const login = loginOf.get(row)
     return login ? countWith((m) => m.logins.inc(login)) : Effect.void
   })
+
   return Events.of({
     prepare: (input) => Effect.map(prepare(input), ({ row }) => row).pipe(Effect.orDie),
     written,
@@ -84,5 +92,21 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
       yield* written(row)
       return envelope
     }).pipe(Effect.orDie, Effect.withSpan("Events.emit", { attributes: { type: input.type } })),
+    emitMany: (inputs) => Effect.gen(function* () {
+      if (inputs.length === 0) return []
+      const sql = yield* SqlClient.SqlClient
+      const rows: Array<{ id: string; workspace_id: string; environment_id: string | null; type: string; envelope: Envelope; at: Date }> = []
+      for (const input of inputs) {
+        const { eventId, now, envelope } = yield* envelopeOf(input)
+        rows.push({ id: eventId, workspace_id: input.workspaceId, environment_id: input.environmentId || null, type: input.type, envelope, at: new Date(now) })
+      }
+      yield* sql`insert into event_outbox (id, workspace_id, environment_id, type, envelope, occurred_at)
+        select v.id, v.workspace_id, v.environment_id, v.type, v.envelope, v.at
+        from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+          as v(id text, workspace_id text, environment_id text, type text, envelope jsonb, at timestamptz)
+        order by v.at, v.id`
+      yield* enqueueFanoutsIfSubscribed(rows.map((r) => ({ eventId: r.id, workspaceId: r.workspace_id, environmentId: r.environment_id, type: r.type, runAt: r.at })))
+      return rows.map((r) => r.envelope)
+    }).pipe(Effect.orDie, Effect.withSpan("Events.emitMany", { attributes: { count: inputs.length } })),
   })
 }))
