@@ -97,7 +97,9 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
         yield* Effect.logError("graphile-worker runner stopped; starting a new one", { reason: why })
         const lost = workerIds.splice(0)
         for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 10_000)) {
-          yield* Effect.sleep(delayMs)
+          // Real time, not the Effect Clock: a back-off is scheduling, and a test's TestClock
+          // must not hold the job runner down.
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, delayMs)))
           if (stopping) return
           const next = yield* Effect.tryPromise(start).pipe(Effect.option)
           if (next._tag === "Some") {
