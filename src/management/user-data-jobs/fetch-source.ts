@@ -139,11 +139,13 @@ const boundedBody = (request: ClientRequest, res: IncomingMessage, options: Open
  * CSV sources small enough to import inside the request).
  */
 export const fetchSource = (rawUrl: string, options: FetchOptions) => Effect.gen(function* () {
-  const started = Date.now()
+  // A transport deadline, measured on the monotonic clock like the socket timers it feeds (real
+  // time: a test's TestClock must not expire a network read), not a decision of the service.
+  const started = performance.now()
   const opened = yield* openSource(rawUrl, { ...options, idleTimeoutMs: options.timeoutMs })
   if (!opened.ok) return opened
   // The body stream enforces maxBytes itself: reading "one byte more than it" reads it all.
-  const read = yield* readHead(opened.body, options.maxBytes + 1, Math.max(1, options.timeoutMs - (Date.now() - started)), options.timeoutMs)
+  const read = yield* readHead(opened.body, options.maxBytes + 1, Math.max(1, options.timeoutMs - (performance.now() - started)), options.timeoutMs)
   return read.ok ? { ok: true as const, body: read.head } : read
 }).pipe(Effect.withSpan("userImport.fetchSource"))
 

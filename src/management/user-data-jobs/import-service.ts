@@ -88,12 +88,13 @@ export const prepareSource = (format: "json" | "csv", sourceUrl: string, allowPr
     if (!parsed.ok) return { kind: "failed", code: parsed.code, message: parsed.message } satisfies PreparedSource
     return { kind: "rows", rows: parsed.rows.map((p) => ({ line: null, parsed: p })) } satisfies PreparedSource
   }
-  const startedMs = Date.now()
+  // Transport deadline on the monotonic clock, as in fetchSource (real time, not a decision).
+  const startedMs = performance.now()
   const opened = yield* openSource(sourceUrl, {
     allowPrivateTargets, maxBytes: MAX_CSV_SOURCE_BYTES, timeoutMs: SOURCE_TIMEOUT_MS, idleTimeoutMs: SOURCE_TIMEOUT_MS,
   })
   if (!opened.ok) return { kind: "failed", code: opened.code, message: opened.message } satisfies PreparedSource
-  const read = yield* readHead(opened.body, INLINE_CSV_BYTES, Math.max(1, SOURCE_TIMEOUT_MS - (Date.now() - startedMs)), SOURCE_TIMEOUT_MS)
+  const read = yield* readHead(opened.body, INLINE_CSV_BYTES, Math.max(1, SOURCE_TIMEOUT_MS - (performance.now() - startedMs)), SOURCE_TIMEOUT_MS)
   if (!read.ok) return { kind: "failed", code: read.code, message: read.message } satisfies PreparedSource
   return yield* (read.complete ? collectCsv(read.head) : checkCsvHead(read.head))
 }).pipe(Effect.withSpan("userImport.prepareSource"))
