@@ -30,6 +30,14 @@ const attempt = <E, R>(task: string, jobId: string, attemptNo: number, run: Effe
   return yield* exit
 }).pipe(Effect.withSpan(`job ${task}`, { kind: "consumer", root: true, attributes: { "job.task": task, "job.id": jobId, "job.attempt": attemptNo } }))
 
+interface Running {
+  readonly runner: Runner
+  /** graphile-worker ids (pool and workers) that lock this runner's jobs. */
+  readonly ids: ReadonlyArray<string>
+  readonly lost: Promise<string>
+  readonly markLost: (why: string) => void
+}
+
 export class Worker extends Context.Service<Worker, { readonly current: () => Runner }>()("jobs/Worker") {}
 
 /**
@@ -66,78 +74,102 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     // The OS process id is part of it, so an operator (or a test) can tell which process
     // holds a job: worker_heartbeats maps it to the graphile-worker ids that lock jobs.
     const processId = `wkp_${process.pid}_${yield* crypto.randomToken(16)}`
-    const workerIds: Array<string> = []
     const events = new EventEmitter() as WorkerEvents
-    events.on("pool:create", ({ workerPool }) => { workerIds.push(workerPool.id) })
-    events.on("worker:create", ({ worker }) => { workerIds.push(worker.workerId) })
-    const start = () => run({
-      pgPool, taskList, crontab, logger: workerLogger, events,
-      concurrency, pollInterval: options.pollInterval ?? 1000, noHandleSignals: true,
-      // Batching (graphile-worker's performance options): finished jobs are completed (and
-      // failed ones failed) in one statement per 20 ms, not one round trip each. Its local
-      // queue (batch fetch) is left off: when the database restarts it throws from a timer
-      // while handing its jobs back, which ends the process (seen in test/faults).
-      preset: { worker: { completeJobBatchDelay: 20, failJobBatchDelay: 20 } },
+    let starting: Array<string> = []
+    events.on("pool:create", ({ workerPool }) => { starting.push(workerPool.id) })
+    events.on("worker:create", ({ worker }) => { starting.push(worker.workerId) })
+    const start = async (): Promise<Running> => {
+      starting = []
+      const ids = starting
+      const runner = await run({
+        pgPool, taskList, crontab, logger: workerLogger, events,
+        concurrency, pollInterval: options.pollInterval ?? 1000, noHandleSignals: true,
+        // Batching (graphile-worker's performance options): finished jobs are completed (and
+        // failed ones failed) in one statement per 20 ms, not one round trip each. Its local
+        // queue (batch fetch) is left off: when the database restarts it throws from a timer
+        // while handing its jobs back, which ends the process (seen in test/faults).
+        preset: { worker: { completeJobBatchDelay: 20, failJobBatchDelay: 20 } },
+      })
+      let markLost: (why: string) => void = () => {}
+      const lost = new Promise<string>((resolve) => { markLost = resolve })
+      void runner.promise.then(() => markLost("stopped"), (e: unknown) => markLost(String(e)))
+      return { runner, ids, lost, markLost }
+    }
+    // A runner is lost when it stops, when graphile-worker reports a fatal error of its pool
+    // (a job it could not complete or fail: it then shuts itself down, and after repeated
+    // failures its batchers can hold that shutdown forever, leaving its jobs locked and taking
+    // no new ones: seen in test/faults), or when the heartbeat finds the database back after
+    // failing. A lost runner is retired within a bounded time, whether or not it finishes.
+    events.on("pool:fatalError", ({ workerPool, error }) => {
+      if (current.ids.includes(workerPool.id)) current.markLost(`fatal pool error: ${String(error)}`)
     })
-    let runner = yield* Effect.promise(start)
+    let current = yield* Effect.promise(start)
+    // Ids of retired runners whose jobs are not yet released: they stay in the heartbeat row,
+    // so if this process dies first, another one's stale sweep releases them.
+    let retired: ReadonlyArray<string> = []
     let stopping = false
     yield* Effect.addFinalizer(() => Effect.gen(function* () {
       stopping = true
-      yield* Effect.promise(() => runner.stop().catch(() => {}))
+      yield* Effect.promise(() => current.runner.stop().catch(() => {}))
       yield* forget(processId).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore)
     }))
-    // graphile-worker stops its runner when its database connection dies (a Postgres restart
-    // terminates every session). The process stays up: the runner is started again, with
-    // backoff, until the database answers, and the jobs the dead runner had locked are
-    // released at once rather than after graphile-worker's 4-hour timeout.
+    const retire = (old: Running) => Effect.promise(async () => {
+      const within = (ms: number, work: Promise<unknown>) => Promise.race([
+        work.then(() => true, () => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref()),
+      ])
+      if (!(await within(5_000, old.runner.stop("runner lost")))) await within(6_000, old.runner.kill("runner lost"))
+    })
+    // The process stays up: a lost runner is replaced by a new one, started with backoff until
+    // the database answers, and the jobs the old one had locked are released at once rather
+    // than after graphile-worker's 4-hour timeout (at least once: a job may run again).
     const supervise = Effect.gen(function* () {
       for (;;) {
-        const why = yield* Effect.promise(() => runner.promise.then(() => "stopped", (e: unknown) => String(e)))
+        const why = yield* Effect.promise(() => current.lost)
         if (stopping) return
-        yield* Effect.logError("graphile-worker runner stopped; starting a new one", { reason: why })
-        const lost = workerIds.splice(0)
+        yield* Effect.logError("graphile-worker runner lost; starting a new one", { reason: why })
+        // Its ids join `retired` only once it is stopped or given up on, so the heartbeat
+        // never releases a job the old runner may still be finishing.
+        yield* retire(current)
+        retired = [...retired, ...current.ids]
         for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 10_000)) {
-          // Real time, not the Effect Clock: a back-off is scheduling, and a test's TestClock
-          // must not hold the job runner down.
-          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, delayMs)))
           if (stopping) return
           const next = yield* Effect.tryPromise(start).pipe(Effect.option)
           if (next._tag === "Some") {
-            runner = next.value
+            current = next.value
             break
           }
+          // Real time, not the Effect Clock: a back-off is scheduling, and a test's TestClock
+          // must not hold the job runner down.
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, delayMs)))
         }
-        yield* releaseWorkers(lost).pipe(
+        const releasing = retired
+        const released = yield* releaseWorkers(releasing).pipe(
           Effect.provideService(SqlClient.SqlClient, sql),
-          Effect.catchCause((cause) => Effect.logError("releasing the stopped runner's jobs failed", cause)))
-        yield* Effect.logWarning("graphile-worker runner started again", { released_worker_ids: lost })
+          Effect.as(releasing),
+          Effect.catchCause((cause) => Effect.as(
+            Effect.logError("releasing a lost runner's jobs failed; the heartbeat retries", cause), [] as ReadonlyArray<string>)))
+        retired = retired.filter((id) => !released.includes(id))
+        yield* Effect.logWarning("graphile-worker runner started again", { released_worker_ids: released })
       }
     })
     yield* Effect.forkScoped(supervise)
-    // A runner that lived through an outage may be wedged without stopping (jobs it could not
-    // mark failed stay locked by it, and it stops taking new ones: seen in test/faults). When
-    // the heartbeat finds the database again after failing, the runner is replaced: stopped
-    // (killed if it does not stop within 5 s); the supervisor above starts a new one and
-    // releases the old one's jobs (at least once).
     let databaseWasDown = false
-    const replaceRunner = Effect.promise(async () => {
-      const old = runner
-      const stopped = await Promise.race([
-        old.stop("database reconnected").then(() => true, () => true),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5_000).unref()),
-      ])
-      if (!stopped) await old.kill("database reconnected").catch(() => {})
-    })
     const tick = Effect.gen(function* () {
-      const beaten = yield* Effect.exit(beat(processId, workerIds))
+      const beaten = yield* Effect.exit(beat(processId, [...current.ids, ...retired]))
       if (beaten._tag === "Failure") {
         databaseWasDown = true
         return yield* Effect.logError("worker heartbeat failed", beaten.cause)
       }
-      if (databaseWasDown && !stopping) {
+      if (databaseWasDown) {
         databaseWasDown = false
-        yield* Effect.logWarning("the database is back: replacing the job runner")
-        yield* replaceRunner
+        current.markLost("the database is back after a failed heartbeat")
+      }
+      if (retired.length > 0) {
+        const releasing = retired
+        yield* releaseWorkers(releasing)
+        retired = retired.filter((id) => !releasing.includes(id))
+        yield* Effect.logWarning("released a lost runner's jobs", { worker_ids: releasing })
       }
       const released = yield* releaseStaleWorkers(heartbeat.staleAfterMs)
       if (released.length > 0) yield* Effect.logWarning("released the jobs of workers that stopped beating", { worker_ids: released })
@@ -146,5 +178,5 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
       Effect.catchCause((cause) => Effect.logError("worker heartbeat failed", cause)))
     yield* tick
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(heartbeat.intervalMs), tick)))
-    return { current: () => runner }
+    return { current: () => current.runner }
   }))
