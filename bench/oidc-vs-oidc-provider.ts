@@ -27,7 +27,7 @@ import { SignJWT } from "jose"
 import pg from "pg"
 import { derToRaw } from "../src/oidc/tokens/jws.js"
 import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
-import { bootstrap, type LoadResult, load, startServer, stopChild, waitFor } from "./support.js"
+import { bootstrap, type LoadResult, load, startServer, stopChild, treeCpuSeconds, waitFor } from "./support.js"
 
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 5)
 const CONNECTIONS = 32
@@ -52,6 +52,8 @@ interface Target {
   /** oidc-provider: the opaque access token it can introspect. */
   readonly introspectable?: string
   readonly stop: () => Promise<void>
+  /** CPU seconds used so far by the server's processes, and by its Postgres (ours only). */
+  readonly cpu: () => { readonly server: number; readonly postgres: number }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -181,7 +183,7 @@ async function main() {
   // BENCH_PROFILE=1 runs our server with --cpu-prof (profile written to /tmp/authservice-prof on exit).
   const server = process.env["BENCH_PROFILE"] ? await startProfiledServer() : await startServer()
   const env = bootstrap(server.env)
-  const ours = await seedOurs(server.port, server.env["DATABASE_URL"]!, env)
+  const ours = await seedOurs(server.port, server.env["DATABASE_URL"]!, env, server.cpu)
   process.on("exit", () => { for (const c of children) c.kill("SIGTERM") })
   const only = process.env["BENCH_ONLY"] // e.g. "authservice" while profiling
   const scenarios = (process.env["BENCH_SCENARIOS"] ?? ALL_SCENARIOS.join(",")).split(",")
@@ -201,25 +203,30 @@ async function main() {
   for (const t of active) prepared.set(t, t.name === BARE ? { refreshTokens: [], accessToken: "" } : await prepare(t))
   // A short warm-up of every static path (JIT, connection setup) before anything is measured.
   for (const t of active) if (scenarios.includes("jwks")) await getLoad(t, "/oauth2/jwks", undefined, 1)
-  const samples: Record<string, Record<string, Array<LoadResult>>> = {}
+  const samples: Record<string, Record<string, Array<Measured>>> = {}
   for (let round = 0; round < rounds; round++) {
     for (const scenario of scenarios) {
       for (const t of active) {
         if (t.name === BARE && !STATIC_SCENARIOS.has(scenario)) continue
         const p = prepared.get(t)!
-        const r = scenario === "refresh" ? await refreshLoad(t, p.refreshTokens)
+        const before = t.cpu()
+        const run = scenario === "refresh" ? await refreshLoad(t, p.refreshTokens)
           : scenario === "code" ? await codeLoad(t)
           : scenario === "introspect" ? await introspectLoad(t, p.accessToken)
           : scenario === "userinfo" ? await getLoad(t, "/oauth2/userinfo", p.accessToken)
           : scenario === "jwks" ? await getLoad(t, "/oauth2/jwks")
           : await getLoad(t, "/.well-known/openid-configuration")
-        if ("tokens" in r) p.refreshTokens = r.tokens as Array<string>
+        const after = t.cpu()
+        const answered = Math.max(1, run.rps * SECONDS)
+        const r: Measured = { ...run, serverCpuMs: 1000 * (after.server - before.server) / answered,
+          postgresCpuMs: 1000 * (after.postgres - before.postgres) / answered }
+        if ("tokens" in run) p.refreshTokens = run.tokens as Array<string>
         ;((samples[t.name] ??= {})[scenario] ??= []).push(r)
       }
     }
   }
-  const median = (xs: Array<LoadResult>) => [...xs].sort((a, b) => a.rps - b.rps)[Math.floor(xs.length / 2)]!
-  const results: Record<string, Record<string, LoadResult>> = {}
+  const median = (xs: Array<Measured>) => [...xs].sort((a, b) => a.rps - b.rps)[Math.floor(xs.length / 2)]!
+  const results: Record<string, Record<string, Measured>> = {}
   for (const [name, byScenario] of Object.entries(samples)) {
     results[name] = Object.fromEntries(Object.entries(byScenario).map(([k, v]) => [k, median(v)]))
     for (const [k, v] of Object.entries(byScenario)) console.log(`${name} ${k}: ${v.map((x) => Math.round(x.rps)).join(", ")} req/s`)
@@ -249,7 +256,10 @@ async function startBare(ours: Target): Promise<Target> {
     }).listen(${port})`], { stdio: "inherit" })
   children.push(child)
   await waitFor(port, `127.0.0.1:${port}`, "/oauth2/jwks")
-  return { name: BARE, base: `http://127.0.0.1:${port}`, host: `127.0.0.1:${port}`, clientId: "", codes: [], stop: () => stopChild(child) }
+  return {
+    name: BARE, base: `http://127.0.0.1:${port}`, host: `127.0.0.1:${port}`, clientId: "", codes: [], stop: () => stopChild(child),
+    cpu: () => ({ server: treeCpuSeconds(child.pid!), postgres: 0 }),
+  }
 }
 
 /** bench/support's startServer, with the server under `--cpu-prof`. */
@@ -262,7 +272,10 @@ async function startProfiledServer() {
   }
   const child = spawn(TSX, ["src/main.ts"], { env, stdio: ["ignore", "ignore", "inherit"] })
   await waitFor(port, `api.localhost:${port}`, "/readyz")
-  return { port, env, stop: async () => { await stopChild(child); await pgServer.stop() } }
+  return {
+    port, env, stop: async () => { await stopChild(child); await pgServer.stop() },
+    cpu: () => ({ server: treeCpuSeconds(child.pid!), postgres: 0 }),
+  }
 }
 
 /** Spec/STACK: measure jose SignJWT against node:crypto sign on the access-token claim set. */
@@ -291,7 +304,8 @@ function signingMicrobenchmark() {
   })
 }
 
-async function seedOurs(port: number, databaseUrl: string, env: { workspace_id: string; environment_id: string }): Promise<Target> {
+async function seedOurs(port: number, databaseUrl: string, env: { workspace_id: string; environment_id: string },
+  cpu: Target["cpu"]): Promise<Target> {
   const db = new pg.Client({ connectionString: databaseUrl })
   await db.connect()
   const clientId = `cli_${"b".repeat(32)}`
@@ -321,7 +335,7 @@ async function seedOurs(port: number, databaseUrl: string, env: { workspace_id: 
   await db.end()
   return {
     name: "authservice", base: `http://127.0.0.1:${port}/e/${env.environment_id}`, host: `localhost:${port}`, clientId,
-    codes: Array.from({ length: CODES }, (_, i) => `${prefix}${i + 1}`), stop: async () => {},
+    codes: Array.from({ length: CODES }, (_, i) => `${prefix}${i + 1}`), stop: async () => {}, cpu,
   }
 }
 
@@ -343,6 +357,7 @@ async function startOidcProvider(adapter: "memory" | "postgres", databaseUrl: st
     codes: (JSON.parse(readFileSync(file, "utf8")) as { codes: Array<string> }).codes,
     introspectable: (JSON.parse(readFileSync(file, "utf8")) as { opaque: string }).opaque,
     stop: () => stopChild(child),
+    cpu: () => ({ server: treeCpuSeconds(child.pid!), postgres: 0 }),
   }
 }
 
@@ -447,16 +462,23 @@ async function getLoad(t: Target, path: string, bearer?: string, seconds = SECON
   return load({ url: `${t.base}${path}`, host: t.host, ...(bearer ? { headers: { authorization: `Bearer ${bearer}` } } : {}), seconds, connections: CONNECTIONS })
 }
 
-function report(results: Record<string, Record<string, LoadResult>>, scenarios: ReadonlyArray<string>) {
+/** A run's result with the CPU it cost per answered request (server processes; our Postgres). */
+interface Measured extends LoadResult {
+  readonly serverCpuMs: number
+  readonly postgresCpuMs: number
+}
+
+function report(results: Record<string, Record<string, Measured>>, scenarios: ReadonlyArray<string>) {
   const names = Object.keys(results)
   console.log(`\n${CONNECTIONS} connections, ${SECONDS} s per run, one 2-core machine shared by the servers, Postgres and autocannon\n`)
-  console.log("| scenario | server | req/s | p50 ms | p99 ms | non-2xx | errors |")
-  console.log("| --- | --- | --- | --- | --- | --- | --- |")
+  console.log("| scenario | server | req/s | p50 ms | p99 ms | non-2xx | errors | server CPU ms/req | Postgres CPU ms/req |")
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
   for (const scenario of scenarios) {
     for (const name of names) {
       const r = results[name]![scenario]
       if (!r) continue
-      console.log(`| ${scenario} | ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
+      console.log(`| ${scenario} | ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} | ` +
+        `${r.serverCpuMs.toFixed(3)} | ${r.postgresCpuMs.toFixed(3)} |`)
     }
   }
   // Issue 13 targets: >= 1.5 x oidc-provider with p99 < 25 ms; JWKS/discovery >= 0.6 x bare node:http.

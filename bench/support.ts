@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, openSync } from "node:fs"
+import { mkdtempSync, openSync, readdirSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import autocannon from "autocannon"
@@ -12,14 +12,19 @@ export interface BenchServer {
   readonly port: number
   readonly env: Record<string, string>
   readonly stop: () => Promise<void>
+  /** CPU seconds used so far by the server process tree, and by the embedded Postgres (0 with DATABASE_URL). */
+  readonly cpu: () => { readonly server: number; readonly postgres: number }
 }
 
 /** Embedded Postgres (or DATABASE_URL) + the real server in its own process, like production. */
 export const startServer = async (): Promise<BenchServer> => {
   let databaseUrl = process.env["DATABASE_URL"]
   let stopDb: (() => Promise<void>) | undefined
+  let pgDir: string | undefined
   if (!databaseUrl) {
-    const pg = await startEmbeddedPostgres(mkdtempSync(join(tmpdir(), "authservice-bench-")), { persistent: false })
+    const dir = mkdtempSync(join(tmpdir(), "authservice-bench-"))
+    pgDir = join(dir, "postgres")
+    const pg = await startEmbeddedPostgres(dir, { persistent: false })
     databaseUrl = pg.url
     stopDb = pg.stop
   }
@@ -32,8 +37,10 @@ export const startServer = async (): Promise<BenchServer> => {
   const log = process.env["BENCH_SERVER_LOG"]
   const child = spawn(TSX, ["src/main.ts"], { env, stdio: ["ignore", log ? openSync(log, "w") : "ignore", "inherit"] })
   await waitFor(port, `api.localhost:${port}`, "/readyz")
+  const postmaster = pgDir === undefined ? undefined : postmasterPid(pgDir)
   return {
     port, env,
+    cpu: () => ({ server: treeCpuSeconds(child.pid!), postgres: postmaster === undefined ? 0 : treeCpuSeconds(postmaster) }),
     stop: async () => {
       await stopChild(child)
       await stopDb?.()
@@ -86,3 +93,36 @@ export const table = (rows: Record<string, LoadResult>) => {
   console.log("| --- | --- | --- | --- | --- | --- |")
   for (const [name, r] of Object.entries(rows)) console.log(`| ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
 }
+
+/**
+ * CPU seconds (user + system) used so far by a process and all its descendants, read from
+ * /proc (Linux). A load-independent cost measure: CPU per request stays comparable when other
+ * work on the machine changes the req/s.
+ */
+export const treeCpuSeconds = (rootPid: number): number => {
+  const ticks = 100 // USER_HZ on Linux
+  const stats = new Map<number, { ppid: number; cpu: number }>()
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const text = readFileSync(`/proc/${entry}/stat`, "utf8")
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ") // after "pid (comm) "
+      stats.set(Number(entry), { ppid: Number(fields[1]), cpu: (Number(fields[11]) + Number(fields[12])) / ticks })
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
+      if (p === rootPid) return true
+      p = stats.get(p)?.ppid ?? 0
+    }
+    return false
+  }
+  let total = 0
+  for (const [pid, s] of stats) if (inTree(pid)) total += s.cpu
+  return total
+}
+
+/** The postmaster's pid of an embedded Postgres data directory. */
+export const postmasterPid = (dataDir: string) => Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0])

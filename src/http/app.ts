@@ -2,7 +2,7 @@ import { ByteSize, Cause, Clock, Effect, Option, Tracer } from "effect"
 import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse, HttpTraceContext } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { Config } from "../platform/config.js"
-import { Ids } from "../platform/ids.js"
+import { newRequestId } from "../platform/request-id.js"
 import { CurrentRequest } from "../platform/request-context.js"
 import { clientIp } from "../platform/trust-proxy.js"
 import { Tenancy } from "../tenancy/service.js"
@@ -62,7 +62,6 @@ const renderFailure = (path: string) => (cause: Cause.Cause<unknown>) => {
 
 export const makeHttpApp = Effect.gen(function* () {
   const config = yield* Config
-  const ids = yield* Ids
   const tenancy = yield* Tenancy
   const sql = yield* SqlClient.SqlClient
   const metrics = yield* CurrentMetrics
@@ -129,7 +128,7 @@ export const makeHttpApp = Effect.gen(function* () {
   return Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const started = yield* Clock.currentTimeNanos
-    const requestId = yield* ids.make("req")
+    const requestId = newRequestId()
     const inbound = request.headers["x-request-id"]
     const info = { requestId, ip: clientIp(config.trustProxy, socketPeer(request), request.headers["x-forwarded-for"]) }
     const matched: RequestRoute = { surface: "unknown", prefix: "", route: undefined }

@@ -1,6 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Context, Effect, Layer, Option, Queue } from "effect"
 import { onLiveStateChanged } from "../../platform/live-state-changes.js"
+import { onEnvironmentChanged } from "../../tenancy/changes.js"
 import { clientById, type OAuthClientRow } from "../token/client-repo.js"
 import { type LiveState, liveState } from "./repo.js"
 
@@ -34,6 +35,50 @@ export const LOCAL_PENDING_MS = 5_000
 const CAPACITY = 100_000
 /** Pause before listening again after the LISTEN connection failed. */
 const RELISTEN_AFTER = "1 second"
+/**
+ * How long a remembered answer is replayed at most: another replica's change of the
+ * Environment or its keys is seen through the Environment (5 s) and key caches plus this, as
+ * for the public documents (src/http/static-answers.ts).
+ */
+export const ANSWER_TTL_MS = 1_000
+/** Bound on remembered answers (oldest dropped first). */
+const ANSWER_CAPACITY = 10_000
+
+/** A full answer of an endpoint (UserInfo, introspection), as the Effect path wrote it. */
+export interface RememberedAnswer {
+  readonly status: number
+  readonly contentType: string
+  /** Every header but x-request-id. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: Uint8Array
+}
+
+/** What a remembered answer was built from: it is replayed only while all of it is unchanged. */
+export interface AnswerDependencies {
+  readonly environmentId: string
+  readonly userId: string
+  readonly sessionId: string
+  /** The live state the answer was built from: it must be the one this memory holds. */
+  readonly live: LiveState
+  /** The client row the caller authenticated with (introspection), likewise. */
+  readonly client?: OAuthClientRow
+  /** The answer is false from this time on at the latest (the access token's `exp`). */
+  readonly validUntilMs: number
+}
+
+interface HeldClient { readonly environmentId: string; readonly row: OAuthClientRow }
+
+interface AnswerEntry {
+  readonly answer: RememberedAnswer
+  readonly environmentId: string
+  readonly userKey: string
+  /** The user's entry and session state when remembered: a forgotten user has a new entry. */
+  readonly sessions: Map<string, LiveState>
+  readonly live: LiveState
+  readonly clientId: string | undefined
+  readonly client: HeldClient | undefined
+  readonly until: number
+}
 
 export class LiveStateCache extends Context.Service<LiveStateCache, {
   /** The live state of a user and one of their sessions, from memory when it may be. */
@@ -44,6 +89,18 @@ export class LiveStateCache extends Context.Service<LiveStateCache, {
   readonly listening: () => boolean
   /** Users held in memory (tests; the bound). */
   readonly size: () => number
+  /**
+   * Remembers an answer built from this memory's state (see AnswerDependencies), under a key
+   * that names every input of the request it answered; nothing is kept when the state it was
+   * built from is no longer the state held.
+   */
+  readonly rememberAnswer: (key: string, dependencies: AnswerDependencies, answer: RememberedAnswer) => void
+  /**
+   * The remembered answer of `key` while it is still true: LISTEN up, the user's and the
+   * client's state unchanged since, the session unexpired, the token unexpired, and at most
+   * ANSWER_TTL_MS old. Synchronous: the listener answers from it before any fiber exists.
+   */
+  readonly answer: (key: string) => RememberedAnswer | undefined
 }>()("oidc/LiveStateCache") {}
 
 const userKey = (environmentId: string, userId: string) => `${environmentId} ${userId}`
@@ -52,7 +109,8 @@ const clientKey = (clientId: string) => `client ${clientId}`
 export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(function* () {
   const pg = yield* PgClient.PgClient
   const byUser = new Map<string, Map<string, LiveState>>()
-  const clients = new Map<string, { readonly environmentId: string; readonly row: OAuthClientRow }>()
+  const clients = new Map<string, HeldClient>()
+  const answers = new Map<string, AnswerEntry>()
   const pendingUntil = new Map<string, number>()
   let listening = false
   let epoch = 0
@@ -69,6 +127,7 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     epoch++
     byUser.clear()
     clients.clear()
+    answers.clear()
   }
   /** May a row read since `startedAt` be kept under `key`? */
   const mayKeep = (key: string, startedAt: number) => {
@@ -88,6 +147,11 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     pendingUntil.set(key, clock.currentTimeMillisUnsafe() + LOCAL_PENDING_MS)
   })
   yield* Effect.addFinalizer(() => Effect.sync(stopLocal))
+  // This replica's change of an Environment (status, domains, keys) ends its answers at once.
+  const stopEnvironment = onEnvironmentChanged((environmentId) => {
+    for (const [key, entry] of answers) if (entry.environmentId === environmentId) answers.delete(key)
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(stopEnvironment))
 
   const listenOnce = Effect.gen(function* () {
     const queue = yield* pg.listen(LIVE_STATE_CHANNEL)
@@ -144,7 +208,36 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     return row
   })
 
-  return LiveStateCache.of({ read, readClient, listening: () => listening, size: () => byUser.size })
+  const rememberAnswer = (key: string, d: AnswerDependencies, answer: RememberedAnswer) => {
+    const userKeyOf = userKey(d.environmentId, d.userId)
+    const sessions = byUser.get(userKeyOf)
+    if (!listening || sessions === undefined || sessions.get(d.sessionId) !== d.live) return
+    const client = d.client === undefined ? undefined : clients.get(d.client.id)
+    if (d.client !== undefined && client?.row !== d.client) return
+    const nowMs = clock.currentTimeMillisUnsafe()
+    answers.delete(key)
+    if (answers.size >= ANSWER_CAPACITY) answers.delete(answers.keys().next().value!)
+    answers.set(key, {
+      answer, environmentId: d.environmentId, userKey: userKeyOf, sessions, live: d.live, clientId: d.client?.id, client,
+      until: Math.min(d.validUntilMs, nowMs + ANSWER_TTL_MS),
+    })
+  }
+
+  const answer = (key: string) => {
+    const entry = answers.get(key)
+    if (entry === undefined) return undefined
+    const nowMs = clock.currentTimeMillisUnsafe()
+    const live = entry.live
+    const current = listening && entry.until > nowMs && byUser.get(entry.userKey) === entry.sessions &&
+      entry.sessions.get(live.session_id!) === live && live.session_idle_expires_at!.getTime() > nowMs &&
+      live.session_absolute_expires_at!.getTime() > nowMs &&
+      (entry.clientId === undefined || clients.get(entry.clientId) === entry.client)
+    if (current) return entry.answer
+    answers.delete(key)
+    return undefined
+  }
+
+  return LiveStateCache.of({ read, readClient, listening: () => listening, size: () => byUser.size, rememberAnswer, answer })
 }))
 
 /** The live state through this replica's memory when the server runs one, else from Postgres. */

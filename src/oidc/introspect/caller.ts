@@ -3,27 +3,32 @@ import { HttpServerRequest } from "effect/http"
 import type { EnvironmentRecord } from "../../tenancy/schema.js"
 import { authenticateApiKey } from "../../management/auth/service.js"
 import { authenticateClient, presentedClient } from "../token/client-auth.js"
+import type { OAuthClientRow } from "../token/client-repo.js"
 import type { OAuthParams } from "../token/params.js"
+
+/** An allowed caller: the authenticated web_bff client's row, or a Management API key. */
+export type IntrospectionCaller = { readonly client: OAuthClientRow } | { readonly apiKey: true }
 
 /**
  * Who may introspect (spec: Introspect): a web_bff client by client_secret_basic or
  * client_secret_post, or `X-Management-API-Key` with scope `introspect` whose Workspace
  * owns this Environment and which is either Workspace-scoped or pinned to this very
  * Environment. Anyone else is "not allowed", which the endpoint answers with
- * `{active:false}` like an inactive token, revealing nothing.
+ * `{active:false}` like an inactive token, revealing nothing (undefined here).
  */
-export const introspectionCallerAllowed = (env: EnvironmentRecord, params: OAuthParams) => Effect.gen(function* () {
+export const introspectionCaller = (env: EnvironmentRecord, params: OAuthParams) => Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const apiKey = request.headers["x-management-api-key"]
   if (apiKey !== undefined) {
     const caller = yield* authenticateApiKey(apiKey.trim()).pipe(Effect.option)
-    if (caller._tag === "None") return false
+    if (caller._tag === "None") return undefined
     const key = caller.value
-    return key.scopes.has("introspect") && key.workspaceId === env.workspaceId &&
+    const allowed = key.scopes.has("introspect") && key.workspaceId === env.workspaceId &&
       (key.environmentId === null || key.environmentId === env.id)
+    return allowed ? { apiKey: true } as IntrospectionCaller : undefined
   }
   const presented = yield* presentedClient(params).pipe(Effect.option)
-  if (presented._tag === "None" || presented.value.method === "none") return false
+  if (presented._tag === "None" || presented.value.method === "none") return undefined
   const client = yield* authenticateClient(env.id, presented.value).pipe(Effect.option)
-  return client._tag === "Some" && client.value.token_endpoint_auth_method !== "none"
+  return client._tag === "Some" && client.value.token_endpoint_auth_method !== "none" ? { client: client.value } as IntrospectionCaller : undefined
 })

@@ -1,13 +1,14 @@
 import { Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { CurrentEnvironment } from "../../http/current-environment.js"
-import { route } from "../../http/route.js"
+import { bodyText, route } from "../../http/route.js"
+import { introspectionAnswerKey, rememberAnswer } from "../access-token/remembered-answers.js"
 import { anyAudience, verifyAccessToken } from "../access-token/verify.js"
 import { looksLikeRefreshToken } from "../refresh/token-format.js"
 import { failuresAsServerError, invalidRequest } from "../token/errors.js"
 import { readParams } from "../token/params.js"
 import { NO_STORE } from "../token/response.js"
-import { introspectionCallerAllowed } from "./caller.js"
+import { introspectionCaller } from "./caller.js"
 
 const inactive = () => HttpServerResponse.jsonUnsafe({ active: false }, { headers: NO_STORE })
 
@@ -22,8 +23,8 @@ export const introspectionEndpoint = Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   const params = yield* readParams.pipe(Effect.option)
   if (params._tag === "None") return inactive()
-  const allowed = yield* introspectionCallerAllowed(env.record, params.value).pipe(failuresAsServerError)
-  if (!allowed) return inactive()
+  const caller = yield* introspectionCaller(env.record, params.value).pipe(failuresAsServerError)
+  if (!caller) return inactive()
   const token = yield* params.value.one("token").pipe(Effect.orElseSucceed(() => undefined))
   if (token === undefined) return yield* invalidRequest("token is required")
   if (looksLikeRefreshToken(token)) return inactive()
@@ -31,6 +32,14 @@ export const introspectionEndpoint = Effect.gen(function* () {
     Effect.catchTag("AccessTokenRejected", () => Effect.succeed(undefined)))
   if (!verified) return inactive()
   const c = verified.claims
+  if ("client" in caller) {
+    // Replayed from memory for the same caller, token and body while nothing behind it changes.
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const key = introspectionAnswerKey(request.url, request.headers["authorization"], request.headers["content-type"], yield* bodyText)
+    yield* rememberAnswer(key, {
+      environmentId: env.record.id, userId: c.sub, sessionId: c.sid, live: verified.live, client: caller.client, validUntilMs: c.exp * 1000,
+    })
+  }
   return HttpServerResponse.jsonUnsafe({
     active: true,
     scope: c.scope,

@@ -1,9 +1,10 @@
 import { Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { CurrentEnvironment } from "../../http/current-environment.js"
 import { InvalidRequest } from "../../http/errors.js"
 import { route } from "../../http/route.js"
 import { bearerToken } from "../access-token/bearer.js"
+import { rememberAnswer, userinfoAnswerKey } from "../access-token/remembered-answers.js"
 import { anyAudience, verifyAccessToken } from "../access-token/verify.js"
 import { scopedUserClaims } from "../tokens/claims.js"
 
@@ -24,6 +25,11 @@ export const userinfoEndpoint = Effect.gen(function* () {
   if (!claims.scopes.includes("openid")) {
     return yield* new InvalidRequest({ detail: "The access token does not include the openid scope" })
   }
+  // Replayed from memory for the same token while nothing behind it changes (issue 13).
+  const request = yield* HttpServerRequest.HttpServerRequest
+  yield* rememberAnswer(userinfoAnswerKey(request.url, request.headers["authorization"]!), {
+    environmentId: env.record.id, userId: claims.sub, sessionId: claims.sid, live, validUntilMs: claims.exp * 1000,
+  })
   return HttpServerResponse.jsonUnsafe({ sub: claims.sub, ...scopedUserClaims(claims.scopes, live) }, {
     headers: { "cache-control": "no-store", pragma: "no-cache" },
   })

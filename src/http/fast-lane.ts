@@ -1,0 +1,132 @@
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type { Clock } from "effect"
+import { Headers, HttpTraceContext } from "effect/http"
+import { Option } from "effect"
+import type { RememberedAnswer } from "../oidc/access-token/live-cache.js"
+import { answerableFromMemory, introspectionAnswerKey, userinfoAnswerKey } from "../oidc/access-token/remembered-answers.js"
+import type { AppConfig } from "../platform/config.js"
+import type { AppMetrics } from "../platform/observability/metrics.js"
+import { newRequestId } from "../platform/request-id.js"
+import { logRequest } from "./log.js"
+import { type StaticAnswersApi, writeStaticAnswer } from "./static-answers.js"
+
+/**
+ * The listener's answers from memory (issue 13: the Effect HTTP core costs most of the time
+ * of the hottest answers). Before the Effect application is told of a request, the
+ * `node:http` listener answers it here when this replica holds an answer that is still true
+ * for exactly that request:
+ * - the issuer's public documents (JWKS, discovery), from src/http/static-answers.ts;
+ * - UserInfo and introspection 200s, remembered by the Effect path with every input of the
+ *   request in their key and replayed while the state they were built from is unchanged
+ *   (src/oidc/access-token/remembered-answers.ts, src/oidc/access-token/live-cache.ts).
+ * Everything else, every first request and every refusal, goes through the application
+ * unchanged. A memory answer gets its own request id, its request metrics and its log line,
+ * like every other answer.
+ */
+
+/** A request the lane may answer from memory: method, canonical host, target and headers. */
+const STATIC_TARGET = /^\/e\/[^/?]+\/(?:oauth2\/jwks|\.well-known\/openid-configuration)$/
+const USERINFO_TARGET = /^\/e\/[^/?]+\/oauth2\/userinfo$/
+const INTROSPECT_TARGET = /^\/e\/[^/?]+\/oauth2\/introspect$/
+/** Introspection bodies are a token and a hint: a larger body is left to the application. */
+const MAX_INTROSPECTION_BODY = 8 * 1024
+
+export interface FastLaneDependencies {
+  readonly config: AppConfig
+  readonly clock: Clock.Clock
+  readonly metrics: AppMetrics
+  readonly staticAnswers: StaticAnswersApi
+  /** Remembered UserInfo / introspection answers (absent: only the public documents). */
+  readonly answer?: (key: string) => RememberedAnswer | undefined
+  /** Hands a request to the Effect application (after the lane read its body, put back). */
+  readonly handOff: (request: IncomingMessage, response: ServerResponse) => void
+}
+
+/** Returns whether the lane took the request (answered it, or will hand it off itself). */
+export const makeFastLane = (d: FastLaneDependencies) => {
+  const { config, clock, metrics } = d
+
+  /** Request metrics and the log line, the same fields as src/http/app.ts. */
+  const account = (request: IncomingMessage, route: string, status: number, requestId: string, started: bigint) => {
+    const duration = Number(clock.currentTimeNanosUnsafe() - started) / 1e6
+    const labels = { surface: "issuer", method: request.method!, route: `/e/{environment_id}${route}`, status: String(status) }
+    metrics.httpRequests.inc(labels)
+    metrics.httpDuration.observe(labels, duration / 1000)
+    if (config.logRequests) {
+      const traceId = Option.getOrUndefined(Option.map(
+        HttpTraceContext.fromHeaders(Headers.fromRecordUnsafe(request.headers as Record<string, string>)), (c) => c.traceId))
+      logRequest(config, {
+        at: clock.currentTimeMillisUnsafe(), requestId, inbound: request.headers["x-request-id"] as string | undefined, traceId,
+        method: request.method!, host: request.headers.host, surface: "issuer", route: labels.route, url: request.url!, status, duration,
+      })
+    }
+  }
+
+  const writeRemembered = (request: IncomingMessage, response: ServerResponse, route: string, answer: RememberedAnswer, started: bigint) => {
+    const requestId = newRequestId()
+    response.writeHead(answer.status, {
+      ...answer.headers, "content-type": answer.contentType, "content-length": answer.body.length, "x-request-id": requestId,
+    })
+    response.end(answer.body)
+    account(request, route, answer.status, requestId, started)
+  }
+
+  /** Reads a small body with a declared length, then answers it from memory or hands it off with its body put back. */
+  const introspect = (request: IncomingMessage, response: ServerResponse, target: string, started: bigint) => {
+    const length = Number(request.headers["content-length"])
+    const chunks: Array<Buffer> = []
+    let received = 0
+    const onReadable = () => {
+      for (let chunk: Buffer | null; received < length && (chunk = request.read() as Buffer | null) !== null;) {
+        chunks.push(chunk)
+        received += chunk.length
+      }
+      if (received < length) return
+      request.off("readable", onReadable)
+      request.off("end", onEnd)
+      const body = Buffer.concat(chunks)
+      const answer = d.answer!(introspectionAnswerKey(target, request.headers.authorization, request.headers["content-type"], body.toString("utf8")))
+      if (answer !== undefined) return writeRemembered(request, response, "/oauth2/introspect", answer, started)
+      request.unshift(body)
+      d.handOff(request, response)
+    }
+    // The body ended short of its declared length: the application answers that.
+    const onEnd = () => {
+      request.off("readable", onReadable)
+      if (chunks.length > 0) request.unshift(Buffer.concat(chunks))
+      d.handOff(request, response)
+    }
+    request.on("readable", onReadable)
+    request.once("end", onEnd)
+  }
+
+  return (request: IncomingMessage, response: ServerResponse): boolean => {
+    const { method, url: target } = request
+    if (target === undefined || !target.startsWith("/e/") || request.headers.host?.toLowerCase() !== config.canonicalIssuerHost) return false
+    const started = clock.currentTimeNanosUnsafe()
+    if ((method === "GET" || method === "HEAD") && STATIC_TARGET.test(target)) {
+      const answer = d.staticAnswers.lookup(target, Number(started / 1_000_000n))
+      if (answer === undefined) return false
+      const requestId = newRequestId()
+      const status = writeStaticAnswer(request, response, answer, requestId)
+      account(request, answer.path, status, requestId, started)
+      return true
+    }
+    if (d.answer === undefined || !answerableFromMemory(request.headers)) return false
+    if (method === "GET" && USERINFO_TARGET.test(target)) {
+      const authorization = request.headers.authorization
+      const answer = authorization === undefined ? undefined : d.answer(userinfoAnswerKey(target, authorization))
+      if (answer === undefined) return false
+      writeRemembered(request, response, "/oauth2/userinfo", answer, started)
+      return true
+    }
+    if (method === "POST" && INTROSPECT_TARGET.test(target)) {
+      const declared = request.headers["content-length"]
+      if (declared === undefined || !/^[1-9]\d{0,4}$/.test(declared) || Number(declared) > MAX_INTROSPECTION_BODY ||
+        request.headers["transfer-encoding"] !== undefined || request.headers.expect !== undefined) return false
+      introspect(request, response, target, started)
+      return true
+    }
+    return false
+  }
+}
