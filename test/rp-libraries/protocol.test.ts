@@ -62,6 +62,61 @@ describe("discovery and JWKS are public documents any page may read (CORS *, no 
   })
 })
 
+describe("discovery and JWKS: Access-Control-Allow-Origin: * on every answer, not only the 200", () => {
+  const origin = { origin: "https://spa.example.org" }
+  const expectAnyOrigin = (res: TestResponse, status: number) => {
+    expect(res.status, res.text).toBe(status)
+    expect(res.headers["access-control-allow-origin"]).toBe("*")
+    expect(res.headers["access-control-allow-credentials"]).toBeUndefined()
+  }
+
+  it("a 304 to If-None-Match, from the listener's memory and through the application", async () => {
+    for (const path of DOCUMENTS) {
+      const etag = String((await app.issuer(env.environment_id, path)).headers["etag"])
+      // Without a query the listener answers from memory; a query takes the application's path.
+      for (const target of [path, `${path}?via=app`]) {
+        expectAnyOrigin(await app.issuer(env.environment_id, target, { headers: { ...origin, "if-none-match": etag } }), 304)
+      }
+    }
+  })
+
+  it("an unknown Environment's 404, its preflight, and a method the document does not take", async () => {
+    for (const path of DOCUMENTS) {
+      const missing = await app.issuer(`env_${"u".repeat(32)}`, path, { headers: origin })
+      expectAnyOrigin(missing, 404)
+      expect(missing.json.code).toBe("not_found")
+      expectAnyOrigin(await app.issuer(`env_${"u".repeat(32)}`, path, {
+        method: "OPTIONS", headers: { ...origin, "access-control-request-method": "GET" },
+      }), 404)
+      const post = await app.issuer(env.environment_id, path, { method: "POST", headers: origin })
+      expect(post.status).toBeGreaterThanOrEqual(400)
+      expect(post.headers["access-control-allow-origin"]).toBe("*")
+    }
+  })
+
+  it("a 503 when the Environment cannot be read (storage failure in the lookup before any route runs)", async () => {
+    // The lookup's read fails as it does when Postgres ends the session (57P01, a restart):
+    // the table is swapped for a view whose every read raises that error (a stable function: a
+    // one-time filter, evaluated even when no row matches).
+    await queryRows(app, "alter table environments rename to environments_away")
+    await queryRows(app, `create function storage_down() returns boolean stable language plpgsql as $$
+      begin raise exception 'terminating connection due to administrator command' using errcode = '57P01'; end $$`)
+    await queryRows(app, "create view environments as select * from environments_away where storage_down()")
+    try {
+      for (const path of DOCUMENTS) {
+        // An id no cache holds, so the lookup reaches the database.
+        const res = await app.issuer(`env_${"s".repeat(31)}${path.length % 10}`, path, { headers: origin })
+        expectAnyOrigin(res, 503)
+        expect(res.json.code).toBe("service_unavailable")
+      }
+    } finally {
+      await queryRows(app, "drop view environments")
+      await queryRows(app, "drop function storage_down()")
+      await queryRows(app, "alter table environments_away rename to environments")
+    }
+  })
+})
+
 describe("token, userinfo and revoke expose WWW-Authenticate to browser code", () => {
   it("an invalid_client answer, a UserInfo Bearer challenge and a revoke answer list it in Access-Control-Expose-Headers", async () => {
     const headers = { origin: SPA_ORIGIN }
