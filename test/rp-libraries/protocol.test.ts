@@ -138,13 +138,25 @@ describe("token, userinfo and revoke expose WWW-Authenticate to browser code", (
   })
 })
 
-/** A code exchange presenting the client by `presented`, with the client's own secret where one is sent. */
-const exchangeAs = (client: TestClient, presented: Method, minted: MintedCode) => {
-  const base = { grant_type: "authorization_code", code: minted.code, redirect_uri: client.redirectUri, code_verifier: minted.verifier }
+/** A token request presenting the client by `presented`, with the client's own secret where one is sent. */
+const tokenRequestAs = (client: TestClient, presented: Method, base: Record<string, string>) => {
   const secret = client.secret ?? "a-secret-the-public-client-does-not-have"
   if (presented === "none") return postForm(app, env, "/oauth2/token", { ...base, client_id: client.id })
   if (presented === "client_secret_post") return postForm(app, env, "/oauth2/token", { ...base, client_id: client.id, client_secret: secret })
   return postForm(app, env, "/oauth2/token", base, { authorization: basic(client.id, secret) })
+}
+
+const exchangeAs = (client: TestClient, presented: Method, minted: MintedCode) => tokenRequestAs(client, presented, {
+  grant_type: "authorization_code", code: minted.code, redirect_uri: client.redirectUri, code_verifier: minted.verifier,
+})
+
+const refreshAs = (client: TestClient, presented: Method, refreshToken: string) =>
+  tokenRequestAs(client, presented, { grant_type: "refresh_token", refresh_token: refreshToken })
+
+/** The generation that may refresh (`rt_<family>.<generation>.<secret>`): it moves only on rotation. */
+const familyGeneration = async (refreshToken: string) => {
+  const familyId = refreshToken.slice("rt_".length).split(".")[0]!
+  return (await queryRows<{ generation: number }>(app, "select generation from refresh_families where id = $1", [familyId]))[0]!.generation
 }
 
 const consumedAt = async (minted: MintedCode) =>
@@ -171,6 +183,36 @@ describe("the registered token_endpoint_auth_method is enforced (RFC 7591 2)", (
         expect(await consumedAt(minted)).toBeNull()
         // The refused request changed nothing: the right method still redeems the code.
         expect((await exchangeAs(client, registered, minted)).status).toBe(200)
+      })
+    }
+  }
+
+  // The same one check guards the refresh_token grant: a refused presentation rotates nothing.
+  for (const registered of METHODS) {
+    for (const presented of METHODS) {
+      const allowed = registered === presented
+      it(`refresh_token grant, registered ${registered}, presented ${presented}: ${allowed ? "200, rotated" : "401 invalid_client, not rotated"}`, async () => {
+        const client = clients[registered]
+        const issued = await exchangeAs(client, registered, await mintCode(app, env, client, user))
+        expect(issued.status, issued.text).toBe(200)
+        const refreshToken = issued.json.refresh_token as string
+        const generation = await familyGeneration(refreshToken)
+        const res = await refreshAs(client, presented, refreshToken)
+        if (allowed) {
+          expect(res.status, res.text).toBe(200)
+          expect(await familyGeneration(refreshToken)).toBe(generation + 1)
+          return
+        }
+        expectOAuthError(res, 401, "invalid_client")
+        const challenged = presented === "client_secret_basic" || registered === "client_secret_basic"
+        expect(res.headers["www-authenticate"]).toBe(challenged ? 'Basic realm="token"' : undefined)
+        if (registered !== "none") expect(res.json.error_description).toContain(`registered for ${registered}`)
+        expect(await familyGeneration(refreshToken)).toBe(generation)
+        // Not a reuse either: the registered method still rotates the same token.
+        const right = await refreshAs(client, registered, refreshToken)
+        expect(right.status, right.text).toBe(200)
+        expect(right.json.refresh_token).not.toBe(refreshToken)
+        expect(await familyGeneration(refreshToken)).toBe(generation + 1)
       })
     }
   }
