@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono"
-import { createRemoteJWKSet, customFetch, errors as joseErrors, type JWTVerifyGetKey, jwtVerify } from "jose"
+import { createRemoteJWKSet, customFetch, decodeJwt, decodeProtectedHeader, errors as joseErrors, type JWTVerifyGetKey, jwtVerify } from "jose"
 import { IssuerUnavailableError, isIssuerUnavailable } from "./errors.js"
 import { isLocalHost } from "./origin.js"
 import { problem, temporarilyUnavailable } from "./problem.js"
@@ -44,6 +44,26 @@ const BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i
 
 const quoted = (s: string) => `"${s.replace(/[\\"]/g, "\\$&")}"`
 
+/** RFC 9068 4 names the type `at+jwt`; `application/at+jwt` is the same (RFC 7515 4.1.9), as jose compares it. */
+const isAccessTokenTyp = (typ: unknown) => typeof typ === "string" && typ.toLowerCase().replace(/^application\//, "") === "at+jwt"
+
+/**
+ * What the token alone shows can never verify, checked before any network call: a JWS compact
+ * serialisation whose header and payload decode (RFC 7515 7.1, RFC 7519 7.2), `alg` ES256 (the
+ * only key type the issuer signs with; RFC 8725 3.1) and `typ` at+jwt (RFC 9068 4). jwtVerify
+ * checks them again with the key. Checking first keeps a malformed or foreign token a 401 while
+ * the issuer is unreachable: 503 is only for a token that could be valid.
+ */
+const refusedWithoutKeys = (token: string) => {
+  try {
+    const header = decodeProtectedHeader(token)
+    decodeJwt(token)
+    return header.alg !== "ES256" || !isAccessTokenTyp(header.typ)
+  } catch {
+    return true
+  }
+}
+
 export const bearerTokenMiddleware = (options: BearerTokenOptions): MiddlewareHandler<{ Variables: BearerVariables }> => {
   const issuerUrl = new URL(options.issuer)
   if (issuerUrl.protocol !== "https:" && !(issuerUrl.protocol === "http:" && isLocalHost(issuerUrl.hostname))) {
@@ -81,7 +101,7 @@ export const bearerTokenMiddleware = (options: BearerTokenOptions): MiddlewareHa
   return async (c, next) => {
     const refuse = () => problem(c, "invalid_token", { headers: { "WWW-Authenticate": challenge } })
     const match = BEARER.exec(c.req.header("authorization") ?? "")
-    if (match === null) return refuse()
+    if (match === null || refusedWithoutKeys(match[1]!)) return refuse()
     try {
       const getKey = await keySet()
       const { payload } = await jwtVerify(match[1]!, getKey, {

@@ -169,6 +169,17 @@ export const mountAuthRoutes = <App extends Hono<any, any, any>>(app: App, auth:
     throw new Error(`mountAuthRoutes: redirectUri's path "${callbackPath}" is not "${basePath}/callback", where the callback route is mounted.`)
   }
   app.get(`${basePath}/login`, login(auth))
+  // A Hono app made with `.basePath("/x")` prefixes every route it registers, so the login route
+  // would live at /x{basePath}/login while requireSession redirects to {basePath}/login and the
+  // issuer returns to {basePath}/callback. Hono's public route list shows the path it really
+  // registered; the start-up fails here instead of at the first sign-in. (A sub-app mounted
+  // later with `root.route("/x", sub)` cannot be seen now: the README says to mount on the root.)
+  const registered = app.routes.at(-1)?.path
+  if (registered !== `${basePath}/login`) {
+    throw new Error(`mountAuthRoutes: the app registers the login route at "${registered}", not "${basePath}/login" ` +
+      `(an app made with .basePath() prefixes its routes). Mount the auth routes on the root Hono app: requireSession ` +
+      `redirects to "${basePath}/login" and the redirect URI is "${auth.redirectUri}".`)
+  }
   app.post(`${basePath}/login`, login(auth))
   app.get(`${basePath}/callback`, callback(auth))
   app.get(`${basePath}/logout`, logout(auth))

@@ -29,11 +29,7 @@ const pageFor = (txn: transactions.TransactionRow) => Effect.gen(function* () {
   }
   if (!transactions.ACTIVE_STATUSES.includes(txn.status)) return errorPage("login_finished")
   const client = yield* loginClient(txn.environment_id, txn.client_id)
-  const env = yield* CurrentEnvironment
-  return loginPage({
-    transactionId: txn.id, clientId: txn.client_id, clientName: client?.name ?? "the application", status: txn.status,
-    issuer: env.urls.issuer,
-  })
+  return loginPage({ transactionId: txn.id, clientId: txn.client_id, clientName: client?.name ?? "the application", status: txn.status })
 })
 
 /** The transaction this browser's cookie is bound to, if any. */

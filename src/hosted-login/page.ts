@@ -54,12 +54,11 @@ export const htmlPage = (title: string, body: string, status = 200) =>
 /**
  * The sign-in page of one transaction. The script reads the transaction and client from
  * `data-` attributes, loads `/v1/config` and renders one control per available method
- * it knows (the hook where passkey and social buttons are added). `data-issuer` is the
- * `iss` of the authorization response (RFC 9207).
+ * it knows (the hook where passkey and social buttons are added). The `iss` of the
+ * authorization response (RFC 9207) comes from the `complete` answer, as for a custom UI.
  */
-export const loginPage = (p: { transactionId: string; clientId: string; clientName: string; status: string; issuer: string }) => htmlPage("Sign in", `<main id="login" class="card"
-  data-transaction-id="${escapeHtml(p.transactionId)}" data-client-id="${escapeHtml(p.clientId)}" data-status="${escapeHtml(p.status)}"
-  data-issuer="${escapeHtml(p.issuer)}">
+export const loginPage = (p: { transactionId: string; clientId: string; clientName: string; status: string }) => htmlPage("Sign in", `<main id="login" class="card"
+  data-transaction-id="${escapeHtml(p.transactionId)}" data-client-id="${escapeHtml(p.clientId)}" data-status="${escapeHtml(p.status)}">
   <h1>Sign in</h1>
   <p class="subtitle">to continue to <strong>${escapeHtml(p.clientName)}</strong></p>
   <p id="status" class="status" role="status" aria-live="polite"></p>

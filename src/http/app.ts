@@ -18,6 +18,7 @@ import { CurrentMetrics } from "../platform/observability/metrics.js"
 import { metricsEndpoint } from "../platform/observability/metrics-http.js"
 import { type MatchedRoute, makeSurface } from "./surface.js"
 import { allRoutes } from "./routes.js"
+import { PUBLIC_DOCUMENT_PATHS, withAnyOrigin } from "../oidc/public-cors.js"
 
 /** The endpoints whose errors are OAuth error bodies (RFC 6749 §4.1.2.1, §5.2; RFC 7009; RFC 7662). */
 const OAUTH_ERROR_ENDPOINTS = /\/oauth2\/(token|revoke|introspect|authorize)$/
@@ -115,7 +116,9 @@ export const makeHttpApp = Effect.gen(function* () {
         const m = /^\/e\/([^/?]+)(\/[^?]*)?(\?.*)?$/.exec(url)
         if (!m || !m[2]) return Effect.fail(new NotFound({}))
         matched.prefix = "/e/{environment_id}"
-        return withEnvironment(m[1], "issuer", m[2], issuer.handle(request.method, m[2] + (m[3] ?? ""), matched))
+        const run = withEnvironment(m[1], "issuer", m[2], issuer.handle(request.method, m[2] + (m[3] ?? ""), matched))
+        // Discovery and JWKS: `*` on every answer, the Environment lookup's failures included (issue 16).
+        return PUBLIC_DOCUMENT_PATHS.has(m[2]) ? withAnyOrigin(run) : run
       }
       case "interaction":
         return withEnvironment(target.environmentId, "interaction", path, interaction.handle(request.method, url, matched))

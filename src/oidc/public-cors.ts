@@ -17,12 +17,20 @@ const MAX_AGE_SECONDS = 600
 /** A requested header list we echo in a preflight: field names separated by commas (RFC 9110 5.1). */
 const HEADER_LIST = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*,\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+)*$/
 
-const withAnyOrigin = <R>(handler: Route<R>["handler"]) => Effect.gen(function* () {
-  // Errors rendered later (src/http/app.ts) carry the header too, so a page can read them.
-  yield* HttpEffect.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.setHeader(response, "access-control-allow-origin", "*")))
-  return yield* handler
-})
+/** The issuer paths (under `/e/{environment_id}`) of the public documents. */
+export const PUBLIC_DOCUMENT_PATHS: ReadonlySet<string> = new Set(["/.well-known/openid-configuration", "/oauth2/jwks"])
+
+/**
+ * Gives EVERY answer of a public-document request the any-origin header: the 200 and the 304,
+ * and the failures too, including those before any route runs (unknown Environment 404, a 503
+ * when the Environment cannot be read). Without it a browser library sees an opaque network
+ * error instead of the status (Fetch standard: a CORS failure hides the response). The issuer
+ * dispatch (src/http/app.ts) wraps the request in this before the Environment lookup; the
+ * pre-response handler reaches the error bodies rendered afterwards.
+ */
+export const withAnyOrigin = <A, E, R>(run: Effect.Effect<A, E, R>) =>
+  HttpEffect.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeader(response, "access-control-allow-origin", "*"))).pipe(Effect.andThen(run))
 
 const preflight = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -40,8 +48,8 @@ const preflight = Effect.gen(function* () {
   })
 })
 
-/** Adds the any-origin header to each GET route and one OPTIONS preflight route per path. */
+/** Adds one OPTIONS preflight route per path (the any-origin header itself: `withAnyOrigin`). */
 export const withPublicDocumentCors = (routes: ReadonlyArray<Route>): Array<Route> => [
-  ...routes.map((r) => ({ ...r, handler: withAnyOrigin(r.handler) })),
+  ...routes,
   ...[...new Set(routes.map((r) => r.path))].map((path) => route("OPTIONS", path, preflight)),
 ]

@@ -275,6 +275,38 @@ describe("bearerTokenMiddleware", () => {
     expect(res.status).toBe(503)
   })
 
+  it("issuer unreachable: a malformed token, a wrong alg or typ is still 401, decided before any fetch; a well-formed token is 503", async () => {
+    const { access_token, id_token } = await accessToken()
+    const [, p, sig] = access_token.split(".") as [string, string, string]
+    const header = decodeProtectedHeader(access_token)
+    const enc = (v: object) => Buffer.from(JSON.stringify(v)).toString("base64url")
+    const api = await startApi({ failing: () => true })
+    try {
+      const refused = [
+        ["three parts that do not decode", "a.b.c"],
+        ["not a JWT", "not-a-jwt"],
+        ["a payload that is not JSON", `${enc(header)}.${Buffer.from("nope").toString("base64url")}.${sig}`],
+        ["alg none", `${enc({ ...header, alg: "none" })}.${p}.`],
+        ["alg ES384", `${enc({ ...header, alg: "ES384" })}.${p}.${sig}`],
+        ["alg RS256", `${enc({ ...header, alg: "RS256" })}.${p}.${sig}`],
+        ["typ JWT (an ID token)", id_token],
+        ["no typ", await forge(access_token, { typ: undefined })],
+      ] as const
+      for (const [why, token] of refused) await expectRefused(await call(api, `Bearer ${token}`), why)
+      expect(api.fetches).toEqual([])
+      // RFC 7515 4.1.9: the media type form of the same typ is the same type, so it waits for the keys.
+      for (const token of [access_token, await forge(access_token, { typ: "application/at+jwt" })]) {
+        const res = await call(api, `Bearer ${token}`)
+        expect(res.status).toBe(503)
+        expect(res.headers.get("www-authenticate")).toBeNull()
+        expect(await res.json()).toMatchObject({ status: 503, code: "temporarily_unavailable" })
+      }
+      expect(api.fetches).toEqual([".well-known/openid-configuration", ".well-known/openid-configuration"])
+    } finally {
+      await api.close()
+    }
+  })
+
   it("refuses an issuer that is not https outside localhost", () => {
     expect(() => bearerTokenMiddleware({ issuer: "http://auth.example.com/e/env_x" })).toThrow(/https/)
   })

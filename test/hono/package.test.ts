@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { promisify } from "node:util"
@@ -9,49 +9,81 @@ import { freePort } from "../../src/platform/embedded-postgres.js"
 import { type SmtpSink, startSmtpSink } from "../login/support.js"
 import { CookieJar, rpFetch, signIn } from "./support.js"
 
-// authservice/hono as a user gets it: the project folder `npm install`ed into a temporary
-// plain-JavaScript app (offline: a `file:` dependency is a symlink, no registry), the compiled
-// library reached through package.json `exports`, run by the pinned Node without tsx. The app
-// is examples/hono-app itself, so the example is proven too: it registers its own web_bff
-// client with the bootstrap key, and a user signs in through it against the real server.
+// authservice/hono as a user gets it. A fresh clone of the committed HEAD (lib/ is not in git)
+// is `npm install`ed into a temporary plain-JavaScript app: npm 11 links a folder dependency
+// and runs its `prepare` (`npm run build:hono`) in that folder, which compiles lib/hono in the
+// clone; nothing here builds it by hand, and the project folder's own lib/ is never touched.
+// The clone's node_modules is a link to this checkout's (the README's `npm install` already ran
+// there; the machine is offline). The app gets its own copies of hono and @hono/node-server,
+// packed from this checkout's installed ones (a registry install by name cannot run offline:
+// npm's cache here holds the tarballs but not the metadata document npm 11 asks for first), so
+// authservice/hono runs against an application's hono that is not the module it compiled
+// against. The app is examples/hono-app itself, so the example is proven too: it registers
+// its own web_bff client with the bootstrap key, and a user signs in through it.
 
 const run = promisify(execFile)
 const ROOT = resolve(import.meta.dirname, "../..")
 const NODE = join(ROOT, "node_modules/.bin/node")
 const PATH = `${join(ROOT, "node_modules/.bin")}:${process.env["PATH"]}`
+const env = { ...process.env, PATH }
+
+/** The project folder's lib/ as files and modification times: the test must leave it as it is. */
+const projectLib = () => {
+  const libDir = join(ROOT, "lib/hono")
+  return existsSync(libDir) ? readdirSync(libDir).sort().map((f) => `${f}@${statSync(join(libDir, f)).mtimeMs}`) : []
+}
 
 let app: TestApp
 let b: Bootstrapped
 let smtp: SmtpSink
+let work: string
+let clone: string
 let dir: string
+let installLog: string
+let libBeforeInstall: boolean
 let child: ChildProcess | undefined
+const projectLibBefore = projectLib()
 
 beforeAll(async () => {
-  // what `npm install` runs through `prepare`
-  await run("npm", ["run", "build:hono"], { cwd: ROOT, env: { ...process.env, PATH } })
-  dir = mkdtempSync(join(tmpdir(), "hono-app-"))
-  for (const f of ["app.js", "register.js"]) copyFileSync(join(ROOT, "examples/hono-app", f), join(dir, f))
-  const example = JSON.parse(readFileSync(join(ROOT, "examples/hono-app/package.json"), "utf8"))
-  // The example's registry dependencies, taken from this checkout's node_modules (the machine is offline).
+  work = mkdtempSync(join(tmpdir(), "authservice-package-"))
+  clone = join(work, "authservice")
+  dir = join(work, "app")
+  const head = (await run("git", ["-C", ROOT, "rev-parse", "HEAD"])).stdout.trim()
+  await run("git", ["clone", "--quiet", "--no-checkout", ROOT, clone])
+  await run("git", ["-C", clone, "checkout", "--quiet", "--detach", head])
+  libBeforeInstall = existsSync(join(clone, "lib"))
+  symlinkSync(realpathSync(join(ROOT, "node_modules")), join(clone, "node_modules"))
+
+  // The app's own hono and @hono/node-server: tarballs of this checkout's copies, installed as files.
+  const packs = join(work, "packs")
+  mkdirSync(packs)
+  await run("npm", ["pack", "--ignore-scripts", "--offline", "--pack-destination", packs,
+    join(ROOT, "node_modules/hono"), join(ROOT, "node_modules/@hono/node-server")], { env })
+  const tarball = (prefix: string) => join(packs, readdirSync(packs).find((f) => f.startsWith(prefix))!)
+
+  mkdirSync(dir)
+  for (const f of ["app.js", "register.js"]) copyFileSync(join(clone, "examples/hono-app", f), join(dir, f))
   writeFileSync(join(dir, "package.json"), JSON.stringify({
-    ...example,
+    ...JSON.parse(readFileSync(join(clone, "examples/hono-app/package.json"), "utf8")),
     dependencies: {
-      authservice: `file:${ROOT}`,
-      hono: `file:${join(ROOT, "node_modules/hono")}`,
-      "@hono/node-server": `file:${join(ROOT, "node_modules/@hono/node-server")}`,
+      hono: `file:${tarball("hono-4")}`,
+      "@hono/node-server": `file:${tarball("hono-node-server-")}`,
     },
   }, null, 2))
-  await run("npm", ["install", "--offline", "--no-audit", "--no-fund"], { cwd: dir, env: { ...process.env, PATH } })
+  await run("npm", ["install", "--offline", "--no-audit", "--no-fund"], { cwd: dir, env })
+  // As the README says: `npm install <path to the project>`.
+  const installed = await run("npm", ["install", "--offline", "--no-audit", "--no-fund", clone], { cwd: dir, env })
+  installLog = installed.stdout + installed.stderr
   smtp = await startSmtpSink()
   app = await startApp({ worker: true, env: { SMTP_URL: smtp.url } })
   b = await app.bootstrap()
-}, 120_000)
+}, 180_000)
 
 afterAll(async () => {
   child?.kill("SIGTERM")
   await app?.close()
   await smtp?.close()
-  if (dir) rmSync(dir, { recursive: true, force: true })
+  if (work) rmSync(work, { recursive: true, force: true })
 })
 
 const node = (args: Array<string>) => run(NODE, args, { cwd: dir }).then(
@@ -60,6 +92,22 @@ const node = (args: Array<string>) => run(NODE, args, { cwd: dir }).then(
 )
 
 describe("authservice/hono installed into a plain JavaScript app", () => {
+  it("npm install <fresh clone> runs the package's prepare, which builds lib/hono in the clone; the project's lib/ is untouched", async () => {
+    expect(libBeforeInstall).toBe(false)
+    expect(existsSync(join(clone, "lib/hono/index.js"))).toBe(true)
+    expect(existsSync(join(clone, "lib/hono/index.d.ts"))).toBe(true)
+    // npm links the folder (no copy), so the app runs the clone's lib
+    expect(lstatSync(join(dir, "node_modules/authservice")).isSymbolicLink()).toBe(true)
+    const resolved = await node(["--input-type=module", "-e", "console.log(import.meta.resolve('authservice/hono'))"])
+    expect(resolved).toEqual({ ok: true, out: `file://${realpathSync(clone)}/lib/hono/index.js` })
+    // the app's hono is its own installed copy, not a link to the project's
+    expect(lstatSync(join(dir, "node_modules/hono")).isSymbolicLink()).toBe(false)
+    expect(realpathSync(join(dir, "node_modules/hono"))).toBe(join(realpathSync(dir), "node_modules/hono"))
+    expect(JSON.parse(readFileSync(join(dir, "node_modules/hono/package.json"), "utf8")).version).toBe("4.13.19")
+    expect(projectLib()).toEqual(projectLibBefore)
+    expect(installLog).not.toMatch(/npm error/)
+  })
+
   it("imports the five helpers from authservice/hono with plain node; the root and the sources are not exported", async () => {
     const names = await node(["--input-type=module", "-e",
       "const m = await import('authservice/hono'); console.log(['createAuth','mountAuthRoutes','requireSession','authMiddleware','bearerTokenMiddleware'].map((n) => n + ':' + typeof m[n]).join(' '))"])
@@ -103,7 +151,7 @@ app.get("/api", bearerTokenMiddleware({ issuer: "https://id.example.com/e/env_x"
   })
 
   it("imports nothing of the server: only hono, openid-client, jose, node built-ins and its own files", () => {
-    const libDir = join(ROOT, "lib/hono")
+    const libDir = join(clone, "lib/hono")
     const specifiers = new Set<string>()
     for (const file of readdirSync(libDir).filter((f) => f.endsWith(".js"))) {
       for (const m of readFileSync(join(libDir, file), "utf8").matchAll(/(?:^|\n)\s*(?:import|export)\b[^"']*?from\s*["']([^"']+)["']/g)) specifiers.add(m[1]!)

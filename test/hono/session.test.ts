@@ -431,6 +431,20 @@ describe("configuration refusals", () => {
     expect(mountAuthRoutes(app2, auth, { basePath: "/auth/" })).toBe(app2)
   })
 
+  it("mountAuthRoutes refuses an app made with .basePath(): its routes would not be where requireSession and the redirect URI point", () => {
+    const auth = createAuth(optionsOf(rp))
+    for (const prefixed of [new Hono().basePath("/app"), new Hono().basePath("/app").basePath("/v1")]) {
+      expect(() => mountAuthRoutes(prefixed, auth)).toThrow(/registers the login route at "\/app(\/v1)?\/auth\/login", not "\/auth\/login"/)
+      expect(prefixed.routes.map((r) => r.path)).not.toContain("/app/auth/callback")
+    }
+    // The root app, and a root app that already has routes, are accepted.
+    const root = new Hono()
+    root.get("/", (c) => c.text("home"))
+    expect(mountAuthRoutes(root, auth).routes.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "GET /", "GET /auth/login", "POST /auth/login", "GET /auth/callback", "GET /auth/logout", "POST /auth/logout",
+    ])
+  })
+
   it("createAuth refuses http outside localhost, short cookie secrets and a missing client id", () => {
     expect(() => createAuth({ ...optionsOf(rp), redirectUri: "http://app.example.com/auth/callback" })).toThrow(/redirectUri must use https/)
     expect(() => createAuth({ ...optionsOf(rp), issuer: "http://auth.example.com/e/env_x" })).toThrow(/issuer must use https/)

@@ -136,7 +136,7 @@ export const hostedLoginOverHttp = async (app: TestApp, b: Bootstrapped, smtp: S
   target.searchParams.set("code", complete.json.authorization_code)
   target.searchParams.set("state", complete.json.state)
   // As the Hosted Login page does (RFC 9207; discovery says the response carries `iss`).
-  target.searchParams.set("iss", b.issuer)
+  target.searchParams.set("iss", complete.json.iss)
   return `${target.pathname}${target.search}`
 }
 

@@ -318,7 +318,7 @@ describe("complete", () => {
     expect((await verify(s.txn, s.challenge, s.code)).status).toBe(200)
     const res = await complete(s.txn)
     expect(res.status).toBe(200)
-    expect(res.json).toEqual({ transaction_id: s.txn, authorization_code: expect.any(String), state: "state-123", redirect_uri: client.redirect_uri })
+    expect(res.json).toEqual({ transaction_id: s.txn, authorization_code: expect.any(String), state: "state-123", redirect_uri: client.redirect_uri, iss: b.issuer })
     expect(res.headers["cache-control"]).toBe("no-store")
     expect(await transactionStatus(app, s.txn)).toBe("code_issued")
     expect(await countRows(app, "authorization_codes", "transaction_id = $1", [s.txn])).toBe(1)

@@ -2,6 +2,7 @@ import * as oauth from "oauth4webapi"
 import * as oidc from "openid-client"
 import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { publicApi, uniqueEmail } from "../login/support.js"
 import { createClient, queryRows, type TestClient } from "../oidc/support.js"
 import { type Harness, listen, signInOnHostedLogin, startHarness } from "./support.js"
 
@@ -83,6 +84,38 @@ describe("openid-client (v6)", () => {
     expect(await oidc.fetchUserInfo(config, tokens.access_token, claims.sub)).toMatchObject({ sub: claims.sub, email })
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!)
     expect(refreshed.claims()).toMatchObject({ amr: ["refresh_token"], acr: "urn:example-auth:loa:basic", auth_time: claims.auth_time })
+  })
+
+  it("a custom UI (Public API): complete answers iss; the redirect built from code, state and iss is accepted by authorizationCodeGrant", async () => {
+    const config = await oidc.discovery(new URL(h.env.issuer), basicClient.id, undefined, oidc.ClientSecretBasic(basicClient.secret!), {
+      execute: [oidc.allowInsecureRequests],
+    })
+    const verifier = oidc.randomPKCECodeVerifier()
+    const state = oidc.randomState()
+    const nonce = oidc.randomNonce()
+    const created = await publicApi(h.app, h.env, "/auth/transactions", { body: {
+      client_id: basicClient.id, redirect_uri: `${site.base}/callback`, scope: "openid email", state, nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256",
+    } })
+    expect(created.status, created.text).toBe(201)
+    const txn = created.json.transaction_id as string
+    const email = uniqueEmail("custom-ui")
+    const start = await publicApi(h.app, h.env, `/auth/transactions/${txn}/email/start`, { body: { email } })
+    expect(start.status, start.text).toBe(202)
+    const otp = await h.smtp.waitForCode(email)
+    const verify = await publicApi(h.app, h.env, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id: start.json.challenge_id, code: otp } })
+    expect(verify.status, verify.text).toBe(200)
+    const complete = await publicApi(h.app, h.env, `/auth/transactions/${txn}/complete`, { method: "POST" })
+    expect(complete.status, complete.text).toBe(200)
+    expect(complete.json).toMatchObject({ state, redirect_uri: `${site.base}/callback`, iss: h.env.issuer })
+
+    // What docs/oidc-libraries.md tells a custom UI to hand to the library: redirect_uri + code, state and iss.
+    const callback = new URL(complete.json.redirect_uri)
+    callback.searchParams.set("code", complete.json.authorization_code)
+    callback.searchParams.set("state", complete.json.state)
+    callback.searchParams.set("iss", complete.json.iss)
+    const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true })
+    expect(tokens.claims()).toMatchObject({ iss: h.env.issuer, aud: basicClient.id, nonce, email, amr: ["email_otp"] })
   })
 
   it("a refused request (scope not allowed) reaches authorizationCodeGrant as AuthorizationResponseError invalid_scope", async () => {

@@ -62,6 +62,61 @@ describe("discovery and JWKS are public documents any page may read (CORS *, no 
   })
 })
 
+describe("discovery and JWKS: Access-Control-Allow-Origin: * on every answer, not only the 200", () => {
+  const origin = { origin: "https://spa.example.org" }
+  const expectAnyOrigin = (res: TestResponse, status: number) => {
+    expect(res.status, res.text).toBe(status)
+    expect(res.headers["access-control-allow-origin"]).toBe("*")
+    expect(res.headers["access-control-allow-credentials"]).toBeUndefined()
+  }
+
+  it("a 304 to If-None-Match, from the listener's memory and through the application", async () => {
+    for (const path of DOCUMENTS) {
+      const etag = String((await app.issuer(env.environment_id, path)).headers["etag"])
+      // Without a query the listener answers from memory; a query takes the application's path.
+      for (const target of [path, `${path}?via=app`]) {
+        expectAnyOrigin(await app.issuer(env.environment_id, target, { headers: { ...origin, "if-none-match": etag } }), 304)
+      }
+    }
+  })
+
+  it("an unknown Environment's 404, its preflight, and a method the document does not take", async () => {
+    for (const path of DOCUMENTS) {
+      const missing = await app.issuer(`env_${"u".repeat(32)}`, path, { headers: origin })
+      expectAnyOrigin(missing, 404)
+      expect(missing.json.code).toBe("not_found")
+      expectAnyOrigin(await app.issuer(`env_${"u".repeat(32)}`, path, {
+        method: "OPTIONS", headers: { ...origin, "access-control-request-method": "GET" },
+      }), 404)
+      const post = await app.issuer(env.environment_id, path, { method: "POST", headers: origin })
+      expect(post.status).toBeGreaterThanOrEqual(400)
+      expect(post.headers["access-control-allow-origin"]).toBe("*")
+    }
+  })
+
+  it("a 503 when the Environment cannot be read (storage failure in the lookup before any route runs)", async () => {
+    // The lookup's read fails as it does when Postgres ends the session (57P01, a restart):
+    // the table is swapped for a view whose every read raises that error (a stable function: a
+    // one-time filter, evaluated even when no row matches).
+    await queryRows(app, "alter table environments rename to environments_away")
+    await queryRows(app, `create function storage_down() returns boolean stable language plpgsql as $$
+      begin raise exception 'terminating connection due to administrator command' using errcode = '57P01'; end $$`)
+    await queryRows(app, "create view environments as select * from environments_away where storage_down()")
+    try {
+      for (const path of DOCUMENTS) {
+        // An id no cache holds, so the lookup reaches the database.
+        const res = await app.issuer(`env_${"s".repeat(31)}${path.length % 10}`, path, { headers: origin })
+        expectAnyOrigin(res, 503)
+        expect(res.json.code).toBe("service_unavailable")
+      }
+    } finally {
+      await queryRows(app, "drop view environments")
+      await queryRows(app, "drop function storage_down()")
+      await queryRows(app, "alter table environments_away rename to environments")
+    }
+  })
+})
+
 describe("token, userinfo and revoke expose WWW-Authenticate to browser code", () => {
   it("an invalid_client answer, a UserInfo Bearer challenge and a revoke answer list it in Access-Control-Expose-Headers", async () => {
     const headers = { origin: SPA_ORIGIN }
@@ -83,13 +138,25 @@ describe("token, userinfo and revoke expose WWW-Authenticate to browser code", (
   })
 })
 
-/** A code exchange presenting the client by `presented`, with the client's own secret where one is sent. */
-const exchangeAs = (client: TestClient, presented: Method, minted: MintedCode) => {
-  const base = { grant_type: "authorization_code", code: minted.code, redirect_uri: client.redirectUri, code_verifier: minted.verifier }
+/** A token request presenting the client by `presented`, with the client's own secret where one is sent. */
+const tokenRequestAs = (client: TestClient, presented: Method, base: Record<string, string>) => {
   const secret = client.secret ?? "a-secret-the-public-client-does-not-have"
   if (presented === "none") return postForm(app, env, "/oauth2/token", { ...base, client_id: client.id })
   if (presented === "client_secret_post") return postForm(app, env, "/oauth2/token", { ...base, client_id: client.id, client_secret: secret })
   return postForm(app, env, "/oauth2/token", base, { authorization: basic(client.id, secret) })
+}
+
+const exchangeAs = (client: TestClient, presented: Method, minted: MintedCode) => tokenRequestAs(client, presented, {
+  grant_type: "authorization_code", code: minted.code, redirect_uri: client.redirectUri, code_verifier: minted.verifier,
+})
+
+const refreshAs = (client: TestClient, presented: Method, refreshToken: string) =>
+  tokenRequestAs(client, presented, { grant_type: "refresh_token", refresh_token: refreshToken })
+
+/** The generation that may refresh (`rt_<family>.<generation>.<secret>`): it moves only on rotation. */
+const familyGeneration = async (refreshToken: string) => {
+  const familyId = refreshToken.slice("rt_".length).split(".")[0]!
+  return (await queryRows<{ generation: number }>(app, "select generation from refresh_families where id = $1", [familyId]))[0]!.generation
 }
 
 const consumedAt = async (minted: MintedCode) =>
@@ -116,6 +183,36 @@ describe("the registered token_endpoint_auth_method is enforced (RFC 7591 2)", (
         expect(await consumedAt(minted)).toBeNull()
         // The refused request changed nothing: the right method still redeems the code.
         expect((await exchangeAs(client, registered, minted)).status).toBe(200)
+      })
+    }
+  }
+
+  // The same one check guards the refresh_token grant: a refused presentation rotates nothing.
+  for (const registered of METHODS) {
+    for (const presented of METHODS) {
+      const allowed = registered === presented
+      it(`refresh_token grant, registered ${registered}, presented ${presented}: ${allowed ? "200, rotated" : "401 invalid_client, not rotated"}`, async () => {
+        const client = clients[registered]
+        const issued = await exchangeAs(client, registered, await mintCode(app, env, client, user))
+        expect(issued.status, issued.text).toBe(200)
+        const refreshToken = issued.json.refresh_token as string
+        const generation = await familyGeneration(refreshToken)
+        const res = await refreshAs(client, presented, refreshToken)
+        if (allowed) {
+          expect(res.status, res.text).toBe(200)
+          expect(await familyGeneration(refreshToken)).toBe(generation + 1)
+          return
+        }
+        expectOAuthError(res, 401, "invalid_client")
+        const challenged = presented === "client_secret_basic" || registered === "client_secret_basic"
+        expect(res.headers["www-authenticate"]).toBe(challenged ? 'Basic realm="token"' : undefined)
+        if (registered !== "none") expect(res.json.error_description).toContain(`registered for ${registered}`)
+        expect(await familyGeneration(refreshToken)).toBe(generation)
+        // Not a reuse either: the registered method still rotates the same token.
+        const right = await refreshAs(client, registered, refreshToken)
+        expect(right.status, right.text).toBe(200)
+        expect(right.json.refresh_token).not.toBe(refreshToken)
+        expect(await familyGeneration(refreshToken)).toBe(generation + 1)
       })
     }
   }

@@ -13,7 +13,6 @@
   var transactionId = root.getAttribute("data-transaction-id")
   var clientId = root.getAttribute("data-client-id")
   var initialStatus = root.getAttribute("data-status")
-  var issuer = root.getAttribute("data-issuer")
   var methodsBox = document.getElementById("methods")
   var statusBox = document.getElementById("status")
   var errorBox = document.getElementById("error")
@@ -86,7 +85,7 @@
       // redirect_uri is registered without a fragment; the code, state and iss (RFC 9207) are appended as query parameters.
       var sep = res.redirect_uri.indexOf("?") === -1 ? "?" : "&"
       var target = res.redirect_uri + sep + "code=" + encodeURIComponent(res.authorization_code) +
-        "&state=" + encodeURIComponent(res.state) + "&iss=" + encodeURIComponent(issuer)
+        "&state=" + encodeURIComponent(res.state) + "&iss=" + encodeURIComponent(res.iss)
       window.location.assign(target)
     })
   }

@@ -68,6 +68,7 @@ export const transactionRoutes = [
   route("POST", "/auth/transactions/:transactionId/complete", Effect.gen(function* () {
     const { transactionId } = yield* decodeParams(TransactionParams)
     const { code, row } = yield* completeTransaction(transactionId)
-    return json({ transaction_id: row.id, authorization_code: code, state: row.state, redirect_uri: row.redirect_uri })
-  }), { summary: "Complete an authenticated transaction: one-time authorization code and state", tags, params: TransactionParams, response: CompletedTransaction }),
+    const env = yield* CurrentEnvironment
+    return json({ transaction_id: row.id, authorization_code: code, state: row.state, redirect_uri: row.redirect_uri, iss: env.urls.issuer })
+  }), { summary: "Complete an authenticated transaction: one-time authorization code, state and the issuer (RFC 9207 iss)", tags, params: TransactionParams, response: CompletedTransaction }),
 ]

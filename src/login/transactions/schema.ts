@@ -30,9 +30,16 @@ export const TransactionView = Schema.Struct({
   pending_link: Schema.optionalKey(Schema.Unknown),
 })
 
+/**
+ * The answer of `complete` (spec: "one-time `authorization_code` and `state`; other fields: not
+ * shown"). `iss` is the Environment's issuer: discovery announces RFC 9207
+ * (`authorization_response_iss_parameter_supported`), so RP libraries refuse a callback
+ * without it, and a custom UI appends it with `code` and `state` to `redirect_uri`.
+ */
 export const CompletedTransaction = Schema.Struct({
   transaction_id: Schema.String,
   authorization_code: Schema.String,
   state: Schema.String,
   redirect_uri: Schema.String,
+  iss: Schema.String,
 })
