@@ -5,6 +5,7 @@ import type { ConnectionRow } from "../management/connections/repo.js"
 import type { Provider } from "../management/connections/schema.js"
 import { loginClient } from "../login/clients.js"
 import { CurrentMe, FRESH_SESSION_MS } from "../me/auth.js"
+import { unavailableOnSqlError } from "../me/unavailable.js"
 import { ReauthenticationRequired } from "../passkeys/errors.js"
 import { Audit } from "../platform/audit.js"
 import { Events } from "../platform/events/service.js"
@@ -19,9 +20,10 @@ import * as repo from "./repo.js"
  * (`auth_time` within 5 minutes, else 403 `reauthentication_required`); `redirect_uri`
  * byte-equal to a registered redirect URI of the token's client and without a fragment
  * (else 400 `invalid_redirect_uri`); a usable Connection of the provider (else 404
- * `connection_not_found`). The redirect URI is kept in the state row.
+ * `connection_not_found`). The redirect URI is kept in the state row. A database failure
+ * anywhere is 503 `user_unavailable`, as on every /me route (src/me/unavailable.ts).
  */
-export const startLink = (provider: Provider, redirectUri: string) => Effect.gen(function* () {
+export const startLink = (provider: Provider, redirectUri: string) => unavailableOnSqlError(Effect.gen(function* () {
   const me = yield* CurrentMe
   const now = yield* Clock.currentTimeMillis
   if (now - me.authTimeMs > FRESH_SESSION_MS) {
@@ -44,7 +46,7 @@ export const startLink = (provider: Provider, redirectUri: string) => Effect.gen
     })
   })).pipe(Effect.catchTag("SqlError", Effect.die))
   return { authorization_url: redirect.url }
-}).pipe(Effect.withSpan("social.startLink"))
+})).pipe(Effect.withSpan("social.startLink"))
 
 /** The result query parameters added to the link's redirect URI (docs/decisions.md). */
 export type LinkResult =

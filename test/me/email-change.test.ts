@@ -8,6 +8,7 @@ import { recipientHash } from "../../src/bounces/recipient.js"
 import { Crypto } from "../../src/platform/crypto.js"
 import {
   count, createUser, randomId, expectProblem, insertIdentity, introspect, me, query, signIn, signedInUser, uniqueEmail, useMeApp, userEvents, userinfo,
+  withTableAway,
 } from "./support.js"
 
 // Email change (spec: Self-service /me, email change rows; /me rule 3; Limits: email-change
@@ -288,6 +289,19 @@ describe("503 user_unavailable", () => {
     }
     // the challenge survived untouched: the retry succeeds
     expect((await verifyOld(token, started.json.challenge_id, code)).status).toBe(202)
+  })
+
+  it("verify-new: when the switch cannot be written, 503 with Retry-After; nothing switches and the retry succeeds", async () => {
+    const { user, token } = await signedInUser(ctx, "unavailable-switch")
+    const newEmail = uniqueEmail("unavailable-switch")
+    const stage = await toNewStage(token, user.email, newEmail)
+    // Injected failure inside the switch's transaction: the outbox cannot take user.updated.
+    const res = await withTableAway(ctx, "event_outbox", () => verifyNew(token, stage.challenge, stage.code))
+    expectProblem(res, 503, "user_unavailable")
+    expect(res.headers["retry-after"]).toBe("1")
+    expect(await stored(user.id)).toEqual({ email: user.email, email_verified: true, security_version: user.security_version })
+    expect(await userEvents(ctx, "user.updated", user.id)).toEqual([])
+    expect((await verifyNew(token, stage.challenge, stage.code)).json).toEqual({ email: newEmail, email_verified: true })
   })
 })
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { count, createUser, expectProblem, insertIdentity, me, query, randomId, signIn, signedInUser, uniqueEmail, useMeApp, userEvents } from "./support.js"
+import {
+  count, createUser, expectProblem, insertIdentity, me, query, randomId, signIn, signedInUser, uniqueEmail, useMeApp, userEvents, withTableAway,
+} from "./support.js"
 
 // GET /me/identities and DELETE /me/identities/{identityId} (spec: Self-service /me; Linked
 // identity; /me rule 4; Errors: 400 identity_not_found, 400
@@ -97,6 +99,17 @@ describe("DELETE /me/identities/{identityId}", () => {
     const second = await insertIdentity(ctx, user.id, "github")
     expect((await me(ctx, token, `/identities/${id}`, { method: "DELETE" })).status).toBe(200)
     expectProblem(await me(ctx, token, `/identities/${second}`, { method: "DELETE" }), 400, "last_factor_deletion_requires_confirmation")
+  })
+
+  it("503 user_unavailable when the unlink cannot be written: Retry-After, the identity stays", async () => {
+    const { user, token } = await signedInUser(ctx, "unavailable-unlink")
+    const id = await insertIdentity(ctx, user.id, "github")
+    // Injected failure after the token check: the outbox cannot take identity.unlinked.
+    const res = await withTableAway(ctx, "event_outbox", () => me(ctx, token, `/identities/${id}`, { method: "DELETE" }))
+    expectProblem(res, 503, "user_unavailable")
+    expect(res.headers["retry-after"]).toBe("1")
+    expect(await count(ctx.app, "select count(*) as n from identities where id = $1", [id])).toBe(1)
+    expect(await userEvents(ctx, "identity.unlinked", user.id)).toEqual([])
   })
 
   it("race: unlinking the last two methods at once, exactly one succeeds", async () => {

@@ -113,4 +113,22 @@ describe("POST /me/identities/{provider}/link", () => {
     expect([refused.status, refused.json.code]).toEqual([403, "reauthentication_required"])
     expect(await countRows(app, "social_states", "user_id = $1", [user.id])).toBe(0)
   })
+
+  it("503 user_unavailable (Retry-After) when the connection, the client or the link state cannot be read or stored; nothing is stored", async () => {
+    const user = await createUser(app, b)
+    const token = await tokenFor(user)
+    // Injected failures, one table at a time: the Connection lookup, the client lookup, the state write.
+    for (const table of ["connections", "clients", "social_states"]) {
+      await query(app, `alter table ${table} rename to ${table}_away`)
+      try {
+        const res = await link(token, "github", { redirect_uri: APP_RETURN })
+        expect([res.status, res.json.code], table).toEqual([503, "user_unavailable"])
+        expect(res.headers["retry-after"]).toBe("1")
+      } finally {
+        await query(app, `alter table ${table}_away rename to ${table}`)
+      }
+    }
+    expect(await countRows(app, "social_states", "user_id = $1", [user.id])).toBe(0)
+    expect((await link(token, "github", { redirect_uri: APP_RETURN })).status).toBe(200)
+  })
 })
