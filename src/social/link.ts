@@ -4,9 +4,9 @@ import { InvalidRedirectUri } from "../management/clients/errors.js"
 import type { ConnectionRow } from "../management/connections/repo.js"
 import type { Provider } from "../management/connections/schema.js"
 import { loginClient } from "../login/clients.js"
-import { CurrentMe, FRESH_SESSION_MS } from "../me/auth.js"
+import { CurrentMe } from "../me/auth.js"
+import { requireFresh } from "../me/fresh.js"
 import { unavailableOnSqlError } from "../me/unavailable.js"
-import { ReauthenticationRequired } from "../passkeys/errors.js"
 import { Audit } from "../platform/audit.js"
 import { Events } from "../platform/events/service.js"
 import { Ids } from "../platform/ids.js"
@@ -25,10 +25,7 @@ import * as repo from "./repo.js"
  */
 export const startLink = (provider: Provider, redirectUri: string) => unavailableOnSqlError(Effect.gen(function* () {
   const me = yield* CurrentMe
-  const now = yield* Clock.currentTimeMillis
-  if (now - me.authTimeMs > FRESH_SESSION_MS) {
-    return yield* new ReauthenticationRequired({ detail: "Linking an identity needs a sign-in within the last 5 minutes" })
-  }
+  yield* requireFresh(me, "link an identity")
   const client = yield* loginClient(me.user.environment_id, me.clientId)
   if (redirectUri.includes("#") || !client || client.status !== "active" || !client.redirect_uris.includes(redirectUri)) {
     return yield* new InvalidRedirectUri({ detail: "redirect_uri must equal a redirect URI registered for this client, without a fragment" })

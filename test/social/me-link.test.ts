@@ -1,7 +1,8 @@
+import { decodeJwt } from "jose"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { countRows, query, uniqueEmail } from "../login/support.js"
-import { createClient, createUser, exchangeCode, mintCode, type TestClient, type TestUser } from "../oidc/support.js"
+import { createClient, createUser, exchangeCode, mintCode, refresh, type TestClient, type TestUser } from "../oidc/support.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { connectFake, eventsOf, requestUrl, socialEnv } from "./support.js"
 
@@ -130,5 +131,25 @@ describe("POST /me/identities/{provider}/link", () => {
     }
     expect(await countRows(app, "social_states", "user_id = $1", [user.id])).toBe(0)
     expect((await link(token, "github", { redirect_uri: APP_RETURN })).status).toBe(200)
+  })
+
+  // Moves the clock about 5 minutes: after the others.
+  it("fresh session in whole seconds, as auth_time is (the shared /me check): 300 s after sign-in links, 301 s is refused", async () => {
+    const user = await createUser(app, b)
+    const minted = await mintCode(app, b, client, user)
+    const first = await exchangeCode(app, b, client, minted)
+    expect(first.status, first.text).toBe(200)
+    const authTime = decodeJwt(first.json.access_token).auth_time as number
+    // the last millisecond of the 300th second after auth_time, with a refreshed (live) token that keeps auth_time
+    await app.advance((authTime + 300) * 1000 + 999 - app.now())
+    const refreshed = await refresh(app, b, client, first.json.refresh_token)
+    expect(refreshed.status, refreshed.text).toBe(200)
+    const token = refreshed.json.access_token as string
+    expect(decodeJwt(token).auth_time).toBe(authTime)
+    const edge = await link(token, "github", { redirect_uri: APP_RETURN })
+    expect(edge.status, edge.text).toBe(200)
+    await app.advance(1)
+    const late = await link(token, "github", { redirect_uri: APP_RETURN })
+    expect([late.status, late.json.code]).toEqual([403, "reauthentication_required"])
   })
 })
