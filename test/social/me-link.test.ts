@@ -71,6 +71,45 @@ describe("POST /me/identities/{provider}/link", () => {
     expect(await countRows(app, "identities", "user_id = $1", [other.id])).toBe(0)
   })
 
+  it("a user who already has an identity of this provider: error=provider_already_linked; nothing added", async () => {
+    const user = await createUser(app, b)
+    fake.setUser("github", { sub: "777101", emails: [] })
+    expect(await linkRoundTrip(await tokenFor(user))).toContain("&linked=true&")
+    // another GitHub account for the same user: one identity per provider per user
+    fake.setUser("github", { sub: "777102", emails: [] })
+    const location = await linkRoundTrip(await tokenFor(user))
+    expect(location).toBe(`${APP_RETURN}&linked=false&error=provider_already_linked&provider=github`)
+    expect(await query(app, "select provider_subject from identities where user_id = $1", [user.id])).toEqual([{ provider_subject: "777101" }])
+    expect((await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user.id)).toHaveLength(1)
+  })
+
+  it("linking the same provider account again is a success that changes nothing (same identity_id, no new event)", async () => {
+    const user = await createUser(app, b)
+    fake.setUser("github", { sub: "777201", emails: [] })
+    const first = await linkRoundTrip(await tokenFor(user))
+    const [identity] = await query<{ id: string }>(app, "select id from identities where user_id = $1", [user.id])
+    expect(first).toBe(`${APP_RETURN}&linked=true&identity_id=${identity!.id}&provider=github`)
+    fake.setUser("github", { sub: "777201", emails: [] })
+    expect(await linkRoundTrip(await tokenFor(user))).toBe(first)
+    expect(await countRows(app, "identities", "user_id = $1", [user.id])).toBe(1)
+    expect((await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user.id)).toHaveLength(1)
+  })
+
+  it("a user blocked (or pending deletion) between the start and the provider's answer: error=user_unavailable; nothing linked", async () => {
+    for (const [status, sub] of [["blocked", "777301"], ["pending_deletion", "777302"]] as const) {
+      const user = await createUser(app, b)
+      const token = await tokenFor(user)
+      fake.setUser("github", { sub, emails: [] })
+      const res = await link(token, "github", { redirect_uri: APP_RETURN })
+      expect(res.status, res.text).toBe(200)
+      await query(app, "update users set status = $2 where id = $1", [user.id, status])
+      const back = await requestUrl(app, (await fake.visit(res.json.authorization_url)).location!)
+      expect(back.headers["location"], status).toBe(`${APP_RETURN}&linked=false&error=user_unavailable&provider=github`)
+      expect(await countRows(app, "identities", "user_id = $1", [user.id])).toBe(0)
+      expect((await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user.id)).toEqual([])
+    }
+  })
+
   it("the provider's refusal comes back as error=social_provider_error", async () => {
     const user = await createUser(app, b)
     fake.refuseNext("github")
