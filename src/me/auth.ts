@@ -9,6 +9,7 @@ import { UserUnavailable } from "../oidc/access-token/errors.js"
 import { type AccessTokenClaims, audienceIncludes, verifyAccessToken } from "../oidc/access-token/verify.js"
 import { type UserRow, userById } from "../users/repo.js"
 import { BearerTokenMissing } from "./errors.js"
+import { unavailableOnSqlError } from "./unavailable.js"
 
 // Authentication of the self-service `/me` routes (spec, Authentication: "/me endpoints:
 // OIDC access token in Authorization: Bearer; ID tokens and Hosted Login cookies are not
@@ -55,7 +56,8 @@ const bearer = Effect.gen(function* () {
  * Authenticates the request with the shared access-token verifier (src/oidc/access-token):
  * ES256 + `typ` at+jwt (an ID token is refused), this issuer, `aud` including the issuer,
  * not expired; then the live checks (user active, `sv` current, session neither revoked nor
- * expired). A database failure reading that state is 503 `user_unavailable`.
+ * expired). A database failure reading that state, or the client for the CORS check, is 503
+ * `user_unavailable`.
  */
 export const authenticateMe = Effect.gen(function* () {
   const env = yield* CurrentEnvironment
@@ -71,7 +73,7 @@ export const authenticateMe = Effect.gen(function* () {
   // CORS (DESIGN): a cross-origin call is checked against the token's own client.
   const origin = yield* CorsRequestOrigin
   if (origin !== undefined) {
-    const client = yield* loginClient(env.record.id, claims.client_id)
+    const client = yield* unavailableOnSqlError(loginClient(env.record.id, claims.client_id))
     if (!client || !client.allowed_origins.includes(origin)) return yield* new OriginNotAllowed()
   }
   return {

@@ -136,7 +136,7 @@ export const transactionAuthenticationVerify = (transactionId: string, credentia
           return { kind: "blocked" } as const
         }
         if (txn.status === "link_required") {
-          const linked = yield* completePendingLink(txn, user.id, now)
+          const linked = yield* completePendingLink(txn, { by: "passkey", userId: user.id }, now)
           return linked === "linked" ? { kind: "authenticated" } as const : linked === "blocked" ? { kind: "blocked" } as const : { kind: "wrong_account" } as const
         }
         const moved = yield* transactions.transition(txn.environment_id, txn.id, ["challenge_issued"], "authenticated", now, {

@@ -4,8 +4,9 @@ import { InvalidRedirectUri } from "../management/clients/errors.js"
 import type { ConnectionRow } from "../management/connections/repo.js"
 import type { Provider } from "../management/connections/schema.js"
 import { loginClient } from "../login/clients.js"
-import { CurrentMe, FRESH_SESSION_MS } from "../me/auth.js"
-import { ReauthenticationRequired } from "../passkeys/errors.js"
+import { CurrentMe } from "../me/auth.js"
+import { requireFresh } from "../me/fresh.js"
+import { unavailableOnSqlError } from "../me/unavailable.js"
 import { Audit } from "../platform/audit.js"
 import { Events } from "../platform/events/service.js"
 import { Ids } from "../platform/ids.js"
@@ -19,14 +20,12 @@ import * as repo from "./repo.js"
  * (`auth_time` within 5 minutes, else 403 `reauthentication_required`); `redirect_uri`
  * byte-equal to a registered redirect URI of the token's client and without a fragment
  * (else 400 `invalid_redirect_uri`); a usable Connection of the provider (else 404
- * `connection_not_found`). The redirect URI is kept in the state row.
+ * `connection_not_found`). The redirect URI is kept in the state row. A database failure
+ * anywhere is 503 `user_unavailable`, as on every /me route (src/me/unavailable.ts).
  */
-export const startLink = (provider: Provider, redirectUri: string) => Effect.gen(function* () {
+export const startLink = (provider: Provider, redirectUri: string) => unavailableOnSqlError(Effect.gen(function* () {
   const me = yield* CurrentMe
-  const now = yield* Clock.currentTimeMillis
-  if (now - me.authTimeMs > FRESH_SESSION_MS) {
-    return yield* new ReauthenticationRequired({ detail: "Linking an identity needs a sign-in within the last 5 minutes" })
-  }
+  yield* requireFresh(me, "link an identity")
   const client = yield* loginClient(me.user.environment_id, me.clientId)
   if (redirectUri.includes("#") || !client || client.status !== "active" || !client.redirect_uris.includes(redirectUri)) {
     return yield* new InvalidRedirectUri({ detail: "redirect_uri must equal a redirect URI registered for this client, without a fragment" })
@@ -44,7 +43,7 @@ export const startLink = (provider: Provider, redirectUri: string) => Effect.gen
     })
   })).pipe(Effect.catchTag("SqlError", Effect.die))
   return { authorization_url: redirect.url }
-}).pipe(Effect.withSpan("social.startLink"))
+})).pipe(Effect.withSpan("social.startLink"))
 
 /** The result query parameters added to the link's redirect URI (docs/decisions.md). */
 export type LinkResult =

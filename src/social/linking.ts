@@ -1,39 +1,95 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { CurrentEnvironment } from "../http/current-environment.js"
 import { InvalidTransactionState } from "../login/transactions/errors.js"
 import * as transactions from "../login/transactions/repo.js"
 import { Audit } from "../platform/audit.js"
 import { Events } from "../platform/events/service.js"
 import { Ids } from "../platform/ids.js"
-import { lockUser, type UserRow, userById } from "../users/repo.js"
+import { lockUser, normalizeEmail, type UserRow, userByEmail, userById } from "../users/repo.js"
+import { Users } from "../users/service.js"
 import * as repo from "./repo.js"
 
 // The way out of `link_required` (DESIGN: "link_required exits to authenticated after the
 // user proves the existing account (Email OTP to that account's address or its passkey),
 // or to failed on cancel"). The Email OTP and passkey ceremonies call these on the same
-// transaction; the identity is linked only after the proof, never by email alone.
+// transaction; the identity is linked only after the proof, never by email alone. A pending
+// link without a user (`user_id` null) waits for the proof of an address the provider did
+// not verify: only an Email OTP to that address unlocks it (docs/decisions.md).
 
-/** The account a `link_required` transaction waits for (Email OTP may only go to its address). */
-export const pendingLinkUser = (txn: transactions.TransactionRow): Effect.Effect<UserRow | undefined, never, SqlClient.SqlClient> =>
+/**
+ * Where the Email OTP of a `link_required` transaction may go (normalized): the existing
+ * account's current address, or the unverified provider address itself. Undefined when
+ * nothing is pending.
+ */
+export const pendingLinkProofAddress = (txn: transactions.TransactionRow): Effect.Effect<string | undefined, never, SqlClient.SqlClient> =>
   Effect.gen(function* () {
     const pending = yield* repo.pendingLinkOf(txn.environment_id, txn.id).pipe(Effect.orDie)
     if (!pending) return undefined
-    return yield* userById(txn.environment_id, pending.user_id).pipe(Effect.orDie)
+    if (pending.user_id === null) return pending.email === null ? undefined : normalizeEmail(pending.email)
+    const owner = yield* userById(txn.environment_id, pending.user_id).pipe(Effect.orDie)
+    return owner?.email_normalized
+  })
+
+/** What proved the account: its passkey, or an Email OTP code sent to `emailNormalized`. */
+export type LinkProof =
+  | { readonly by: "passkey"; readonly userId: string }
+  | { readonly by: "email_otp"; readonly userId: string; readonly emailNormalized: string }
+
+/** A pending link that waits for the proof of this (unverified provider) address. */
+const awaitsAddress = (pending: repo.PendingLinkRow, emailNormalized: string) =>
+  pending.user_id === null && pending.email !== null && normalizeEmail(pending.email) === emailNormalized
+
+/** Whether this proof unlocks this pending link (only its account; an address only by a code sent to it). */
+const proofFits = (pending: repo.PendingLinkRow, proof: LinkProof) =>
+  pending.user_id !== null ? pending.user_id === proof.userId : proof.by === "email_otp" && awaitsAddress(pending, proof.emailNormalized)
+
+export type AddressProofAccount =
+  | { readonly kind: "account"; readonly user: UserRow }
+  | { readonly kind: "wrong_account" }
+  | { readonly kind: "new_user_blocked" }
+
+/**
+ * Inside the caller's SQL transaction, after an Email OTP code sent to `emailNormalized` was
+ * verified on a `link_required` transaction whose pending link waits for that address (the
+ * provider did not verify it): the account of that address, created now from the provider's
+ * profile when there is none (`user.created` method `social`, `email_verified` true: the code
+ * proved the address), unless the Environment blocks new users.
+ */
+export const accountForAddressProof = (txn: transactions.TransactionRow, emailNormalized: string) =>
+  Effect.gen(function* () {
+    const pending = yield* repo.pendingLinkOf(txn.environment_id, txn.id).pipe(Effect.orDie)
+    if (!pending || pending.email === null || !awaitsAddress(pending, emailNormalized)) {
+      return { kind: "wrong_account" } as AddressProofAccount
+    }
+    const existing = yield* userByEmail(txn.environment_id, emailNormalized).pipe(Effect.orDie)
+    if (existing) return { kind: "account", user: existing } as AddressProofAccount
+    const env = yield* CurrentEnvironment
+    if (env.record.newUserCreationBlocked) return { kind: "new_user_blocked" } as AddressProofAccount
+    const created = yield* (yield* Users).create({
+      workspaceId: txn.workspace_id, environmentId: txn.environment_id, email: pending.email, emailVerified: true,
+      name: pending.name, avatarUrl: pending.avatar_url, locale: pending.locale, method: "social", actor: { type: "end_user" },
+    })
+    // Registered a moment ago by someone else: the code proved this address, so it is theirs too.
+    const user = created ?? (yield* userByEmail(txn.environment_id, emailNormalized).pipe(Effect.orDie))
+    if (!user) return yield* Effect.die(new Error("user vanished during an address proof"))
+    return { kind: "account", user } as AddressProofAccount
   })
 
 export type LinkProofOutcome = "linked" | "wrong_account" | "blocked"
 
 /**
- * Inside the caller's SQL transaction, after a successful proof by `provenUserId`: only the
- * pending link's own user may finish it. The identity is inserted (`identity.linked`), the
- * transaction moves `link_required` -> `authenticated` with method `social` (the login was
- * a social one; the proof only unlocked the link) and the pending link is cleared.
+ * Inside the caller's SQL transaction, after a successful proof: only the pending link's own
+ * account (or, for an unverified provider address, a code sent to that address) may finish
+ * it. The identity is inserted (`identity.linked`), the transaction moves `link_required` ->
+ * `authenticated` with method `social` (the login was a social one; the proof only unlocked
+ * the link) and the pending link is cleared.
  */
-export const completePendingLink = (txn: transactions.TransactionRow, provenUserId: string, now: Date) =>
+export const completePendingLink = (txn: transactions.TransactionRow, proof: LinkProof, now: Date) =>
   Effect.gen(function* () {
     const pending = yield* repo.pendingLinkOf(txn.environment_id, txn.id).pipe(Effect.orDie)
-    if (!pending || pending.user_id !== provenUserId) return "wrong_account" as LinkProofOutcome
-    const user = yield* lockUser(txn.environment_id, pending.user_id).pipe(Effect.orDie)
+    if (!pending || !proofFits(pending, proof)) return "wrong_account" as LinkProofOutcome
+    const user = yield* lockUser(txn.environment_id, proof.userId).pipe(Effect.orDie)
     if (!user || user.status !== "active") return "blocked" as LinkProofOutcome
     const ids = yield* Ids
     const events = yield* Events
@@ -61,7 +117,10 @@ export const completePendingLink = (txn: transactions.TransactionRow, provenUser
     yield* repo.setPendingLinkView(txn.environment_id, txn.id, null, now).pipe(Effect.orDie)
     yield* audit.append({
       ...base, actor, action: "login.authenticated", subjectType: "auth_transaction", subjectId: txn.id,
-      details: { method: "social", provider: pending.provider, identity_id: identityId, linked_after_proof: true, client_id: txn.client_id },
+      details: {
+        method: "social", provider: pending.provider, identity_id: identityId, linked_after_proof: true,
+        proof: pending.user_id === null ? "email_address" : "existing_account", client_id: txn.client_id,
+      },
     })
     return "linked" as LinkProofOutcome
   })

@@ -25,8 +25,20 @@ import { SOCIAL_RETURN_PATH } from "./urls.js"
 /** Statuses from which a social login can start (as an Email OTP start or passkey options). */
 const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
 
-/** The ways a Hosted Login user can prove the existing account in `link_required` (shown in `pending_link`). */
-export const LINK_PROOF_METHODS = ["email_otp", "passkey"] as const
+/**
+ * GET's `pending_link` (docs/decisions.md, link_required): what waits for a proof and how it
+ * can be given. `reason` `existing_account`: the address belongs to an account, proven by an
+ * Email OTP to its address or its passkey; `email_unverified`: the provider did not verify
+ * the address and no account has it, so only an Email OTP to that address proves it (there
+ * is no passkey of an account that does not exist).
+ */
+export const pendingLinkView = (provider: string, email: string, verifiedByProvider: boolean, userId: string | null) => ({
+  provider,
+  masked_email: maskEmail(email),
+  email_verified_by_provider: verifiedByProvider,
+  reason: userId ? "existing_account" : "email_unverified",
+  proof_methods: userId ? ["email_otp", "passkey"] : ["email_otp"],
+})
 
 /**
  * `POST /auth/transactions/{id}/social/{provider}/start` (spec: Social login). Only a usable
@@ -185,28 +197,35 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
     // 2. No address: nothing to create an account for (users have an email).
     if (profile.email === undefined) return yield* fail("social_provider_error", { failure: "no_email" })
     // 3. The address belongs to an existing user: never link by email alone (spec: Social
-    //    login rule 5); the user must prove that account first.
-    const pendingLink = (userId: string, email: string) => Effect.gen(function* () {
+    //    login rule 5); the user must prove that account first. 4. (below) An address the
+    //    provider did not verify: no account is created on its word, or an attacker holding a
+    //    provider account with someone else's unverified address would own that person's
+    //    future account; the address is proven first (Email OTP on this transaction).
+    const pendingLink = (awaiting: { readonly userId: string } | { readonly addressUnverified: true }, email: string) => Effect.gen(function* () {
+      const userId = "userId" in awaiting ? awaiting.userId : null
       yield* moveTo("link_required")
       yield* repo.insertPendingLink({
         transaction_id: txn.id, workspace_id: txn.workspace_id, environment_id: txn.environment_id, user_id: userId,
-        connection_id: connection.id, provider, provider_subject: profile.subject, email, now,
+        connection_id: connection.id, provider, provider_subject: profile.subject, email,
+        name: profile.name ?? null, avatar_url: profile.avatarUrl ?? null, locale: profile.locale ?? null, now,
       }).pipe(Effect.orDie)
-      yield* repo.setPendingLinkView(txn.environment_id, txn.id, {
-        provider, masked_email: maskEmail(email), email_verified_by_provider: profile.emailVerified, proof_methods: LINK_PROOF_METHODS,
-      }, now).pipe(Effect.orDie)
+      yield* repo.setPendingLinkView(txn.environment_id, txn.id, pendingLinkView(provider, email, profile.emailVerified, userId), now).pipe(Effect.orDie)
       yield* audit.append({
         ...base, actor: { type: "end_user" }, action: "login.link_required", subjectType: "auth_transaction", subjectId: txn.id,
-        details: { provider, user_id: userId, masked_email: maskEmail(email), client_id: txn.client_id },
+        details: {
+          provider, ...(userId ? { user_id: userId } : {}), reason: userId ? "existing_account" : "email_unverified",
+          masked_email: maskEmail(email), client_id: txn.client_id,
+        },
       })
       return { kind: "link_required" } as LoginOutcome
     })
     const existing = yield* userByEmail(txn.environment_id, profile.email).pipe(Effect.orDie)
-    if (existing) return yield* pendingLink(existing.id, profile.email)
-    // 4. A new address: a new user with this identity.
+    if (existing) return yield* pendingLink({ userId: existing.id }, profile.email)
     if (env.record.newUserCreationBlocked) return yield* fail("new_user_creation_blocked", {})
+    if (!profile.emailVerified) return yield* pendingLink({ addressUnverified: true }, profile.email)
+    // 5. A new address the provider verified: a new user with this identity.
     const created = yield* users.create({
-      ...base, email: profile.email, emailVerified: profile.emailVerified, name: profile.name, avatarUrl: profile.avatarUrl,
+      ...base, email: profile.email, emailVerified: true, name: profile.name, avatarUrl: profile.avatarUrl,
       locale: profile.locale, method: "social", actor: { type: "end_user" },
     })
     if (!created) {
@@ -217,7 +236,7 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
       if (raced) return yield* authenticated(raced.user_id, { identity_id: raced.id })
       const registered = yield* userByEmail(txn.environment_id, profile.email).pipe(Effect.orDie)
       if (!registered) return yield* Effect.die(new Error("user vanished during social login"))
-      return yield* pendingLink(registered.id, profile.email)
+      return yield* pendingLink({ userId: registered.id }, profile.email)
     }
     const identityId = yield* ids.make("idn")
     const inserted = yield* repo.insertIdentity({

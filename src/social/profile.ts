@@ -30,6 +30,10 @@ const isTrue = (value: unknown) => value === true || value === "true"
  */
 export const applyProfileMapping = (claims: Readonly<Record<string, unknown>>, mapping: ProfileMapping): SocialProfile | undefined => {
   const read = (field: keyof ProfileMapping) => claims[mapping[field] ?? STANDARD[field]]
+  // The standard `email_verified` speaks of the standard `email` claim only: an address read
+  // from another claim is verified only by a verification claim the mapping names for it.
+  const emailFromStandardClaim = (mapping.email ?? STANDARD.email) === STANDARD.email
+  const verified = mapping.email_verified !== undefined || emailFromStandardClaim ? isTrue(read("email_verified")) : false
   const subject = text(read("sub"), 255)
   if (subject === undefined) return undefined
   const email = text(read("email"), 254)
@@ -38,7 +42,7 @@ export const applyProfileMapping = (claims: Readonly<Record<string, unknown>>, m
   return {
     subject,
     email: emailShaped,
-    emailVerified: emailShaped !== undefined && isTrue(read("email_verified")),
+    emailVerified: emailShaped !== undefined && verified,
     name: text(read("name"), 200),
     avatarUrl: avatar !== undefined && /^https:\/\//.test(avatar) ? avatar : undefined,
     locale: text(read("locale"), 35),

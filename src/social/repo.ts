@@ -124,21 +124,27 @@ export interface PendingLinkRow {
   readonly transaction_id: string
   readonly workspace_id: string
   readonly environment_id: string
-  readonly user_id: string
+  /** The existing account to prove; null when the address itself must be proven (sql/0155). */
+  readonly user_id: string | null
   readonly connection_id: string
   readonly provider: string
   readonly provider_subject: string
   readonly email: string | null
+  /** The provider's profile, for the account an address proof creates. */
+  readonly name: string | null
+  readonly avatar_url: string | null
+  readonly locale: string | null
 }
 
 export const insertPendingLink = (p: PendingLinkRow & { readonly now: Date }) => SqlClient.SqlClient.use((sql) =>
   sql`insert into social_pending_links (transaction_id, workspace_id, environment_id, user_id, connection_id, provider,
-      provider_subject, email, created_at)
+      provider_subject, email, name, avatar_url, locale, created_at)
     values (${p.transaction_id}, ${p.workspace_id}, ${p.environment_id}, ${p.user_id}, ${p.connection_id}, ${p.provider},
-      ${p.provider_subject}, ${p.email}, ${p.now})`).pipe(Effect.asVoid)
+      ${p.provider_subject}, ${p.email}, ${p.name}, ${p.avatar_url}, ${p.locale}, ${p.now})`).pipe(Effect.asVoid)
 
 export const pendingLinkOf = (environmentId: string, transactionId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<PendingLinkRow>`select transaction_id, workspace_id, environment_id, user_id, connection_id, provider, provider_subject, email
+  sql<PendingLinkRow>`select transaction_id, workspace_id, environment_id, user_id, connection_id, provider, provider_subject, email,
+      name, avatar_url, locale
     from social_pending_links where environment_id = ${environmentId} and transaction_id = ${transactionId}`)
   .pipe(Effect.map((rows) => rows[0]))
 

@@ -1,8 +1,14 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { startSmtpSink } from "../login/support.js"
+import { publicApi, startTransaction } from "../passkeys/support/flow.js"
+import { recipientHash } from "../../src/bounces/recipient.js"
+import { Crypto } from "../../src/platform/crypto.js"
 import {
-  count, createUser, randomId, expectProblem, introspect, me, query, signIn, signedInUser, uniqueEmail, useMeApp, userEvents, userinfo,
+  count, createUser, randomId, expectProblem, insertIdentity, introspect, me, query, signIn, signedInUser, uniqueEmail, useMeApp, userEvents, userinfo,
+  withTableAway,
 } from "./support.js"
 
 // Email change (spec: Self-service /me, email change rows; /me rule 3; Limits: email-change
@@ -129,6 +135,51 @@ describe("the whole change: start -> verify-old -> verify-new", () => {
   })
 })
 
+describe("the suppression flag follows the address (bounces are kept per address)", () => {
+  /** A hard bounce of `email` in this Environment, as the bounce intake records it (src/bounces). */
+  const suppressAddress = (email: string) => ctx.app.run(Effect.gen(function* () {
+    const hash = recipientHash(yield* Crypto, ctx.b.workspace_id, email)
+    yield* SqlClient.SqlClient.use((sql) => sql`insert into email_suppressions (environment_id, recipient_hash, delivery_id, created_at)
+      values (${ctx.b.environment_id}, ${hash}, ${randomId("dlv")}, ${new Date(ctx.app.now())})`)
+  }))
+  const suppressedFlag = async (userId: string) =>
+    (await query<{ email_suppressed: boolean }>(ctx.app, "select email_suppressed from users where id = $1", [userId]))[0]!.email_suppressed
+  /** Unlinking an identity whose provider has no connection: allowed only while the email counts as a way to sign in. */
+  const unlinkLeavesEmailOnly = async (user: { id: string; email: string }, newEmail: string) => {
+    const { tokens } = await signIn(ctx, { ...user, email: newEmail } as Parameters<typeof signIn>[1])
+    return me(ctx, tokens.access_token, `/identities/${await insertIdentity(ctx, user.id, "no-connection")}`, { method: "DELETE" })
+  }
+
+  it("switching away from a hard-bounced address clears the flag: the new address gets login codes and counts as a way to sign in", async () => {
+    const { user, token } = await signedInUser(ctx, "bounced-old")
+    const newEmail = uniqueEmail("fresh-new")
+    const stage = await toNewStage(token, user.email, newEmail)
+    // the old address hard-bounces meanwhile
+    await suppressAddress(user.email)
+    await query(ctx.app, "update users set email_suppressed = true where id = $1", [user.id])
+    expect((await verifyNew(token, stage.challenge, stage.code)).status).toBe(200)
+    expect(await suppressedFlag(user.id)).toBe(false)
+    // an Email OTP login to the new address is mailed
+    const mails = smtp.messagesTo(newEmail).length
+    const txn = await startTransaction(ctx.app, ctx.b, ctx.client)
+    expect((await publicApi(ctx.app, ctx.b, `/auth/transactions/${txn.id}/email/start`, { body: { email: newEmail } })).status).toBe(202)
+    expect(await waitForMail(newEmail, mails + 1)).toContain("sign-in code is")
+    // and the verified, unsuppressed address is a way to sign in (DESIGN, Last factor)
+    expect((await unlinkLeavesEmailOnly(user, newEmail)).status).toBe(200)
+  })
+
+  it("switching to an address that hard-bounced before sets the flag", async () => {
+    const { user, token } = await signedInUser(ctx, "clean-old")
+    const newEmail = uniqueEmail("bounced-new")
+    const stage = await toNewStage(token, user.email, newEmail)
+    await suppressAddress(newEmail)
+    expect(await suppressedFlag(user.id)).toBe(false)
+    expect((await verifyNew(token, stage.challenge, stage.code)).status).toBe(200)
+    expect(await suppressedFlag(user.id)).toBe(true)
+    expectProblem(await unlinkLeavesEmailOnly(user, newEmail), 400, "last_factor_deletion_requires_confirmation")
+  })
+})
+
 describe("refusals change nothing", () => {
   it("start: malformed, missing, own or another account's address", async () => {
     const { user, token } = await signedInUser(ctx, "start-refusals")
@@ -238,6 +289,19 @@ describe("503 user_unavailable", () => {
     }
     // the challenge survived untouched: the retry succeeds
     expect((await verifyOld(token, started.json.challenge_id, code)).status).toBe(202)
+  })
+
+  it("verify-new: when the switch cannot be written, 503 with Retry-After; nothing switches and the retry succeeds", async () => {
+    const { user, token } = await signedInUser(ctx, "unavailable-switch")
+    const newEmail = uniqueEmail("unavailable-switch")
+    const stage = await toNewStage(token, user.email, newEmail)
+    // Injected failure inside the switch's transaction: the outbox cannot take user.updated.
+    const res = await withTableAway(ctx, "event_outbox", () => verifyNew(token, stage.challenge, stage.code))
+    expectProblem(res, 503, "user_unavailable")
+    expect(res.headers["retry-after"]).toBe("1")
+    expect(await stored(user.id)).toEqual({ email: user.email, email_verified: true, security_version: user.security_version })
+    expect(await userEvents(ctx, "user.updated", user.id)).toEqual([])
+    expect((await verifyNew(token, stage.challenge, stage.code)).json).toEqual({ email: newEmail, email_verified: true })
   })
 })
 

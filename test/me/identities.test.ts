@@ -1,5 +1,8 @@
-import { describe, expect, it } from "vitest"
-import { count, createUser, expectProblem, insertIdentity, me, query, randomId, signIn, signedInUser, uniqueEmail, useMeApp, userEvents } from "./support.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { createConnection } from "../social/support.js"
+import {
+  count, createUser, expectProblem, insertIdentity, me, query, randomId, signIn, signedInUser, uniqueEmail, useMeApp, userEvents, withTableAway,
+} from "./support.js"
 
 // GET /me/identities and DELETE /me/identities/{identityId} (spec: Self-service /me; Linked
 // identity; /me rule 4; Errors: 400 identity_not_found, 400
@@ -7,6 +10,13 @@ import { count, createUser, expectProblem, insertIdentity, me, query, randomId, 
 // by social login; here rows are inserted as it stores them.
 
 const ctx = useMeApp()
+
+/** Usable Connections for the providers of the identities below (only those count as ways to sign in). */
+beforeAll(async () => {
+  for (const provider of ["apple", "github", "google"]) {
+    await createConnection(ctx.app, ctx.b, { provider, provider_key: provider, provider_client_id: `${provider}-client`, provider_client_secret: "provider-secret" })
+  }
+})
 
 /** A user whose email is NOT verified (so it is no sign-in method), signed in. */
 const unverifiedUser = async (label: string) => {
@@ -97,6 +107,41 @@ describe("DELETE /me/identities/{identityId}", () => {
     const second = await insertIdentity(ctx, user.id, "github")
     expect((await me(ctx, token, `/identities/${id}`, { method: "DELETE" })).status).toBe(200)
     expectProblem(await me(ctx, token, `/identities/${second}`, { method: "DELETE" }), 400, "last_factor_deletion_requires_confirmation")
+  })
+
+  it("503 user_unavailable when the unlink cannot be written: Retry-After, the identity stays", async () => {
+    const { user, token } = await signedInUser(ctx, "unavailable-unlink")
+    const id = await insertIdentity(ctx, user.id, "github")
+    // Injected failure after the token check: the outbox cannot take identity.unlinked.
+    const res = await withTableAway(ctx, "event_outbox", () => me(ctx, token, `/identities/${id}`, { method: "DELETE" }))
+    expectProblem(res, 503, "user_unavailable")
+    expect(res.headers["retry-after"]).toBe("1")
+    expect(await count(ctx.app, "select count(*) as n from identities where id = $1", [id])).toBe(1)
+    expect(await userEvents(ctx, "identity.unlinked", user.id)).toEqual([])
+  })
+
+  it("an identity whose Connection is disabled or deleted is no way to sign in: it never stands in for the last one", async () => {
+    const { user, token } = await unverifiedUser("unusable")
+    const usable = await insertIdentity(ctx, user.id, "google")
+    // Microsoft's Connection is disabled; an old SSO Connection was deleted.
+    const microsoft = await createConnection(ctx.app, ctx.b, { provider: "microsoft", provider_key: "microsoft", provider_client_id: "ms-client", provider_client_secret: "s" })
+    expect((await ctx.app.management(`/v1/connections/${microsoft.id}`, { method: "PATCH", body: { status: "disabled" } })).status).toBe(200)
+    const sso = await createConnection(ctx.app, ctx.b, {
+      provider: "generic_oidc", provider_key: "old-sso", provider_client_id: "sso-client", provider_client_secret: "s", issuer: "https://sso.example.com",
+    })
+    expect((await ctx.app.management(`/v1/connections/${sso.id}`, { method: "DELETE" })).status).toBeLessThan(300)
+    const disabled = await insertIdentity(ctx, user.id, "microsoft")
+    const deleted = await insertIdentity(ctx, user.id, "old-sso")
+    // the only other identities cannot sign in: the usable one is the last way
+    expectProblem(await me(ctx, token, `/identities/${usable}`, { method: "DELETE" }), 400, "last_factor_deletion_requires_confirmation")
+    expect(await count(ctx.app, "select count(*) as n from identities where user_id = $1", [user.id])).toBe(3)
+    // unlinking the unusable ones leaves that way: allowed
+    for (const id of [disabled, deleted]) expect((await me(ctx, token, `/identities/${id}`, { method: "DELETE" })).status).toBe(200)
+    // once the Connection is active again, its identity counts
+    expect((await ctx.app.management(`/v1/connections/${microsoft.id}`, { method: "PATCH", body: { status: "active" } })).status).toBe(200)
+    const again = await insertIdentity(ctx, user.id, "microsoft")
+    expect((await me(ctx, token, `/identities/${usable}`, { method: "DELETE" })).status).toBe(200)
+    expectProblem(await me(ctx, token, `/identities/${again}`, { method: "DELETE" }), 400, "last_factor_deletion_requires_confirmation")
   })
 
   it("race: unlinking the last two methods at once, exactly one succeeds", async () => {

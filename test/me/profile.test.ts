@@ -192,6 +192,21 @@ describe("503 user_unavailable", () => {
     expect((await me(ctx, token, "")).status).toBe(200)
   })
 
+  it("a cross-origin call whose client cannot be read (the CORS check): 503 with Retry-After", async () => {
+    const { token } = await signedInUser(ctx, "unavailable-cors")
+    // Injected failure: the token's client row cannot be read (the Environment-wide Origin
+    // check before it reads other columns and still passes).
+    await query(ctx.app, "alter table clients rename column allowed_scopes to allowed_scopes_away")
+    try {
+      const res = await me(ctx, token, "", { headers: { origin: "https://app.example.com" } })
+      expectProblem(res, 503, "user_unavailable")
+      expect(res.headers["retry-after"]).toBe("1")
+    } finally {
+      await query(ctx.app, "alter table clients rename column allowed_scopes_away to allowed_scopes")
+    }
+    expect((await me(ctx, token, "", { headers: { origin: "https://app.example.com" } })).status).toBe(200)
+  })
+
   it("the database fails inside PATCH or DELETE (after the token check): 503, the transaction rolls back", async () => {
     const { user, token } = await signedInUser(ctx, "unavailable-write", { name: "Before" })
     // Injected failure: the outbox table goes away, so the write's transaction cannot finish.

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { count, expectProblem, introspect, me, query, randomId, signIn, signedInUser, tryRefresh, useMeApp, userEvents, userinfo } from "./support.js"
+import {
+  count, expectProblem, introspect, me, query, randomId, signIn, signedInUser, tryRefresh, useMeApp, userEvents, userinfo, withTableAway,
+} from "./support.js"
 
 // GET /me/sessions, DELETE /me/sessions/{sessionId}, DELETE /me/sessions (spec: Self-service
 // /me; Session summary; /me rule 5; Events: session.revoked reason user_logout).
@@ -125,5 +127,25 @@ describe("DELETE /me/sessions", () => {
     if (refreshed.status === 200) expectProblem(await me(ctx, refreshed.json.access_token, ""), 401, "invalid_token")
     expect(await count(ctx.app, "select count(*) as n from login_sessions where user_id = $1 and revoked_at is null", [mine.user.id])).toBe(0)
     expect(await count(ctx.app, "select count(*) as n from refresh_families where user_id = $1 and revoked_at is null", [mine.user.id])).toBe(0)
+  })
+})
+
+describe("503 user_unavailable when a revocation cannot be written", () => {
+  it("DELETE /me/sessions/{sessionId} and DELETE /me/sessions: 503 with Retry-After; nothing is revoked", async () => {
+    const mine = await signedInUser(ctx, "unavailable-revoke")
+    const other = await signIn(ctx, mine.user)
+    // Injected failure after the token check: the outbox cannot take session.revoked.
+    const [one, all] = await withTableAway(ctx, "event_outbox", async () => [
+      await me(ctx, mine.token, `/sessions/${other.sid}`, { method: "DELETE" }),
+      await me(ctx, mine.token, "/sessions", { method: "DELETE" }),
+    ])
+    for (const res of [one!, all!]) {
+      expectProblem(res, 503, "user_unavailable")
+      expect(res.headers["retry-after"]).toBe("1")
+    }
+    expect(await count(ctx.app, "select count(*) as n from login_sessions where user_id = $1 and revoked_at is null", [mine.user.id])).toBe(2)
+    expect(await count(ctx.app, "select count(*) as n from refresh_families where user_id = $1 and revoked_at is null", [mine.user.id])).toBe(2)
+    expect(await userEvents(ctx, "session.revoked", mine.user.id)).toEqual([])
+    expect((await me(ctx, other.tokens.access_token, "")).status).toBe(200)
   })
 })

@@ -88,3 +88,16 @@ export const insertIdentity = async (ctx: MeContext, userId: string, provider: s
     values ($1, $2, $3, $4, $5, $6, $7, $8)`, [id, ctx.b.workspace_id, ctx.b.environment_id, userId, provider, randomId("sub"), null, at])
   return id
 }
+
+/**
+ * Injected failure: `table` is renamed away while `run` runs, so every statement touching it
+ * fails with a SqlError as a lost database would (then it comes back).
+ */
+export const withTableAway = async <T>(ctx: MeContext, table: string, run: () => Promise<T>): Promise<T> => {
+  await query(ctx.app, `alter table ${table} rename to ${table}_away`)
+  try {
+    return await run()
+  } finally {
+    await query(ctx.app, `alter table ${table}_away rename to ${table}`)
+  }
+}

@@ -8,6 +8,7 @@ import type { RequestOptions } from "../support/http.js"
 import { SoftwareAuthenticator } from "./support/authenticator.js"
 import { ALLOWED_ORIGIN, completeAndExchange, type FlowClient, refreshTokens, registerClient, startTransaction } from "./support/flow.js"
 import { count, createUser, eventsOf, expectProblem, query, randomId } from "./support/helpers.js"
+import { createConnection } from "../social/support.js"
 
 // Self-service /me: Bearer authentication (spec, Authentication: /me row; /me rule 7) and
 // the passkey routes (rules 1, 4, 6; DESIGN: last factor).
@@ -236,6 +237,8 @@ describe("DELETE /me/passkeys/{passkeyId} (rule 4: never the last method)", () =
     const verified = await withPasskeys("verified-email@example.com", 1)
     expect((await me(verified.token, `/passkeys/${verified.ids[0]}`, { method: "DELETE" })).status).toBe(200)
 
+    // an identity counts while its provider has a usable Connection (src/me/methods.ts)
+    await createConnection(app, b, { provider: "github", provider_key: "github", provider_client_id: "gh-client", provider_client_secret: "s" })
     const linked = await withPasskeys("linked@example.com", 1, { emailVerified: false })
     await query(app, `insert into identities (id, workspace_id, environment_id, user_id, provider, provider_subject, linked_at)
       values ($1, $2, $3, $4, 'github', $5, now())`, [randomId("idn"), b.workspace_id, b.environment_id, linked.user.id, randomId("sub")])

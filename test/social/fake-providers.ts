@@ -29,6 +29,8 @@ export interface FakeUser {
   readonly xms_edov?: boolean
   /** GitHub: the `/user/emails` list. */
   readonly emails?: ReadonlyArray<{ email: string; primary: boolean; verified: boolean }>
+  /** More claims of the ID token and UserInfo (e.g. for a profile_mapping). */
+  readonly extra?: Readonly<Record<string, unknown>>
 }
 
 export interface FakeClient {
@@ -123,11 +125,11 @@ export const startFakeProviders = async () => {
     const iss = provider === "google" ? "https://accounts.google.com"
       : provider === "apple" ? "https://appleid.apple.com"
       : `https://login.microsoftonline.com/${code.user.tid ?? "9188040d-6c67-4c5b-b112-36a304b66dad"}/v2.0`
-    const { emails: _e, ...claims } = code.user
+    const { emails: _e, extra, ...claims } = code.user
     const override = nextIdTokenOverride.get(provider) ?? {}
     nextIdTokenOverride.delete(provider)
     return new SignJWT({
-      ...claims, ...(code.nonce ? { nonce: code.nonce } : {}),
+      ...claims, ...extra, ...(code.nonce ? { nonce: code.nonce } : {}),
       ...(provider === "microsoft" ? { tid: code.user.tid ?? "9188040d-6c67-4c5b-b112-36a304b66dad", ver: "2.0" } : {}),
       iss, aud: code.clientId, sub: code.user.sub, iat: now, exp: now + 600, ...override,
     }).setProtectedHeader({ alg: "RS256", kid: "fake-1" }).sign(privateKey)

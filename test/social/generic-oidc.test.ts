@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { createClient, type LoginClientInfo, query, uniqueEmail } from "../login/support.js"
 import { makeEnvironment } from "../support/tenancy.js"
-import { type OpAccount, startOidcProvider } from "./oidc-provider.js"
+import { type OpAccount, startOidcProvider, throughProvider } from "./oidc-provider.js"
 import { createConnection, eventsOf, requestUrl, startSocial } from "./support.js"
 
 // Generic OIDC end to end against a real oidc-provider on loopback over HTTPS (test CA via
@@ -31,25 +31,6 @@ afterAll(async () => {
   await app?.close()
   await op?.close()
 })
-
-/** Plays the browser at the OP: follows its redirects with its cookies until it sends us back. */
-const throughProvider = async (authorizationUrl: string, ourOrigin: string) => {
-  const jar = new Map<string, string>()
-  let url = authorizationUrl
-  for (let hop = 0; hop < 10; hop++) {
-    if (url.startsWith(ourOrigin)) return url
-    const res = await fetch(url, { redirect: "manual", headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join("; ") } })
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(";")
-      const eq = pair!.indexOf("=")
-      jar.set(pair!.slice(0, eq), pair!.slice(eq + 1))
-    }
-    const location = res.headers.get("location")
-    if (!location) throw new Error(`the provider answered ${res.status} at ${url}: ${await res.text()}`)
-    url = new URL(location, url).href
-  }
-  throw new Error("too many redirects at the provider")
-}
 
 const account = (label: string): OpAccount => ({ sub: `op-${label}-${Math.random().toString(36).slice(2, 8)}`, email: uniqueEmail(label), email_verified: true, name: "Corp User" })
 

@@ -126,3 +126,63 @@ it("an address of an existing account: back on /login the page asks for that acc
     await context.close()
   }
 })
+
+it("an address the provider did not verify: back on /login the page asks for an Email OTP to that address only, then creates the account and signs in", async () => {
+  const email = uniqueEmail("browser-unverified")
+  op.setAccount({ sub: "op-browser-unverified", email, email_verified: false, name: "Unverified Person" })
+  const context = await browser.newContext({ ignoreHTTPSErrors: true })
+  const page = await context.newPage()
+  try {
+    await page.goto(authorizeUrl("browser-unverified-state", pkce().challenge))
+    await page.getByRole("button", { name: "Continue with single sign-on" }).click()
+    await page.waitForURL((url) => url.pathname === "/login" && url.host === b.interaction_domain, { timeout: 20_000 })
+    const note = page.locator("#link-note")
+    await note.waitFor({ state: "visible", timeout: 15_000 })
+    expect(await note.textContent()).toContain("did not confirm the address")
+    // Email OTP is the only proof offered; nobody exists yet
+    await page.getByLabel("Email address").waitFor({ state: "visible", timeout: 15_000 })
+    expect(await page.locator("section.method").evaluateAll((els) => els.map((e) => e.getAttribute("data-method")))).toEqual(["email_otp"])
+    expect(await query(app, "select id from users where email_normalized = $1", [email])).toEqual([])
+    await page.getByLabel("Email address").fill(email)
+    await page.getByRole("button", { name: "Continue with email" }).click()
+    const code = await smtp.waitForCode(email)
+    await page.getByLabel("Code").fill(code)
+    await page.getByRole("button", { name: "Verify" }).click()
+    const notNow = page.getByRole("button", { name: "Not now" })
+    const offered = notNow.waitFor({ state: "visible", timeout: 15_000 }).then(() => true, () => false)
+    const landed = page.waitForURL((url) => url.pathname === "/callback", { timeout: 15_000 }).then(() => false)
+    if (await Promise.race([offered, landed])) await notNow.click()
+    await page.waitForURL((url) => url.pathname === "/callback", { timeout: 15_000 })
+    expect(callbacks.at(-1)!.searchParams.get("state")).toBe("browser-unverified-state")
+    const [user] = await query<{ id: string; email_verified: boolean; name: string }>(app, "select id, email_verified, name from users where email_normalized = $1", [email])
+    expect(user).toMatchObject({ email_verified: true, name: "Unverified Person" })
+    expect(await query(app, "select provider, provider_subject from identities where user_id = $1", [user!.id])).toEqual([{ provider: "corp-sso", provider_subject: "op-browser-unverified" }])
+  } finally {
+    await context.close()
+  }
+})
+
+// Last in this file: it adds Connections of every provider to the Environment.
+it("a button per active provider (Google, Apple, GitHub, Microsoft, single sign-on), none for a disabled or deleted one", async () => {
+  const ids: Record<string, string> = {}
+  for (const provider of ["google", "apple", "github", "microsoft"]) {
+    ids[provider] = (await createConnection(app, b, { provider, provider_key: provider, provider_client_id: `${provider}-client`, provider_client_secret: "s" })).id
+  }
+  const buttonsOnTheLoginPage = async () => {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true })
+    const page = await context.newPage()
+    try {
+      await page.goto(authorizeUrl("buttons-state", pkce().challenge))
+      await page.locator("#social-generic_oidc").waitFor({ state: "visible", timeout: 15_000 })
+      return await page.locator("button.social").evaluateAll((els) => els.map((e) => e.textContent))
+    } finally {
+      await context.close()
+    }
+  }
+  expect(await buttonsOnTheLoginPage()).toEqual([
+    "Continue with Google", "Continue with Apple", "Continue with GitHub", "Continue with Microsoft", "Continue with single sign-on",
+  ])
+  expect((await app.management(`/v1/connections/${ids["microsoft"]}`, { method: "PATCH", key: b.api_key, body: { status: "disabled" } })).status).toBe(200)
+  expect((await app.management(`/v1/connections/${ids["apple"]}`, { method: "DELETE", key: b.api_key })).status).toBeLessThan(300)
+  expect(await buttonsOnTheLoginPage()).toEqual(["Continue with Google", "Continue with GitHub", "Continue with single sign-on"])
+})

@@ -55,7 +55,7 @@ describe("link_required", () => {
     const { txn } = await reachLinkRequired("link-1")
     const v = await view(txn)
     expect(v.status).toBe("link_required")
-    expect(v.pending_link).toEqual({ provider: "google", masked_email: expect.stringMatching(/^e\*\*\*@e\*\*\*\.com$/), email_verified_by_provider: true, proof_methods: ["email_otp", "passkey"] })
+    expect(v.pending_link).toEqual({ provider: "google", masked_email: expect.stringMatching(/^e\*\*\*@e\*\*\*\.com$/), email_verified_by_provider: true, reason: "existing_account", proof_methods: ["email_otp", "passkey"] })
     expect(v.method).toBeUndefined()
     const complete = await publicApi(app, b, `/auth/transactions/${txn.id}/complete`, { method: "POST" })
     expect([complete.status, complete.json.code]).toEqual([409, "transaction_not_authenticated"])

@@ -1,7 +1,8 @@
+import { decodeJwt } from "jose"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { countRows, query, uniqueEmail } from "../login/support.js"
-import { createClient, createUser, exchangeCode, mintCode, type TestClient, type TestUser } from "../oidc/support.js"
+import { createClient, createUser, exchangeCode, mintCode, refresh, type TestClient, type TestUser } from "../oidc/support.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { connectFake, eventsOf, requestUrl, socialEnv } from "./support.js"
 
@@ -70,6 +71,45 @@ describe("POST /me/identities/{provider}/link", () => {
     expect(await countRows(app, "identities", "user_id = $1", [other.id])).toBe(0)
   })
 
+  it("a user who already has an identity of this provider: error=provider_already_linked; nothing added", async () => {
+    const user = await createUser(app, b)
+    fake.setUser("github", { sub: "777101", emails: [] })
+    expect(await linkRoundTrip(await tokenFor(user))).toContain("&linked=true&")
+    // another GitHub account for the same user: one identity per provider per user
+    fake.setUser("github", { sub: "777102", emails: [] })
+    const location = await linkRoundTrip(await tokenFor(user))
+    expect(location).toBe(`${APP_RETURN}&linked=false&error=provider_already_linked&provider=github`)
+    expect(await query(app, "select provider_subject from identities where user_id = $1", [user.id])).toEqual([{ provider_subject: "777101" }])
+    expect((await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user.id)).toHaveLength(1)
+  })
+
+  it("linking the same provider account again is a success that changes nothing (same identity_id, no new event)", async () => {
+    const user = await createUser(app, b)
+    fake.setUser("github", { sub: "777201", emails: [] })
+    const first = await linkRoundTrip(await tokenFor(user))
+    const [identity] = await query<{ id: string }>(app, "select id from identities where user_id = $1", [user.id])
+    expect(first).toBe(`${APP_RETURN}&linked=true&identity_id=${identity!.id}&provider=github`)
+    fake.setUser("github", { sub: "777201", emails: [] })
+    expect(await linkRoundTrip(await tokenFor(user))).toBe(first)
+    expect(await countRows(app, "identities", "user_id = $1", [user.id])).toBe(1)
+    expect((await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user.id)).toHaveLength(1)
+  })
+
+  it("a user blocked (or pending deletion) between the start and the provider's answer: error=user_unavailable; nothing linked", async () => {
+    for (const [status, sub] of [["blocked", "777301"], ["pending_deletion", "777302"]] as const) {
+      const user = await createUser(app, b)
+      const token = await tokenFor(user)
+      fake.setUser("github", { sub, emails: [] })
+      const res = await link(token, "github", { redirect_uri: APP_RETURN })
+      expect(res.status, res.text).toBe(200)
+      await query(app, "update users set status = $2 where id = $1", [user.id, status])
+      const back = await requestUrl(app, (await fake.visit(res.json.authorization_url)).location!)
+      expect(back.headers["location"], status).toBe(`${APP_RETURN}&linked=false&error=user_unavailable&provider=github`)
+      expect(await countRows(app, "identities", "user_id = $1", [user.id])).toBe(0)
+      expect((await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user.id)).toEqual([])
+    }
+  })
+
   it("the provider's refusal comes back as error=social_provider_error", async () => {
     const user = await createUser(app, b)
     fake.refuseNext("github")
@@ -112,5 +152,43 @@ describe("POST /me/identities/{provider}/link", () => {
     const refused = await link(res.json.access_token, "github", { redirect_uri: APP_RETURN })
     expect([refused.status, refused.json.code]).toEqual([403, "reauthentication_required"])
     expect(await countRows(app, "social_states", "user_id = $1", [user.id])).toBe(0)
+  })
+
+  it("503 user_unavailable (Retry-After) when the connection, the client or the link state cannot be read or stored; nothing is stored", async () => {
+    const user = await createUser(app, b)
+    const token = await tokenFor(user)
+    // Injected failures, one table at a time: the Connection lookup, the client lookup, the state write.
+    for (const table of ["connections", "clients", "social_states"]) {
+      await query(app, `alter table ${table} rename to ${table}_away`)
+      try {
+        const res = await link(token, "github", { redirect_uri: APP_RETURN })
+        expect([res.status, res.json.code], table).toEqual([503, "user_unavailable"])
+        expect(res.headers["retry-after"]).toBe("1")
+      } finally {
+        await query(app, `alter table ${table}_away rename to ${table}`)
+      }
+    }
+    expect(await countRows(app, "social_states", "user_id = $1", [user.id])).toBe(0)
+    expect((await link(token, "github", { redirect_uri: APP_RETURN })).status).toBe(200)
+  })
+
+  // Moves the clock about 5 minutes: after the others.
+  it("fresh session in whole seconds, as auth_time is (the shared /me check): 300 s after sign-in links, 301 s is refused", async () => {
+    const user = await createUser(app, b)
+    const minted = await mintCode(app, b, client, user)
+    const first = await exchangeCode(app, b, client, minted)
+    expect(first.status, first.text).toBe(200)
+    const authTime = decodeJwt(first.json.access_token).auth_time as number
+    // the last millisecond of the 300th second after auth_time, with a refreshed (live) token that keeps auth_time
+    await app.advance((authTime + 300) * 1000 + 999 - app.now())
+    const refreshed = await refresh(app, b, client, first.json.refresh_token)
+    expect(refreshed.status, refreshed.text).toBe(200)
+    const token = refreshed.json.access_token as string
+    expect(decodeJwt(token).auth_time).toBe(authTime)
+    const edge = await link(token, "github", { redirect_uri: APP_RETURN })
+    expect(edge.status, edge.text).toBe(200)
+    await app.advance(1)
+    const late = await link(token, "github", { redirect_uri: APP_RETURN })
+    expect([late.status, late.json.code]).toEqual([403, "reauthentication_required"])
   })
 })

@@ -77,3 +77,22 @@ export const startOidcProvider = async (options: { readonly clientId: string; re
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   }
 }
+
+/** Plays the browser at the OP: follows its redirects with its cookies until it sends us back. */
+export const throughProvider = async (authorizationUrl: string, ourOrigin: string) => {
+  const jar = new Map<string, string>()
+  let url = authorizationUrl
+  for (let hop = 0; hop < 10; hop++) {
+    if (url.startsWith(ourOrigin)) return url
+    const res = await fetch(url, { redirect: "manual", headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join("; ") } })
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(";")
+      const eq = pair!.indexOf("=")
+      jar.set(pair!.slice(0, eq), pair!.slice(eq + 1))
+    }
+    const location = res.headers.get("location")
+    if (!location) throw new Error(`the provider answered ${res.status} at ${url}: ${await res.text()}`)
+    url = new URL(location, url).href
+  }
+  throw new Error("too many redirects at the provider")
+}

@@ -20,8 +20,9 @@ beforeAll(async () => {
   app = await startApp({ env: socialEnv(fake) })
   b = await app.bootstrap()
   client = await createClient(app, b)
-  for (const provider of ["google", "microsoft", "github", "apple"] as const) await connectFake(app, b, fake, provider)
+  for (const provider of ["google", "microsoft", "github", "apple"] as const) connections[provider] = (await connectFake(app, b, fake, provider)).id
 })
+const connections: Record<string, string> = {}
 afterAll(async () => {
   await app?.close()
   await fake?.close()
@@ -103,13 +104,14 @@ describe("Google", () => {
     expect([complete.status, complete.json.code]).toEqual([409, "transaction_not_authenticated"])
   })
 
-  it("an address the provider did not verify is kept unverified", async () => {
+  it("an address the provider did not verify creates nobody: link_required until the address is proven (test/social/unverified-email)", async () => {
     const email = uniqueEmail("unverified")
     fake.setUser("google", { sub: "g-2002", email, email_verified: false })
     const txn = await newTransaction()
     expect((await socialRoundTrip(app, b, fake, txn.id, "google")).status).toBe(302)
-    const [user] = await query<{ email_verified: boolean }>(app, "select email_verified from users where email_normalized = $1", [email])
-    expect(user!.email_verified).toBe(false)
+    const view = await transactionView(app, b, txn.id)
+    expect([view.status, view.pending_link?.reason]).toEqual(["link_required", "email_unverified"])
+    expect(await countRows(app, "users", "email_normalized = $1", [email])).toBe(0)
   })
 })
 
@@ -124,9 +126,10 @@ describe("Microsoft (common endpoint)", () => {
     expect(authUrl.searchParams.get("code_challenge_method")).toBe("S256")
     const visit = await fake.visit(start.json.authorization_url)
     expect((await requestUrl(app, visit.location!)).status).toBe(302)
-    expect((await transactionView(app, b, txn.id)).status).toBe("authenticated")
-    const [user] = await query<{ email_verified: boolean }>(app, "select email_verified from users where email_normalized = $1", [email])
-    expect(user!.email_verified).toBe(false)
+    // without xms_edov Microsoft does not vouch for the address: nobody is created on its word
+    const view = await transactionView(app, b, txn.id)
+    expect([view.status, view.pending_link?.reason]).toEqual(["link_required", "email_unverified"])
+    expect(await countRows(app, "users", "email_normalized = $1", [email])).toBe(0)
 
     const email2 = uniqueEmail("ms2")
     fake.setUser("microsoft", { sub: "ms-def", email: email2, tid: "0b3f6b2e-0000-4000-8000-000000000001", xms_edov: true })
@@ -213,5 +216,62 @@ describe("Apple", () => {
     expect(callback.status).toBe(302)
     expect(fake.tokenRequests.length).toBe(before)
     expect((await app.request(b2.interaction_domain, `/v1/auth/transactions/${created.json.transaction_id}`)).json.status).toBe("failed")
+  })
+})
+
+describe("profile_mapping (a Connection's claim names) in a real login", () => {
+  /** Runs `body` with the provider's Connection using `mapping`, then restores the default. */
+  const withMapping = async (provider: string, mapping: Record<string, string>, body: () => Promise<void>) => {
+    const set = (profile_mapping: Record<string, string>) =>
+      app.management(`/v1/connections/${connections[provider]}`, { method: "PATCH", key: b.api_key, body: { profile_mapping } })
+    expect((await set(mapping)).status).toBe(200)
+    try {
+      await body()
+    } finally {
+      expect((await set({})).status).toBe(200)
+    }
+  }
+  const userRow = (email: string) => query<{ id: string; email: string; email_verified: boolean; name: string | null; avatar_url: string | null; locale: string | null }>(app,
+    "select id, email, email_verified, name, avatar_url, locale from users where email_normalized = $1", [email])
+
+  it("Google: a non-default mapping decides name, avatar, locale and the (verified) address; the standard claims are not used", async () => {
+    const mapped = uniqueEmail("mapped")
+    const standard = uniqueEmail("standard")
+    await withMapping("google", { email: "mail", email_verified: "mail_verified", name: "nickname", avatar_url: "photo", locale: "lang" }, async () => {
+      fake.setUser("google", {
+        sub: "g-map-1", email: standard, email_verified: true, name: "Standard Name",
+        extra: { picture: "https://img.example.com/standard.png", locale: "en", mail: mapped, mail_verified: true, nickname: "Nick", photo: "https://img.example.com/nick.png", lang: "fr-CA" },
+      })
+      const txn = await newTransaction()
+      expect((await socialRoundTrip(app, b, fake, txn.id, "google")).status).toBe(302)
+      expect((await transactionView(app, b, txn.id)).status).toBe("authenticated")
+    })
+    expect(await userRow(standard)).toEqual([])
+    const [user] = await userRow(mapped)
+    expect(user).toMatchObject({ email: mapped, email_verified: true, name: "Nick", avatar_url: "https://img.example.com/nick.png", locale: "fr-CA" })
+  })
+
+  it("an address read from another claim is not verified by the standard email_verified (it speaks of `email` only)", async () => {
+    const mapped = uniqueEmail("mapped-unverified")
+    await withMapping("google", { email: "mail" }, async () => {
+      fake.setUser("google", { sub: "g-map-2", email: uniqueEmail("standard"), email_verified: true, extra: { mail: mapped } })
+      const txn = await newTransaction()
+      expect((await socialRoundTrip(app, b, fake, txn.id, "google")).status).toBe(302)
+      const view = await transactionView(app, b, txn.id)
+      expect([view.status, view.pending_link?.reason, view.pending_link?.email_verified_by_provider]).toEqual(["link_required", "email_unverified", false])
+    })
+    expect(await userRow(mapped)).toEqual([])
+  })
+
+  it("GitHub: a mapping can name GitHub's own /user fields (login, avatar_url)", async () => {
+    const verified = uniqueEmail("gh-map")
+    await withMapping("github", { name: "login", avatar_url: "avatar_url" }, async () => {
+      fake.setUser("github", { sub: "636363", name: "Display Name", emails: [{ email: verified, primary: true, verified: true }] })
+      const txn = await newTransaction()
+      expect((await socialRoundTrip(app, b, fake, txn.id, "github")).status).toBe(302)
+      expect((await transactionView(app, b, txn.id)).status).toBe("authenticated")
+    })
+    const [user] = await userRow(verified)
+    expect(user).toMatchObject({ email_verified: true, name: "user636363", avatar_url: "https://avatars.githubusercontent.com/u/636363" })
   })
 })

@@ -221,15 +221,23 @@
     if (first) first.focus()
   }
 
-  // ---- social login found an existing account: prove it before the link ------------
-  // (never linked by email alone; the server accepts only that account's address or passkey)
+  // ---- social login found an existing account, or an unverified address: prove it --
+  // (never linked by email alone; the server accepts only that account's address or passkey,
+  // and for an address the provider did not verify, only a code sent to that address)
   function renderLinkProof(config) {
     return api("GET", txnPath).then(function (txn) {
       var link = txn.pending_link || {}
+      var provider = link.provider || "provider"
       var note = h("p", { id: "link-note", class: "notice" })
-      note.appendChild(document.createTextNode("An account with "))
-      note.appendChild(h("strong", { text: link.masked_email || "this email" }))
-      note.appendChild(document.createTextNode(" already exists. Confirm it is yours to link your " + (link.provider || "provider") + " sign-in."))
+      if (link.reason === "email_unverified") {
+        note.appendChild(document.createTextNode("Your " + provider + " account did not confirm the address "))
+        note.appendChild(h("strong", { text: link.masked_email || "of this sign-in" }))
+        note.appendChild(document.createTextNode(". Enter that address to receive a code and continue."))
+      } else {
+        note.appendChild(document.createTextNode("An account with "))
+        note.appendChild(h("strong", { text: link.masked_email || "this email" }))
+        note.appendChild(document.createTextNode(" already exists. Confirm it is yours to link your " + provider + " sign-in."))
+      }
       methodsBox.parentNode.insertBefore(note, methodsBox)
       var proof = link.proof_methods || ["email_otp", "passkey"]
       renderMethods({ available_methods: (config.available_methods || []).filter(function (m) { return proof.indexOf(m) !== -1 }) })

@@ -23,7 +23,7 @@ import { InvalidCode, NewUserCreationBlocked, ResendTooSoon } from "./errors.js"
 import { enqueueLoginCodeMail } from "./mail-job.js"
 import * as repo from "./repo.js"
 import { markEmailVerified } from "./users.js"
-import { completePendingLink, pendingLinkUser } from "../../social/linking.js"
+import { accountForAddressProof, completePendingLink, pendingLinkProofAddress } from "../../social/linking.js"
 
 /** Spec, Limits: Email OTP lifetime 5 minutes; max 5 wrong verifies (the 5th invalidates); resend >= 30 s apart. */
 export const CHALLENGE_TTL_MS = 5 * 60_000
@@ -33,8 +33,9 @@ export const RESEND_INTERVAL_MS = 30_000
 /** Statuses from which an Email OTP can be started (restarting with another address included). */
 const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
 /**
- * `link_required` (social login found the address's existing account): an OTP to THAT
- * account's address proves it (src/social/linking.ts); the status stays `link_required`.
+ * `link_required` (social login found the address's existing account, or an address its
+ * provider did not verify): an OTP to THAT address proves it (src/social/linking.ts); the
+ * status stays `link_required`.
  */
 const LINK_PROOF: ReadonlyArray<transactions.TransactionStatus> = ["link_required"]
 
@@ -82,9 +83,10 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
     return yield* new InvalidTransactionState({ detail: `An Email OTP cannot be started on a ${txn.status} transaction` })
   }
   if (linkProof) {
-    const owner = yield* pendingLinkUser(txn)
-    if (!owner || owner.email_normalized !== normalizeEmail(email)) {
-      return yield* new InvalidRequest({ detail: "To link this sign-in, the code must go to the address of the existing account" })
+    // The existing account's address, or the address the provider did not verify.
+    const proofAddress = yield* pendingLinkProofAddress(txn)
+    if (proofAddress === undefined || proofAddress !== normalizeEmail(email)) {
+      return yield* new InvalidRequest({ detail: "To continue this sign-in, the code must go to the address it was started with" })
     }
   }
   const facts = yield* requestFacts(txn.workspace_id)
@@ -274,8 +276,14 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
     }
     // The code is right: who is this?
     let account = user
-    // Link proof: the code proves the existing account only (never creates one).
-    if (linkProof && !account) return { kind: "dead" } as const
+    // Link proof of an address the provider did not verify: the code proved it, so the
+    // social sign-in may now have its account (created here when there is none).
+    if (linkProof && !account) {
+      const proven = yield* accountForAddressProof(txn, row.email_normalized)
+      if (proven.kind === "wrong_account") return { kind: "dead" } as const
+      if (proven.kind === "new_user_blocked") return { kind: "new_user_blocked" } as const
+      account = proven.user
+    }
     if (!account) {
       if (env.record.newUserCreationBlocked) return { kind: "new_user_blocked" } as const
       account = (yield* users.create({
@@ -292,7 +300,7 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
     if (!account.email_verified) yield* markEmailVerified(account, new Date(now))
     yield* repo.finishChallenge({ environmentId: txn.environment_id, id: row.id, status: "verified", now: new Date(now) })
     if (linkProof) {
-      const linked = yield* completePendingLink(txn, account.id, new Date(now))
+      const linked = yield* completePendingLink(txn, { by: "email_otp", userId: account.id, emailNormalized: row.email_normalized }, new Date(now))
       if (linked === "wrong_account") return { kind: "dead" } as const
       if (linked === "blocked") return { kind: "blocked" } as const
       return { kind: "authenticated" } as const

@@ -101,6 +101,13 @@ export const activeSocialProviders = (environmentId: string) => SqlClient.SqlCli
   sql<{ provider: Provider }>`select provider from connections where environment_id = ${environmentId} and ${usable(sql)}
     order by provider`).pipe(Effect.map((rows) => rows.map((r) => r.provider)), Effect.orDie)
 
+/**
+ * A subquery: the `provider_key`s of the Environment's usable connections (the `provider` of
+ * the identities a user can sign in with now), for the last-factor count (src/me/methods.ts).
+ */
+export const usableProviderKeys = (sql: SqlClient.SqlClient, environmentId: string) =>
+  sql`select provider_key from connections where environment_id = ${environmentId} and ${usable(sql)}`
+
 /** The usable connection of `provider` in an Environment (social start and callback), if any. */
 export const usableConnection = (environmentId: string, provider: string) => SqlClient.SqlClient.use((sql) =>
   sql<ConnectionRow>`select ${columns(sql)} from connections

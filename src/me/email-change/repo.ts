@@ -47,12 +47,14 @@ export const lockEmailChangeChallenge = (environmentId: string, userId: string, 
     .pipe(Effect.map((rows) => rows[0]))
 
 /**
- * The switch (spec: /me rule 3): the new address, verified, and the security version + 1 so
- * every access token issued before it is inactive. The caller holds the user row lock.
+ * The switch (spec: /me rule 3): the new address, verified, its own suppression state (the
+ * old address's hard bounce says nothing about the new one, which may have bounced itself),
+ * and the security version + 1 so every access token issued before it is inactive. The
+ * caller holds the user row lock.
  */
-export const switchEmail = (c: { environmentId: string; userId: string; email: string; emailNormalized: string; now: Date }) =>
+export const switchEmail = (c: { environmentId: string; userId: string; email: string; emailNormalized: string; emailSuppressed: boolean; now: Date }) =>
   SqlClient.SqlClient.use((sql) => sql<{ security_version: number }>`update users
-    set email = ${c.email}, email_normalized = ${c.emailNormalized}, email_verified = true,
+    set email = ${c.email}, email_normalized = ${c.emailNormalized}, email_verified = true, email_suppressed = ${c.emailSuppressed},
       security_version = security_version + 1, updated_at = ${c.now}, version = version + 1
     where environment_id = ${c.environmentId} and id = ${c.userId}
     returning security_version`).pipe(Effect.tap(() => Effect.sync(() => liveStateChanged(c.environmentId, c.userId))), Effect.map((rows) => rows[0]!))

@@ -2,6 +2,7 @@ import { Clock, Effect } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
 import { CurrentEnvironment } from "../../http/current-environment.js"
 import { InvalidRequest } from "../../http/errors.js"
+import { isAddressSuppressed } from "../../bounces/suppression.js"
 import { codeHmac, generateCode, isCodeShape } from "../../login/email-otp/code.js"
 import { InvalidCode } from "../../login/email-otp/errors.js"
 import { enqueueLoginCodeMail } from "../../login/email-otp/mail-job.js"
@@ -207,8 +208,12 @@ export const verifyNewEmail = (challengeId: string, code: string) => Effect.gen(
       yield* otp.finishChallenge({ environmentId: env.record.id, id: row.id, status: "consumed", now: new Date(now) })
       return { kind: "taken" } as const
     }
+    // The flag follows the address (bounces are kept per address, src/bounces): recomputed for the new one.
+    const emailSuppressed = yield* isAddressSuppressed({
+      workspaceId: env.record.workspaceId, environmentId: env.record.id, address: row.new_email, userFlag: undefined,
+    })
     const switched = yield* repo.switchEmail({
-      environmentId: env.record.id, userId: user.id, email: row.new_email, emailNormalized: newNormalized, now: new Date(now),
+      environmentId: env.record.id, userId: user.id, email: row.new_email, emailNormalized: newNormalized, emailSuppressed, now: new Date(now),
     })
     yield* otp.finishChallenge({ environmentId: env.record.id, id: row.id, status: "verified", now: new Date(now) })
     yield* users.revokeSessions({

@@ -22,8 +22,8 @@ export const listMyIdentities = (page: Page) => Effect.gen(function* () {
 
 /**
  * DELETE /me/identities/{identityId}. With the user row locked the method count (DESIGN,
- * Last factor) is exact under concurrent deletions: unlinking the last way to sign in is 400
- * `last_factor_deletion_requires_confirmation` and the deletion is rolled back. An unknown
+ * Last factor) is exact under concurrent deletions: an unlink that would leave no way to sign
+ * in is 400 `last_factor_deletion_requires_confirmation` and the deletion is rolled back. An unknown
  * id, or another user's, is 400 `identity_not_found` (spec, Errors).
  */
 export const unlinkMyIdentity = (identityId: string) => Effect.gen(function* () {
@@ -34,10 +34,11 @@ export const unlinkMyIdentity = (identityId: string) => Effect.gen(function* () 
   const audit = yield* Audit
   return yield* unavailableOnSqlError(sql.withTransaction(Effect.gen(function* () {
     yield* lockMe(me)
-    const methods = yield* authenticationMethodCount(env.record.id, me.userId)
     const identity = yield* identities.deleteIdentity(env.record.id, me.userId, identityId)
     if (!identity) return yield* new IdentityNotFound({ detail: "No such linked identity" })
-    if (methods <= 1) {
+    // Counted after the deletion (rolled back on refusal): what would remain. An identity whose
+    // Connection is not usable never counted, so unlinking it leaves as many methods as before.
+    if ((yield* authenticationMethodCount(env.record.id, me.userId)) === 0) {
       return yield* new LastFactorDeletionRequiresConfirmation({
         detail: "This linked account is your last way to sign in; add another method (a passkey or a verified email) first",
       })

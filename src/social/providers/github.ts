@@ -7,7 +7,7 @@ import type { ProviderAdapter, ProviderCall } from "./types.js"
  * endpoints, `state` and PKCE S256; the user comes from `GET /user`, the address from
  * `GET /user/emails`, where only an entry with `verified: true` counts (the primary one
  * first). Claims are returned under the OIDC standard names, `sub` = the numeric user id
- * (stable; logins can be renamed).
+ * (stable; logins can be renamed), next to GitHub's own /user fields for `profile_mapping`.
  */
 
 const configure = (call: ProviderCall) => {
@@ -60,11 +60,15 @@ export const githubProvider: ProviderAdapter = {
     const verified = (Array.isArray(emails) ? emails : []).filter(isEmailEntry).filter((e) => e.verified)
     const chosen = verified.find((e) => e.primary) ?? verified[0]
     return {
+      // GitHub's own /user fields (login, avatar_url, html_url, ...), so a profile_mapping can
+      // name them; then the standard names, which win. `email` is only a verified address:
+      // /user's own `email` (the public profile address) is never verified, so it is replaced.
+      ...user,
       sub: String(user["id"]),
-      login: user["login"],
       name: user["name"] ?? user["login"],
       picture: user["avatar_url"],
-      ...(chosen ? { email: chosen.email, email_verified: true } : {}),
+      email: chosen?.email,
+      email_verified: chosen !== undefined,
     }
   },
 }
