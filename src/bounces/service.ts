@@ -63,6 +63,17 @@ export const recordBounce = (bounce: Bounce) => Effect.gen(function* () {
   }))
 }).pipe(Effect.withSpan("bounces.recordBounce"))
 
+/**
+ * SES intake exists only when BOUNCE_SNS_TOPIC_ARNS names its topics (or `*` in development):
+ * otherwise its route answers 404 before reading anything, like the generic route without its
+ * secret, and nothing is fetched or confirmed for anyone's topic.
+ */
+export const requireSesIntake = Effect.gen(function* () {
+  const topics = (yield* Config).providers.bounces.snsTopicArns
+  if (topics === undefined) return yield* new BounceIntakeDisabled()
+  return topics
+})
+
 /** The generic JSON form, authenticated by BOUNCE_WEBHOOK_SECRET in `X-Bounce-Secret` (constant time). */
 export const authenticateGeneric = (presented: string | undefined) => Effect.gen(function* () {
   const config = yield* Config
@@ -99,8 +110,9 @@ const bounceTypeOf = (sesType: string): "hard" | "soft" => sesType === "Permanen
  */
 export const receiveSns = (message: SnsMessage) => Effect.gen(function* () {
   const config = yield* Config
-  const { snsUrlPrefix, snsTopicArns } = config.providers.bounces
-  if (snsTopicArns !== undefined && !snsTopicArns.includes(message.TopicArn)) {
+  const snsUrlPrefix = config.providers.bounces.snsUrlPrefix
+  const snsTopicArns = yield* requireSesIntake
+  if (snsTopicArns !== "any" && !snsTopicArns.includes(message.TopicArn)) {
     return yield* new BounceSourceRejected({ detail: "The SNS topic is not in BOUNCE_SNS_TOPIC_ARNS" })
   }
   yield* verifySnsMessage(message, snsUrlPrefix)
