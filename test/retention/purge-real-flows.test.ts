@@ -1,15 +1,21 @@
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
 import { housekeeping } from "../../src/jobs/housekeeping.js"
 import { tasks } from "../../src/jobs/tasks.js"
 import { sendLoginCode } from "../../src/login/email-otp/mail-job.js"
 import { maskEmail } from "../../src/platform/events/schema.js"
 import { Mailer } from "../../src/platform/mailer.js"
+import { splitStatements } from "../../src/platform/sql-split.js"
 import { purgeDeletedUsers } from "../../src/users/purge/service.js"
+import { completeAndExchange, publicApi, startTransaction } from "../passkeys/support/flow.js"
 import { createUser, me, query, randomId, signIn, useMeApp } from "../me/support.js"
 
 // The purge of users pending deletion after what real users do (issue 11 review): an email
-// change through /me (its challenges keep the user's id but name another address). No worker: mail jobs
+// change through /me (its challenges keep the user's id but name another address) and a first
+// sign-in by Email OTP (audit records written before the user existed). No worker: mail jobs
 // stay queued and are run here, into the development mailer, and the purge is the worker's
 // task run directly, so nothing runs behind the TestClock's back.
 
@@ -115,5 +121,60 @@ describe("purge after real email changes", () => {
     await ctx.app.run(housekeeping)
     const left = await query<{ id: string }>(ctx.app, "select id from email_challenges where user_id = $1", [user.id])
     expect(left.map((r) => r.id)).toEqual([young])
+  })
+})
+
+describe("audit records written before the user existed", () => {
+  it("a first sign-in by Email OTP (a wrong code, then the right one): after the purge no audit record holds the masked address; the records remain", async () => {
+    const email = distinctEmail()
+    const txn = await startTransaction(ctx.app, ctx.b, ctx.client)
+    const started = await publicApi(ctx.app, ctx.b, `/auth/transactions/${txn.id}/email/start`, { body: { email } })
+    expect(started.status, started.text).toBe(202)
+    const challenge = started.json.challenge_id as string
+    const code = await mailedCode(challenge)
+    const wrong = await publicApi(ctx.app, ctx.b, `/auth/transactions/${txn.id}/email/verify`, {
+      body: { challenge_id: challenge, code: code === "000000" ? "111111" : "000000" },
+    })
+    expect(wrong.status, wrong.text).toBe(400)
+    const right = await publicApi(ctx.app, ctx.b, `/auth/transactions/${txn.id}/email/verify`, { body: { challenge_id: challenge, code } })
+    expect(right.status, right.text).toBe(200)
+    const { tokens, access } = await completeAndExchange(ctx.app, ctx.b, ctx.client, txn)
+    const userId = access["sub"] as string
+    // written while no user had the address: no user id on them, and no masked address either
+    const before = await query<{ id: string; action: string; actor_id: string | null; details: Record<string, unknown> }>(ctx.app,
+      "select id, action, actor_id, details from audit_events where subject_id = $1 and action in ('login.email_otp_sent', 'login.failed') order by action", [txn.id])
+    expect(before.map((r) => [r.action, r.actor_id])).toEqual([["login.email_otp_sent", null], ["login.failed", null]])
+    for (const row of before) {
+      expect(row.details).not.toHaveProperty("masked_email")
+      expect(row.details).toMatchObject({ challenge_id: challenge })
+    }
+    expect(await auditText()).not.toContain(maskEmail(email))
+
+    expect((await me(ctx, tokens.access_token, "", { method: "DELETE" })).status).toBe(200)
+    await ctx.app.advance("30 days")
+    await ctx.app.advance("1 second")
+    await ctx.app.run(housekeeping) // the login transaction and its challenge are long gone by now
+    expect(await count("select 1 from email_challenges where id = $1", [challenge])).toBe(0)
+    await runPurgeTask()
+    expect(await count("select 1 from users where id = $1", [userId])).toBe(0)
+    const after = await query<{ id: string }>(ctx.app, "select id from audit_events where id = any($1)", [before.map((r) => r.id)])
+    expect(after).toHaveLength(2)
+    expect(await auditText()).not.toContain(maskEmail(email))
+  })
+
+  it("records written before this change lose their masked address (sql/0156); records with a user keep it until the purge", async () => {
+    const insert = (actorId: string | null, details: Record<string, unknown>) => query<{ id: string }>(ctx.app, `insert into audit_events
+        (id, workspace_id, environment_id, actor_type, actor_id, action, subject_type, subject_id, result, details, created_at)
+      values ($1, $2, $3, 'end_user', $4, 'login.email_otp_sent', 'auth_transaction', $5, 'success', $6::jsonb, $7) returning id`,
+      [randomId("aud"), ctx.b.workspace_id, ctx.b.environment_id, actorId, randomId("txn"), JSON.stringify(details), new Date(ctx.app.now())])
+    const user = await createUser(ctx.app, ctx.b, distinctEmail())
+    const [anonymous] = await insert(null, { challenge_id: "chl_legacy", masked_email: "q***@w***.test", delivered: true })
+    const [known] = await insert(user.id, { challenge_id: "chl_known", masked_email: maskEmail(user.email), delivered: true })
+    const migration = readFileSync(join(import.meta.dirname, "../../sql/0156_audit_anonymous_masked_emails.sql"), "utf8")
+    await ctx.app.run(SqlClient.SqlClient.use((sql) => sql.withTransaction(
+      Effect.forEach(splitStatements(migration), (statement) => sql.unsafe(statement), { discard: true }))))
+    const details = async (id: string) => (await query<{ details: unknown }>(ctx.app, "select details from audit_events where id = $1", [id]))[0]!.details
+    expect(await details(anonymous!.id)).toEqual({ challenge_id: "chl_legacy", delivered: true, personal_data_redacted: true })
+    expect(await details(known!.id)).toEqual({ challenge_id: "chl_known", masked_email: maskEmail(user.email), delivered: true })
   })
 })
