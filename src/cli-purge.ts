@@ -9,7 +9,9 @@ Purges, now, users pending deletion (DELETE /v1/users/{id}, DELETE /me): their p
 identities, passkeys, sessions, refresh tokens and challenges are deleted; audit records are kept,
 their personal parts redacted. Without --older-than every user pending deletion is purged,
 whatever USER_DELETION_RETENTION_DAYS says (the worker applies that period by itself, hourly).
-Prints one JSON object: {purged, user_ids, audit_records_redacted, cutoff, environment_id, dry_run}.
+Prints one JSON object: {purged, user_ids, audit_records_redacted, failed_user_ids, cutoff,
+environment_id, dry_run}; a user in failed_user_ids could not be purged (the log says why) and
+stays pending deletion; the others were purged all the same.
 
   --environment-id <id>   only users of this Environment
   --older-than <N>d|h|m   only users pending deletion for at least this long (e.g. 30d)
@@ -60,6 +62,7 @@ export const runPurge = (args: PurgeArgs) => Effect.gen(function* () {
     purged: args.dryRun ? 0 : report.userIds.length,
     user_ids: report.userIds,
     audit_records_redacted: report.auditRecordsRedacted,
+    failed_user_ids: report.failedUserIds,
     cutoff: report.cutoff.toISOString(),
     environment_id: args.environmentId ?? null,
     dry_run: args.dryRun,

@@ -13,20 +13,24 @@ const tags = ["Billing"]
 const ProviderEventReceipt = Schema.Struct({ received: Schema.Literal(true), duplicate: Schema.Boolean, applied: Schema.Boolean })
 
 export const billingRoutes = [
-  route("POST", "/v1/billing/checkout-session", withCaller("billing:write", withIdempotency(Effect.gen(function* () {
+  // The customer is created and committed BEFORE the request's transaction opens (decisions,
+  // "One Stripe customer per Workspace"); the session is the idempotent part.
+  route("POST", "/v1/billing/checkout-session", withCaller("billing:write", Effect.gen(function* () {
     const body = yield* decodeJsonBody(CheckoutSessionBody)
     yield* requireWorkspaceMatch(body.workspace_id)
-    return json(yield* service.openCheckoutSession(body))
-  }))), {
+    const customerId = yield* service.checkoutCustomer(body)
+    return yield* withIdempotency(Effect.map(service.openCheckoutSession(customerId, body), json))
+  })), {
     summary: "Open a Stripe Checkout session (subscription to the metered MAU price) for the Workspace; 501 billing_not_configured without a payment provider",
     tags, scope: "billing:write", body: CheckoutSessionBody, response: CheckoutSession, idempotent: true,
   }),
 
-  route("POST", "/v1/billing/portal-session", withCaller("billing:write", withIdempotency(Effect.gen(function* () {
+  route("POST", "/v1/billing/portal-session", withCaller("billing:write", Effect.gen(function* () {
     const body = yield* decodeJsonBody(PortalSessionBody)
     yield* requireWorkspaceMatch(body.workspace_id)
-    return json(yield* service.openPortalSession(body))
-  }))), {
+    const customerId = yield* service.portalCustomer(body)
+    return yield* withIdempotency(Effect.map(service.openPortalSession(customerId, body), json))
+  })), {
     summary: "Open a Stripe Billing Portal session for the Workspace; 501 billing_not_configured without a payment provider",
     tags, scope: "billing:write", body: PortalSessionBody, response: PortalSession, idempotent: true,
   }),

@@ -13,16 +13,18 @@ export interface BillingRow {
 
 /**
  * The Workspace's billing row, created empty when missing, locked FOR UPDATE (in the caller's
- * transaction): concurrent first uses wait here, so the Workspace gets one customer.
+ * transaction): concurrent first uses wait here, so the Workspace gets one customer. Undefined
+ * when there is no such Workspace (a webhook's metadata may name any id).
  */
 export const lockBilling = (workspaceId: string, now: Date) => SqlClient.SqlClient.use((sql) => Effect.gen(function* () {
-  yield* sql`insert into workspace_billing (workspace_id, created_at, updated_at) values (${workspaceId}, ${now}, ${now})
+  yield* sql`insert into workspace_billing (workspace_id, created_at, updated_at)
+    select id, ${now}, ${now} from workspaces where id = ${workspaceId}
     on conflict (workspace_id) do nothing`
   const rows = yield* sql<BillingRow>`select b.workspace_id, w.name as workspace_name, b.stripe_customer_id, b.subscription_id,
       b.subscription_status, b.past_due_since, b.last_event_at
     from workspace_billing b join workspaces w on w.id = b.workspace_id
     where b.workspace_id = ${workspaceId} for update of b`
-  return rows[0]!
+  return rows[0]
 }))
 
 export const setCustomer = (workspaceId: string, customerId: string, now: Date) => SqlClient.SqlClient.use((sql) =>
@@ -37,10 +39,17 @@ export const lockBillingByCustomer = (customerId: string) => SqlClient.SqlClient
   sql<Omit<BillingRow, "workspace_name">>`select workspace_id, stripe_customer_id, subscription_id, subscription_status, past_due_since, last_event_at
     from workspace_billing where stripe_customer_id = ${customerId} for update`).pipe(Effect.map((rows) => rows[0]))
 
-/** Records a provider event once; false when it was already recorded (a redelivery). */
-export const recordEvent = (e: { id: string; type: string; workspaceId: string | null; now: Date }) => SqlClient.SqlClient.use((sql) =>
-  sql<{ id: string }>`insert into stripe_events (id, type, workspace_id, received_at) values (${e.id}, ${e.type}, ${e.workspaceId}, ${e.now})
+/**
+ * Records a provider event once; false when it was already recorded (a redelivery). The row is
+ * the event's lock: a concurrent redelivery waits on it, then finds it recorded.
+ */
+export const recordEvent = (e: { id: string; type: string; now: Date }) => SqlClient.SqlClient.use((sql) =>
+  sql<{ id: string }>`insert into stripe_events (id, type, received_at) values (${e.id}, ${e.type}, ${e.now})
     on conflict (id) do nothing returning id`).pipe(Effect.map((rows) => rows.length === 1))
+
+/** The Workspace a recorded event was applied to. */
+export const setEventWorkspace = (eventId: string, workspaceId: string) => SqlClient.SqlClient.use((sql) =>
+  sql`update stripe_events set workspace_id = ${workspaceId} where id = ${eventId}`)
 
 export interface SubscriptionUpdate {
   readonly subscriptionId: string | null

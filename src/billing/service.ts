@@ -34,14 +34,24 @@ const configuredBilling = Effect.gen(function* () {
   return billing
 })
 
-/** The Workspace's Stripe customer: created on first use (row locked: one per Workspace) and kept. */
+/**
+ * The Workspace's Stripe customer: created on first use and kept (decisions, "One Stripe
+ * customer per Workspace"). Its own transaction, committed before any session is opened: a
+ * session that fails afterwards cannot roll the customer id back, so a retry, even after
+ * Stripe's 24-hour idempotency window, reuses it. The billing row is locked meanwhile, so
+ * concurrent first uses create one customer. Call it outside the request's transaction.
+ */
 const ensureCustomer = (workspaceId: string) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
   const billing = yield* Billing
-  const row = yield* repo.lockBilling(workspaceId, new Date(yield* Clock.currentTimeMillis))
-  if (row.stripe_customer_id !== null) return row.stripe_customer_id
-  const customerId = yield* billing.createCustomer({ id: workspaceId, name: row.workspace_name })
-  yield* repo.setCustomer(workspaceId, customerId, new Date(yield* Clock.currentTimeMillis))
-  return customerId
+  return yield* sql.withTransaction(Effect.gen(function* () {
+    const row = yield* repo.lockBilling(workspaceId, new Date(yield* Clock.currentTimeMillis))
+    if (row === undefined) return yield* Effect.die(new Error(`the caller's Workspace ${workspaceId} does not exist`))
+    if (row.stripe_customer_id !== null) return row.stripe_customer_id
+    const customerId = yield* billing.createCustomer({ id: workspaceId, name: row.workspace_name })
+    yield* repo.setCustomer(workspaceId, customerId, new Date(yield* Clock.currentTimeMillis))
+    return customerId
+  }))
 })
 
 const auditBilling = (workspaceId: string, action: string, details: Record<string, unknown>) => Effect.gen(function* () {
@@ -49,12 +59,26 @@ const auditBilling = (workspaceId: string, action: string, details: Record<strin
   yield* (yield* Audit).append({ workspaceId, actor: caller.actor, action, subjectType: "workspace", subjectId: workspaceId, details })
 })
 
-export const openCheckoutSession = (body: { readonly success_url: string; readonly cancel_url: string }) => Effect.gen(function* () {
+type CheckoutBody = { readonly success_url: string; readonly cancel_url: string }
+type PortalBody = { readonly return_url: string }
+
+/**
+ * First step of POST /billing/checkout-session, outside the request's transaction: the checks
+ * in the spec's order (pinned key, HTTPS URLs, then 501 without a provider), then the
+ * Workspace's customer, committed. Returns the customer id for openCheckoutSession.
+ */
+export const checkoutCustomer = (body: CheckoutBody) => Effect.gen(function* () {
   const caller = yield* workspaceCaller
   yield* requireHttps("success_url", body.success_url)
   yield* requireHttps("cancel_url", body.cancel_url)
+  yield* configuredBilling
+  return yield* ensureCustomer(caller.workspaceId)
+}).pipe(Effect.withSpan("billing.checkoutCustomer"))
+
+/** Second step, in the request's (idempotent) transaction: the session for that customer. */
+export const openCheckoutSession = (customerId: string, body: CheckoutBody) => Effect.gen(function* () {
+  const caller = yield* workspaceCaller
   const billing = yield* configuredBilling
-  const customerId = yield* ensureCustomer(caller.workspaceId)
   const session = yield* billing.createCheckoutSession({
     workspaceId: caller.workspaceId, customerId, successUrl: body.success_url, cancelUrl: body.cancel_url,
   })
@@ -62,11 +86,17 @@ export const openCheckoutSession = (body: { readonly success_url: string; readon
   return { checkout_url: session.url, expires_at: session.expiresAt.toISOString() }
 }).pipe(Effect.withSpan("billing.openCheckoutSession"))
 
-export const openPortalSession = (body: { readonly return_url: string }) => Effect.gen(function* () {
+/** First step of POST /billing/portal-session, as checkoutCustomer. */
+export const portalCustomer = (body: PortalBody) => Effect.gen(function* () {
   const caller = yield* workspaceCaller
   yield* requireHttps("return_url", body.return_url)
+  yield* configuredBilling
+  return yield* ensureCustomer(caller.workspaceId)
+}).pipe(Effect.withSpan("billing.portalCustomer"))
+
+export const openPortalSession = (customerId: string, body: PortalBody) => Effect.gen(function* () {
+  const caller = yield* workspaceCaller
   const billing = yield* configuredBilling
-  const customerId = yield* ensureCustomer(caller.workspaceId)
   const session = yield* billing.createPortalSession({ customerId, returnUrl: body.return_url })
   yield* auditBilling(caller.workspaceId, "billing.portal_session_created", {})
   return { portal_url: session.url }
@@ -77,6 +107,56 @@ const idOf = (value: unknown): string | undefined =>
     ? (value as { id: string }).id : undefined
 
 const PAST_DUE = new Set(["past_due", "unpaid"])
+
+const recordOf = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === "object" && value !== null ? value as Record<string, unknown> : undefined
+
+/**
+ * The Workspace id we put on what we create at Stripe: `metadata.workspace_id` of the customer,
+ * the checkout session and its subscription (subscription_data), `client_reference_id` of the
+ * session; an invoice carries its subscription's metadata under `parent.subscription_details`
+ * (older API versions: `subscription_details`).
+ */
+const workspaceNamedBy = (o: Record<string, unknown>): string | undefined => {
+  const candidates = [
+    recordOf(o["metadata"])?.["workspace_id"],
+    o["client_reference_id"],
+    recordOf(recordOf(recordOf(o["parent"])?.["subscription_details"])?.["metadata"])?.["workspace_id"],
+    recordOf(recordOf(o["subscription_details"])?.["metadata"])?.["workspace_id"],
+  ]
+  return candidates.find((c): c is string => typeof c === "string" && c !== "")
+}
+
+/** An invoice's subscription: `parent.subscription_details.subscription` (API 2025-03-31 on), else the older top-level field. */
+const invoiceSubscription = (o: Record<string, unknown>) =>
+  idOf(recordOf(recordOf(o["parent"])?.["subscription_details"])?.["subscription"]) ?? idOf(o["subscription"])
+
+/**
+ * The Workspace an event is about, locked: the one whose customer it names, else the one our
+ * metadata names (decisions, "Stripe webhook"), which then adopts the customer if it has none
+ * recorded (its id was lost with a transaction). A Workspace that already has another customer
+ * keeps it and ignores the event: one customer per Workspace, and sessions use the recorded one.
+ */
+const workspaceOfEvent = (event: ProviderEvent, now: Date) => Effect.gen(function* () {
+  const customerId = idOf(event.object["customer"])
+  const known = customerId === undefined ? undefined : yield* repo.lockBillingByCustomer(customerId)
+  if (known !== undefined) return known
+  const named = workspaceNamedBy(event.object)
+  if (named === undefined) return undefined
+  const row = yield* repo.lockBilling(named, now)
+  if (row === undefined || customerId === undefined) return row
+  if (row.stripe_customer_id === null) {
+    yield* repo.setCustomer(row.workspace_id, customerId, now)
+    yield* Effect.logWarning("billing: adopted a Stripe customer named by its metadata (its id had not been recorded)", {
+      workspace_id: row.workspace_id, stripe_customer_id: customerId, stripe_event_id: event.id,
+    })
+    return { ...row, stripe_customer_id: customerId }
+  }
+  yield* Effect.logWarning("billing: ignored an event of a second Stripe customer of a Workspace", {
+    workspace_id: row.workspace_id, recorded_customer_id: row.stripe_customer_id, stripe_customer_id: customerId, stripe_event_id: event.id,
+  })
+  return undefined
+})
 
 /** The new subscription state an event implies, or undefined when it changes nothing. */
 const nextState = (row: NonNullable<Effect.Success<ReturnType<typeof repo.lockBillingByCustomer>>>, event: ProviderEvent): repo.SubscriptionUpdate | undefined => {
@@ -108,7 +188,7 @@ const nextState = (row: NonNullable<Effect.Success<ReturnType<typeof repo.lockBi
     case "invoice.payment_failed":
       if (stale) return undefined
       return {
-        subscriptionId: idOf(o["subscription"]) ?? row.subscription_id,
+        subscriptionId: invoiceSubscription(o) ?? row.subscription_id,
         subscriptionStatus: row.subscription_status === "canceled" ? "canceled" : "past_due",
         pastDueSince: row.past_due_since ?? eventAt, eventAt,
       }
@@ -132,10 +212,10 @@ export const receiveProviderEvent = (rawBody: string, signature: string | undefi
   const nowMs = yield* Clock.currentTimeMillis
   const event = yield* billing.verifyWebhook(rawBody, signature, nowMs)
   return yield* sql.withTransaction(Effect.gen(function* () {
-    const customerId = idOf(event.object["customer"])
-    const row = customerId === undefined ? undefined : yield* repo.lockBillingByCustomer(customerId)
-    const fresh = yield* repo.recordEvent({ id: event.id, type: event.type, workspaceId: row?.workspace_id ?? null, now: new Date(nowMs) })
-    const update = fresh && row !== undefined ? nextState(row, event) : undefined
+    const fresh = yield* repo.recordEvent({ id: event.id, type: event.type, now: new Date(nowMs) })
+    const row = fresh ? yield* workspaceOfEvent(event, new Date(nowMs)) : undefined
+    if (row !== undefined) yield* repo.setEventWorkspace(event.id, row.workspace_id)
+    const update = row === undefined ? undefined : nextState(row, event)
     if (update !== undefined) {
       yield* repo.updateSubscription(row!.workspace_id, update, new Date(nowMs))
       yield* (yield* Audit).append({

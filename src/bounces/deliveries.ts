@@ -29,3 +29,22 @@ export const trackDelivery = (environmentId: string, purpose: string, message: M
   })
   return { ...message, messageId, headers: { ...message.headers, [DELIVERY_ID_HEADER]: id } } satisfies MailMessage
 })
+
+/**
+ * Amazon SES's SMTP interface accepts a mail with `250 Ok <message id>`, the id its bounce
+ * notifications carry as `mail.messageId` (whatever it did to the Message-ID header).
+ */
+const SES_ACCEPTED = /^250[ -]Ok ([0-9A-Za-z][0-9A-Za-z-]{7,127})\s*$/
+
+/** The provider's message id in an SMTP reply, when the reply is Amazon SES's; else undefined. */
+export const providerMessageIdOf = (response: string | undefined) => (response === undefined ? undefined : SES_ACCEPTED.exec(response)?.[1])
+
+/**
+ * After the send: records the provider's message id of a tracked delivery when its SMTP reply
+ * names one (Amazon SES), so an SES bounce without our headers still finds the delivery.
+ */
+export const recordProviderReply = (message: MailMessage, response: string | undefined) => Effect.gen(function* () {
+  const deliveryId = message.headers?.[DELIVERY_ID_HEADER]
+  const providerMessageId = providerMessageIdOf(response)
+  if (deliveryId !== undefined && providerMessageId !== undefined) yield* repo.setProviderMessageId(deliveryId, providerMessageId)
+})

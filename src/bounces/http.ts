@@ -25,12 +25,13 @@ export const bounceRoutes = [
 
   // SNS posts JSON as text/plain: the body is read as text whatever the media type.
   route("POST", "/v1/email-bounces/sns", Effect.gen(function* () {
+    yield* service.requireSesIntake
     const text = yield* bodyText
     const message = yield* decodeSns(text).pipe(
       Effect.mapError(() => new InvalidRequestBody({ detail: "Not an Amazon SNS message" })))
     return json(yield* service.receiveSns(message))
   }), {
-    summary: "Amazon SES bounce notifications through Amazon SNS (signature verified; subscriptions confirmed)",
+    summary: "Amazon SES bounce notifications through Amazon SNS (signature verified; subscriptions confirmed); 404 unless BOUNCE_SNS_TOPIC_ARNS is set",
     tags, body: SnsMessage, response: SnsReceipt,
   }),
 ]

@@ -16,11 +16,21 @@ export const insertDelivery = (d: { id: string; workspaceId: string; environment
   SqlClient.SqlClient.use((sql) => sql`insert into mail_deliveries (id, workspace_id, environment_id, message_id, recipient_hash, purpose, sent_at)
     values (${d.id}, ${d.workspaceId}, ${d.environmentId}, ${d.messageId}, ${d.recipientHash}, ${d.purpose}, ${d.now})`)
 
-/** A delivery by its id or by the Message-ID it was sent with (angle brackets optional). */
-export const findDelivery = (ref: { deliveryId?: string | undefined; messageId?: string | undefined }) => SqlClient.SqlClient.use((sql) => {
-  const messageId = ref.messageId === undefined ? undefined : `<${ref.messageId.trim().replace(/^<|>$/g, "")}>`
-  return sql<DeliveryRow>`select id, workspace_id, environment_id, message_id, recipient_hash from mail_deliveries
-    where ${ref.deliveryId !== undefined ? sql`id = ${ref.deliveryId}` : sql`message_id = ${messageId ?? ""}`}`
+/** The message id the mail provider gave the delivery (Amazon SES's, from its SMTP reply). */
+export const setProviderMessageId = (deliveryId: string, providerMessageId: string) => SqlClient.SqlClient.use((sql) =>
+  sql`update mail_deliveries set provider_message_id = ${providerMessageId} where id = ${deliveryId}`)
+
+export type DeliveryRef =
+  | { readonly deliveryId: string }
+  | { readonly providerMessageId: string }
+  | { readonly messageId: string }
+
+/** A delivery by its id, by the provider's message id, or by the Message-ID it was sent with (angle brackets optional). */
+export const findDelivery = (ref: DeliveryRef) => SqlClient.SqlClient.use((sql) => {
+  const where = "deliveryId" in ref ? sql`id = ${ref.deliveryId}`
+    : "providerMessageId" in ref ? sql`provider_message_id = ${ref.providerMessageId}`
+    : sql`message_id = ${`<${ref.messageId.trim().replace(/^<|>$/g, "")}>`}`
+  return sql<DeliveryRow>`select id, workspace_id, environment_id, message_id, recipient_hash from mail_deliveries where ${where}`
 }).pipe(Effect.map((rows) => rows[0]))
 
 /** Records a bounce once per delivery and type; false when already recorded. */

@@ -14,8 +14,8 @@ import { SesNotification } from "./schema.js"
 import { confirmSubscription, type SnsMessage, verifySnsMessage } from "./sns.js"
 
 export interface Bounce {
-  readonly deliveryId?: string | undefined
-  readonly messageId?: string | undefined
+  /** How the report names our delivery, most specific first: the first one we know is it. */
+  readonly refs: ReadonlyArray<repo.DeliveryRef>
   readonly recipient: string
   readonly bounceType: "hard" | "soft"
   readonly source: "generic" | "ses"
@@ -38,7 +38,11 @@ export const recordBounce = (bounce: Bounce) => Effect.gen(function* () {
   const crypto = yield* Crypto
   const events = yield* Events
   const audit = yield* Audit
-  const delivery = yield* repo.findDelivery({ deliveryId: bounce.deliveryId, messageId: bounce.messageId })
+  let delivery: repo.DeliveryRow | undefined
+  for (const ref of bounce.refs) {
+    delivery = yield* repo.findDelivery(ref)
+    if (delivery !== undefined) break
+  }
   if (delivery === undefined) return { matched: false } satisfies BounceOutcome
   const hash = recipientHash(crypto, delivery.workspace_id, bounce.recipient)
   if (!constantTimeEqual(hash, delivery.recipient_hash)) return { matched: false } satisfies BounceOutcome
@@ -63,6 +67,17 @@ export const recordBounce = (bounce: Bounce) => Effect.gen(function* () {
   }))
 }).pipe(Effect.withSpan("bounces.recordBounce"))
 
+/**
+ * SES intake exists only when BOUNCE_SNS_TOPIC_ARNS names its topics (or `*` in development):
+ * otherwise its route answers 404 before reading anything, like the generic route without its
+ * secret, and nothing is fetched or confirmed for anyone's topic.
+ */
+export const requireSesIntake = Effect.gen(function* () {
+  const topics = (yield* Config).providers.bounces.snsTopicArns
+  if (topics === undefined) return yield* new BounceIntakeDisabled()
+  return topics
+})
+
 /** The generic JSON form, authenticated by BOUNCE_WEBHOOK_SECRET in `X-Bounce-Secret` (constant time). */
 export const authenticateGeneric = (presented: string | undefined) => Effect.gen(function* () {
   const config = yield* Config
@@ -79,7 +94,8 @@ export const receiveGeneric = (body: { delivery_id?: string; message_id?: string
       return yield* new InvalidRequest({ detail: "Name the delivery: delivery_id or message_id" })
     }
     const outcome = yield* recordBounce({
-      deliveryId: body.delivery_id, messageId: body.message_id, recipient: body.recipient, bounceType: body.bounce_type, source: "generic",
+      refs: body.delivery_id !== undefined ? [{ deliveryId: body.delivery_id }] : [{ messageId: body.message_id! }],
+      recipient: body.recipient, bounceType: body.bounce_type, source: "generic",
     })
     if (!outcome.matched) return yield* new DeliveryNotFound({ detail: "No delivery of ours to that recipient has this id" })
     return { delivery_id: outcome.deliveryId, bounce_type: body.bounce_type, duplicate: outcome.duplicate, suppressed: outcome.suppressed }
@@ -91,16 +107,37 @@ const decodeSes = Schema.decodeUnknownEffect(Schema.fromJsonString(SesNotificati
 const bounceTypeOf = (sesType: string): "hard" | "soft" => sesType === "Permanent" ? "hard" : "soft"
 
 /**
+ * How an SES notification names our delivery (decisions, "Bounces: tying a bounce to an
+ * Environment"): our X-Authservice-Delivery-Id header, present only when the identity's
+ * notifications include the original headers; else SES's own message id, which the mail job
+ * recorded from SES's SMTP reply; else the Message-ID (SES usually replaces ours).
+ */
+const sesRefs = (mail: SesNotification["mail"]) => {
+  const deliveryId = mail.headers?.find((h) => h.name.toLowerCase() === DELIVERY_ID_HEADER.toLowerCase())?.value
+  if (deliveryId !== undefined) return { withHeader: true, refs: [{ deliveryId }] }
+  const refs: Array<repo.DeliveryRef> = []
+  if (mail.messageId !== undefined) refs.push({ providerMessageId: mail.messageId })
+  if (mail.commonHeaders?.messageId !== undefined) refs.push({ messageId: mail.commonHeaders.messageId })
+  return { withHeader: false, refs }
+}
+
+/** Says which SES setting a notification without our header needs, when nothing else matched. */
+export const MISSING_HEADERS_WARNING = "SES bounce notification without the X-Authservice-Delivery-Id header matched no delivery: "
+  + "turn on \"Include original headers\" for the identity's bounce notifications (SES console: the identity's "
+  + "Notifications, Feedback notifications; API: SetIdentityHeadersInNotificationsEnabled, NotificationType Bounce)"
+
+/**
  * Amazon SES through SNS: the SNS message is verified (signature, certificate host, topic),
  * a SubscriptionConfirmation is confirmed by visiting its SubscribeURL, and a bounce
- * notification records each bounced recipient of our delivery (found by the
- * X-Authservice-Delivery-Id header SES keeps, else the original Message-ID). Anything else
- * verified is acknowledged (200), so SNS does not retry it.
+ * notification records each bounced recipient of our delivery (found as sesRefs says). A bounce
+ * without our header that matched nothing is logged as a warning naming the SES setting.
+ * Anything else verified is acknowledged (200), so SNS does not retry it.
  */
 export const receiveSns = (message: SnsMessage) => Effect.gen(function* () {
   const config = yield* Config
-  const { snsUrlPrefix, snsTopicArns } = config.providers.bounces
-  if (snsTopicArns !== undefined && !snsTopicArns.includes(message.TopicArn)) {
+  const snsUrlPrefix = config.providers.bounces.snsUrlPrefix
+  const snsTopicArns = yield* requireSesIntake
+  if (snsTopicArns !== "any" && !snsTopicArns.includes(message.TopicArn)) {
     return yield* new BounceSourceRejected({ detail: "The SNS topic is not in BOUNCE_SNS_TOPIC_ARNS" })
   }
   yield* verifySnsMessage(message, snsUrlPrefix)
@@ -114,15 +151,16 @@ export const receiveSns = (message: SnsMessage) => Effect.gen(function* () {
   if (ses._tag === "None") return { type: message.Type, processed: 0 }
   const n = ses.value
   if ((n.notificationType ?? n.eventType) !== "Bounce" || n.bounce === undefined) return { type: message.Type, processed: 0 }
-  const deliveryId = n.mail.headers?.find((h) => h.name.toLowerCase() === DELIVERY_ID_HEADER.toLowerCase())?.value
-  const messageId = n.mail.commonHeaders?.messageId
+  const { withHeader, refs } = sesRefs(n.mail)
   let processed = 0
+  let matched = false
   for (const r of n.bounce.bouncedRecipients) {
-    const outcome = yield* recordBounce({
-      deliveryId, messageId: deliveryId === undefined ? messageId : undefined, recipient: r.emailAddress,
-      bounceType: bounceTypeOf(n.bounce.bounceType), source: "ses",
-    })
+    const outcome = yield* recordBounce({ refs, recipient: r.emailAddress, bounceType: bounceTypeOf(n.bounce.bounceType), source: "ses" })
+    matched ||= outcome.matched
     if (outcome.matched && !outcome.duplicate) processed += 1
+  }
+  if (!withHeader && !matched) {
+    yield* Effect.logWarning(MISSING_HEADERS_WARNING, { topic_arn: message.TopicArn, ses_message_id: n.mail.messageId ?? null })
   }
   return { type: message.Type, processed }
 })

@@ -1,5 +1,6 @@
 import { Clock, Effect } from "effect"
-import { sweepLogin } from "../login/housekeeping.js"
+import { LOGIN_RETENTION_MS, sweepLogin } from "../login/housekeeping.js"
+import { deleteEndedChallenges as deleteEmailChangeChallenges } from "../me/email-change/repo.js"
 import { sweepTokenSide } from "../oidc/refresh/housekeeping.js"
 import { sweepPasskeys } from "../passkeys/housekeeping.js"
 import { sweepExpiredSessions } from "../sessions/housekeeping.js"
@@ -22,6 +23,10 @@ export const housekeeping = Effect.gen(function* () {
   if (keys.length > 0) yield* Effect.logInfo("housekeeping: deleted expired signing keys", { count: keys.length })
   const login = yield* sweepLogin(now)
   if (login.expired + login.deleted > 0) yield* Effect.logInfo("housekeeping: login transactions", login)
+  // Email change challenges hold the user's id and another address: kept a day past their
+  // 5 minutes for investigation, like login challenges, then deleted.
+  const emailChange = yield* deleteEmailChangeChallenges(new Date(now.getTime() - LOGIN_RETENTION_MS))
+  if (emailChange > 0) yield* Effect.logInfo("housekeeping: deleted email change challenges", { count: emailChange })
   const tokenSide = yield* sweepTokenSide(now)
   if (tokenSide.gracePurged + tokenSide.familiesDeleted + tokenSide.codesDeleted > 0) yield* Effect.logInfo("housekeeping: token side", tokenSide)
   const sessions = yield* sweepExpiredSessions(now)

@@ -20,8 +20,10 @@ export const tasks: Record<string, (payload: unknown) => Effect.Effect<void, nev
   // Export artifacts past their 15-minute download window are wiped.
   user_exports_purge: () => Effect.asVoid(purgeExpiredExports),
   // Users pending deletion past USER_DELETION_RETENTION_DAYS are purged (decisions, issue 11).
-  users_purge_deleted: () => Effect.flatMap(purgeDeletedUsers(), (r) => r.userIds.length === 0 ? Effect.void
-    : Effect.logInfo("purged users pending deletion", { count: r.userIds.length, audit_records_redacted: r.auditRecordsRedacted })),
+  users_purge_deleted: () => Effect.flatMap(purgeDeletedUsers(), (r) => r.userIds.length + r.failedUserIds.length === 0 ? Effect.void
+    : Effect.logInfo("purged users pending deletion", {
+      count: r.userIds.length, audit_records_redacted: r.auditRecordsRedacted, failed: r.failedUserIds.length,
+    })),
 }
 
 /** graphile-worker crontab: housekeeping and the export purge every 5 minutes, the deleted-user purge hourly. */

@@ -29,8 +29,15 @@ export class MailerError extends Schema.TaggedError<MailerError>()("MailerError"
  * logs one line per message naming the masked recipient and the subject, never the body
  * (OTP codes live there).
  */
+/** What the transport said: the Message-ID, and the SMTP server's final reply (SMTP only). */
+export interface MailSent {
+  readonly messageId: string
+  /** e.g. `250 Ok 0100018c...-000000` from Amazon SES, which names its own message id (src/bounces). */
+  readonly response?: string | undefined
+}
+
 export class Mailer extends Context.Service<Mailer, {
-  readonly send: (message: MailMessage) => Effect.Effect<{ readonly messageId: string }, MailerError>
+  readonly send: (message: MailMessage) => Effect.Effect<MailSent, MailerError>
   /** Messages kept by the development mailer (empty with SMTP). */
   readonly sent: () => ReadonlyArray<SentMail>
   readonly kind: "smtp" | "dev"
@@ -73,7 +80,9 @@ export const makeSmtpMailer = (smtpUrl: string, from: string) => {
       // The transport's error text names the server's reply, never our message body.
       catch: (e) => new MailerError({ reason: e instanceof Error ? e.message : "SMTP delivery failed" }),
     }).pipe(
-      Effect.map((info) => ({ messageId: String(info.messageId ?? "") })),
+      Effect.map((info): MailSent => ({
+        messageId: String(info.messageId ?? ""), response: typeof info.response === "string" ? info.response : undefined,
+      })),
       Effect.withSpan("Mailer.send"),
     ),
   })

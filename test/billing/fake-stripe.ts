@@ -71,6 +71,8 @@ export const startFakeStripe = async (secretKey: string) => {
     of: (path: string) => requests.filter((r) => r.path === path),
     /** The next request to `path` is answered with this status (a Stripe error body). */
     failNext: (path: string, status: number) => { failures.push({ path, status }) },
+    /** Forgets every Idempotency-Key, as Stripe does after 24 hours. */
+    forgetIdempotencyKeys: () => { replays.clear() },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }),
   }
 }

@@ -103,6 +103,24 @@ describe("checkout and portal sessions", () => {
     expect((await checkout(b)).status).toBe(200)
     expect(new Set(stripe.of("/v1/customers").filter((r) => r.params["metadata[workspace_id]"] === b.workspace_id).map((r) => r.idempotencyKey)).size).toBe(1)
   })
+
+  it("a session that fails after the customer was created keeps the customer: retries, even past Stripe's 24-hour idempotency, reuse it", async () => {
+    const b = await app.bootstrap()
+    const mine = () => stripe.of("/v1/customers").filter((r) => r.params["metadata[workspace_id]"] === b.workspace_id)
+    stripe.failNext("/v1/checkout/sessions", 400)
+    expectProblem(await checkout(b), 502, "billing_provider_error")
+    const [row] = await rows<{ stripe_customer_id: string | null }>("select stripe_customer_id from workspace_billing where workspace_id = $1", [b.workspace_id])
+    expect(row!.stripe_customer_id).toMatch(/^cus_/) // committed before the session was asked for
+    expect(mine()).toHaveLength(1)
+    stripe.forgetIdempotencyKeys() // a day later: Stripe would now make a second customer
+    stripe.failNext("/v1/billing_portal/sessions", 400)
+    expectProblem(await portal(b), 502, "billing_provider_error")
+    const res = await checkout(b)
+    expect(res.status, res.text).toBe(200)
+    expect(mine()).toHaveLength(1)
+    expect(stripe.of("/v1/checkout/sessions").at(-1)!.params["customer"]).toBe(row!.stripe_customer_id)
+    expect(stripe.of("/v1/billing_portal/sessions").at(-1)!.params["customer"]).toBe(row!.stripe_customer_id)
+  })
 })
 
 describe("Stripe webhook drives the billing state shown in /usage/mau", () => {
@@ -180,6 +198,50 @@ describe("Stripe webhook drives the billing state shown in /usage/mau", () => {
     expect((await usageBilling(b)).status).toBe("no_subscription")
     // exactly 300 s old is still accepted (Stripe's tolerance)
     expect((await deliver(failed, { timestamp: Math.floor(app.now() / 1000) - 300 })).status).toBe(200)
+  })
+
+  it("an event for a customer we did not record is applied to the Workspace our metadata names, which adopts the customer if it has none", async () => {
+    const customerOf = async (b: Bootstrapped) => (await rows<{ stripe_customer_id: string | null }>(
+      "select stripe_customer_id from workspace_billing where workspace_id = $1", [b.workspace_id]))[0]?.stripe_customer_id
+    // subscription metadata (subscription_data.metadata at checkout)
+    const a = await app.bootstrap()
+    const res = await deliver(event("customer.subscription.created", {
+      id: "sub_meta_a", object: "subscription", customer: "cus_lost_a", status: "active", metadata: { workspace_id: a.workspace_id },
+    }))
+    expect(res.json).toEqual({ received: true, duplicate: false, applied: true })
+    expect(await usageBilling(a)).toMatchObject({ status: "active", subscription_id: "sub_meta_a" })
+    expect(await customerOf(a)).toBe("cus_lost_a")
+    // from now on the customer is known: a payment failure without metadata finds it
+    expect((await deliver(event("invoice.payment_failed", { id: "in_a", object: "invoice", customer: "cus_lost_a" }))).json.applied).toBe(true)
+    expect((await usageBilling(a)).status).toBe("past_due")
+    // client_reference_id of a checkout session
+    const b = await app.bootstrap()
+    expect((await deliver(event("checkout.session.completed", {
+      id: "cs_lost_b", object: "checkout.session", mode: "subscription", customer: "cus_lost_b", subscription: "sub_b", client_reference_id: b.workspace_id,
+    }))).json.applied).toBe(true)
+    expect(await usageBilling(b)).toMatchObject({ status: "active", subscription_id: "sub_b" })
+    // an invoice carries its subscription's metadata under parent.subscription_details
+    const c = await app.bootstrap()
+    expect((await deliver(event("invoice.payment_failed", {
+      id: "in_c", object: "invoice", customer: "cus_lost_c", parent: { type: "subscription_details", subscription_details: { subscription: "sub_c", metadata: { workspace_id: c.workspace_id } } },
+    }))).json.applied).toBe(true)
+    expect((await usageBilling(c)).status).toBe("past_due")
+    expect(await customerOf(c)).toBe("cus_lost_c")
+  })
+
+  it("metadata naming a Workspace that has another customer, or no Workspace at all, changes nothing", async () => {
+    const { b, customer } = await subscribedWorkspace()
+    const other = await deliver(event("customer.subscription.created", {
+      id: "sub_other", object: "subscription", customer: "cus_second", status: "active", metadata: { workspace_id: b.workspace_id },
+    }))
+    expect(other.json).toEqual({ received: true, duplicate: false, applied: false })
+    expect((await usageBilling(b)).status).toBe("no_subscription")
+    expect((await rows<{ stripe_customer_id: string }>("select stripe_customer_id from workspace_billing where workspace_id = $1", [b.workspace_id]))[0]!.stripe_customer_id).toBe(customer)
+    const nobody = await deliver(event("customer.subscription.created", {
+      id: "sub_nobody", object: "subscription", customer: "cus_nobody", status: "active", metadata: { workspace_id: "wsp_doesnotexist" },
+    }))
+    expect(nobody.json).toEqual({ received: true, duplicate: false, applied: false })
+    expect(await rows("select 1 from workspace_billing where workspace_id = 'wsp_doesnotexist'")).toHaveLength(0)
   })
 
   it("an event for a customer we do not know is acknowledged and changes nothing", async () => {

@@ -1,9 +1,15 @@
-import { createHmac, createSign, hkdfSync } from "node:crypto"
+import { createHmac, createSign, hkdfSync, randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Effect, Logger, Schema } from "effect"
+import { providerMessageIdOf } from "../../src/bounces/deliveries.js"
+import { MISSING_HEADERS_WARNING, receiveSns } from "../../src/bounces/service.js"
+import { SnsMessage } from "../../src/bounces/sns.js"
+import { Config } from "../../src/platform/config.js"
+import { failureOf } from "../passkeys/support/helpers.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createTransaction, type LoginClientInfo, publicApi, query, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
 import { expectProblem } from "../management-extra/helpers.js"
@@ -36,7 +42,8 @@ beforeAll(async () => {
   })
   await new Promise<void>((resolve) => aws.listen(0, "127.0.0.1", resolve))
   awsBase = `http://127.0.0.1:${(aws.address() as AddressInfo).port}/`
-  smtp = await startSmtpSink()
+  // Answers as Amazon SES's SMTP interface does: "250 Ok <SES message id>".
+  smtp = await startSmtpSink({ reply: () => `Ok ${sesMessageId()}` })
   app = await startApp({ worker: true, env: { SMTP_URL: smtp.url, BOUNCE_WEBHOOK_SECRET: SECRET, SNS_CERT_URL_PREFIX: awsBase, BOUNCE_SNS_TOPIC_ARNS: TOPIC } })
   b = await app.bootstrap()
   client = await createClient(app, b)
@@ -47,6 +54,9 @@ afterAll(async () => {
   aws?.closeAllConnections()
   await new Promise((resolve) => aws?.close(resolve))
 })
+
+let sesCounter = 0
+const sesMessageId = () => `0100018c${(++sesCounter).toString(16).padStart(8, "0")}-${randomBytes(4).toString("hex")}-${randomBytes(2).toString("hex")}-000000`
 
 const waitFor = async <T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> => {
   const deadline = Date.now() + timeoutMs
@@ -198,11 +208,11 @@ describe("Amazon SES through SNS", () => {
   const post = (message: unknown) => app.request(app.config.managementHost, "/v1/email-bounces/sns", {
     method: "POST", body: JSON.stringify(message), headers: { "content-type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
   })
-  const sesBounce = (deliveryId: string | undefined, messageId: string, recipient: string, bounceType = "Permanent") => JSON.stringify({
+  const sesBounce = (deliveryId: string | undefined, messageId: string, recipient: string, bounceType = "Permanent", sesId = "0100018c-ses-internal-id") => JSON.stringify({
     notificationType: "Bounce",
     bounce: { bounceType, bounceSubType: "General", bouncedRecipients: [{ emailAddress: recipient, status: "5.1.1" }], timestamp: new Date().toISOString() },
     mail: {
-      messageId: "0100018c-ses-internal-id", source: "no-reply@localhost", destination: [recipient],
+      messageId: sesId, source: "no-reply@localhost", destination: [recipient],
       headers: deliveryId === undefined ? [] : [{ name: "X-Authservice-Delivery-Id", value: deliveryId }],
       commonHeaders: { messageId, subject: "Your sign-in code" },
     },
@@ -250,6 +260,62 @@ describe("Amazon SES through SNS", () => {
     expect(awsVisits.slice(visits).filter((v) => v !== "/cert.pem")).toEqual([])
     expectProblem(await post({ hello: "world" }), 400, "invalid_request_body")
     expect(await query(app, "select 1 from mail_bounces where delivery_id = $1", [deliveryId])).toHaveLength(0)
+  })
+
+  it("SES's default (no original headers, its own Message-ID): the bounce matches by the SES message id its SMTP reply gave at send", async () => {
+    const email = uniqueEmail("ses-default")
+    const userId = await createUser(email)
+    await startOtp(email)
+    const { deliveryId } = lastMail(email)
+    const reply = smtp.messagesTo(email).at(-1)!.reply!
+    const sesId = reply.slice("Ok ".length)
+    expect((await query<{ provider_message_id: string }>(app, "select provider_message_id from mail_deliveries where id = $1", [deliveryId]))[0]!.provider_message_id).toBe(sesId)
+    // as SES sends it by default: no mail.headers, and commonHeaders.messageId is SES's own
+    const res = await post(signed({ Type: "Notification", Message: sesBounce(undefined, `<${sesId}@eu-west-1.amazonses.com>`, email, "Permanent", sesId) }))
+    expect(res.json).toEqual({ type: "Notification", processed: 1 })
+    expect((await bouncedEvents()).filter((e) => e.payload.deliveryId === deliveryId).map((e) => e.payload.bounceType)).toEqual(["hard"])
+    expect((await query<{ email_suppressed: boolean }>(app, "select email_suppressed from users where id = $1", [userId]))[0]!.email_suppressed).toBe(true)
+    // another recipient under the same SES id matches nothing
+    const other = await post(signed({ Type: "Notification", Message: sesBounce(undefined, "<x@amazonses.com>", "victim@example.com", "Permanent", sesId) }))
+    expect(other.json.processed).toBe(0)
+  })
+
+  it("only an SES reply's id is recorded: other SMTP replies record none", () => {
+    expect(providerMessageIdOf("250 Ok 0100018c7a8e9f4d-1d2c3b4a-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000")).toBe("0100018c7a8e9f4d-1d2c3b4a-5e6f-7a8b-9c0d-1e2f3a4b5c6d-000000")
+    for (const reply of [undefined, "250 OK: message queued", "250 2.0.0 Ok: queued as 4XyZ", "250 Ok", "550 Ok 0100018c7a8e9f4d", "250 Ok <x@y>"]) {
+      expect(providerMessageIdOf(reply), String(reply)).toBeUndefined()
+    }
+  })
+
+  it("a bounce without our header that matches nothing logs a warning naming SES's \"Include original headers\"; with the header, or matched by SES's id, none", async () => {
+    const run = async (message: Record<string, string>, config = app.config) => {
+      const lines: Array<string> = []
+      const capture = Logger.make((o) => { lines.push(`${o.logLevel} ${JSON.stringify(o.message)}`) })
+      const decoded = Schema.decodeUnknownSync(SnsMessage)(message)
+      const result = await app.run(receiveSns(decoded).pipe(Effect.provide(Logger.layer([capture])), Effect.provideService(Config, config)))
+      return { result, warnings: lines.filter((l) => l.startsWith("Warn")) }
+    }
+    const unmatched = await run(signed({ Type: "Notification", Message: sesBounce(undefined, "<unknown@amazonses.com>", "a@example.com", "Permanent", "0100018cffffffff-0000") }))
+    expect(unmatched.result.processed).toBe(0)
+    expect(unmatched.warnings).toHaveLength(1)
+    expect(unmatched.warnings[0]).toContain("Include original headers")
+    expect(unmatched.warnings[0]).toContain(MISSING_HEADERS_WARNING.slice(0, 40))
+
+    const email = uniqueEmail("ses-quiet")
+    await startOtp(email)
+    const { deliveryId, messageId } = lastMail(email)
+    const withHeader = await run(signed({ Type: "Notification", Message: sesBounce(deliveryId, messageId, email, "Transient") }))
+    expect([withHeader.result.processed, withHeader.warnings]).toEqual([1, []])
+    const sesId = smtp.messagesTo(email).at(-1)!.reply!.slice("Ok ".length)
+    const bySesId = await run(signed({ Type: "Notification", Message: sesBounce(undefined, "<x@amazonses.com>", email, "Permanent", sesId) }))
+    expect([bySesId.result.processed, bySesId.warnings]).toEqual([1, []])
+
+    // BOUNCE_SNS_TOPIC_ARNS=* (development only) lets another topic's verified message in
+    const anyTopic = { ...app.config, providers: { ...app.config.providers, bounces: { ...app.config.providers.bounces, snsTopicArns: "any" as const } } }
+    const complaint = JSON.stringify({ notificationType: "Complaint", complaint: {}, mail: { messageId: "x" } })
+    const elsewhere = signed({ Type: "Notification", Message: complaint, TopicArn: "arn:aws:sns:us-east-1:999999999999:someone-else" })
+    expect((await run(elsewhere, anyTopic)).result).toEqual({ type: "Notification", processed: 0 })
+    expect((await failureOf(app, receiveSns(Schema.decodeUnknownSync(SnsMessage)(elsewhere))))._tag).toBe("BounceSourceRejected")
   })
 
   it("verified notifications that are not bounces of ours are acknowledged with nothing processed", async () => {

@@ -4,7 +4,8 @@ import { allowedSnsUrl } from "../../src/bounces/sns.js"
 import { type TestApp, startApp } from "../support/app.js"
 import { expectProblem } from "../management-extra/helpers.js"
 
-// Without BOUNCE_WEBHOOK_SECRET the generic route does not exist (404), whatever is sent.
+// Without BOUNCE_WEBHOOK_SECRET the generic route does not exist (404), whatever is sent;
+// without BOUNCE_SNS_TOPIC_ARNS neither does the SES route (decisions, "Bounces: accepted formats").
 
 let app: TestApp
 beforeAll(async () => { app = await startApp() })
@@ -21,6 +22,43 @@ describe("bounce intake configuration", () => {
     }
   })
 
+  it("the SES route answers 404 not_found without BOUNCE_SNS_TOPIC_ARNS, before reading or fetching anything", async () => {
+    const message = {
+      Type: "SubscriptionConfirmation", MessageId: "m-1", TopicArn: "arn:aws:sns:eu-west-1:123456789012:anyone", Message: "subscribe",
+      Timestamp: new Date().toISOString(), Token: "tok", SubscribeURL: "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token=tok",
+      SignatureVersion: "2", Signature: "c2ln", SigningCertURL: "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-x.pem",
+    }
+    for (const body of [JSON.stringify(message), "not an SNS message"]) {
+      expectProblem(await app.request(app.config.managementHost, "/v1/email-bounces/sns", {
+        method: "POST", body, headers: { "content-type": "text/plain; charset=UTF-8" },
+      }), 404, "not_found")
+    }
+  })
+
+  it("BOUNCE_SNS_TOPIC_ARNS: SNS topic ARNs only; `*` (any topic) only outside production", () => {
+    const production = {
+      NODE_ENV: "production", DATABASE_URL: "postgres://db.example/auth", MASTER_KEY: Buffer.alloc(32, 1).toString("base64url"), PLATFORM_DOMAIN: "auth.example.com",
+      CANONICAL_ISSUER_HOST: "id.example.com", MANAGEMENT_HOST: "api.example.com",
+    }
+    const topics = "arn:aws:sns:eu-west-1:123456789012:ses-bounces, arn:aws-cn:sns:cn-north-1:210987654321:bounces.fifo"
+    expect(parseConfig({ ...production, BOUNCE_SNS_TOPIC_ARNS: topics }).providers.bounces.snsTopicArns)
+      .toEqual(["arn:aws:sns:eu-west-1:123456789012:ses-bounces", "arn:aws-cn:sns:cn-north-1:210987654321:bounces.fifo"])
+    expect(parseConfig({ ...production }).providers.bounces.snsTopicArns).toBeUndefined()
+    expect(parseConfig({ ...production, BOUNCE_SNS_TOPIC_ARNS: " " }).providers.bounces.snsTopicArns).toBeUndefined()
+    const refuse = (env: Record<string, string>, message: RegExp) => {
+      let thrown: unknown
+      try { parseConfig(env) } catch (e) { thrown = e }
+      expect((thrown as { message?: string } | undefined)?.message, JSON.stringify(env)).toMatch(message)
+      expect((thrown as { message: string }).message).not.toContain("\n")
+    }
+    refuse({ ...production, BOUNCE_SNS_TOPIC_ARNS: "*" }, /^BOUNCE_SNS_TOPIC_ARNS=\* \(any topic\) is refused when NODE_ENV=production; list the ARNs of your SES bounce topics$/)
+    for (const bad of ["arn:a", "ses-bounces", "arn:aws:sqs:eu-west-1:123456789012:q", "arn:aws:sns:eu-west-1:1234:x", "*, arn:aws:sns:eu-west-1:123456789012:t"]) {
+      refuse({ ...production, BOUNCE_SNS_TOPIC_ARNS: bad }, /^BOUNCE_SNS_TOPIC_ARNS: ".+" is not an SNS topic ARN/)
+      refuse({ BOUNCE_SNS_TOPIC_ARNS: bad }, /is not an SNS topic ARN/)
+    }
+    expect(parseConfig({ BOUNCE_SNS_TOPIC_ARNS: "*" }).providers.bounces.snsTopicArns).toBe("any")
+  })
+
   it("a short secret is refused at start; SNS_CERT_URL_PREFIX is refused in production", () => {
     expect(() => parseConfig({ BOUNCE_WEBHOOK_SECRET: "short" })).toThrow(/at least 32 characters/)
     const production = {
@@ -28,7 +66,6 @@ describe("bounce intake configuration", () => {
       CANONICAL_ISSUER_HOST: "id.example.com", MANAGEMENT_HOST: "api.example.com",
     }
     expect(() => parseConfig({ ...production, SNS_CERT_URL_PREFIX: "http://127.0.0.1:1/" })).toThrow(/refused when NODE_ENV=production/)
-    expect(parseConfig({ ...production, BOUNCE_SNS_TOPIC_ARNS: "arn:a, arn:b" }).providers.bounces.snsTopicArns).toEqual(["arn:a", "arn:b"])
   })
 
   it("only https://sns.<region>.amazonaws.com(.cn)/ URLs are fetched in production", () => {

@@ -75,10 +75,15 @@ export const countRows = async (app: TestApp, table: string, where = "true", par
 export interface ReceivedMail {
   readonly to: ReadonlyArray<string>
   readonly raw: string
+  /** The server's answer to DATA after "250 ", when the sink was given one. */
+  readonly reply?: string | undefined
 }
 
-/** A real SMTP server on loopback that keeps every message it receives. */
-export const startSmtpSink = async () => {
+/**
+ * A real SMTP server on loopback that keeps every message. `reply` makes its final answer
+ * to DATA (after "250 "), e.g. Amazon SES's `Ok <message id>`; kept with the message.
+ */
+export const startSmtpSink = async (options: { reply?: () => string } = {}) => {
   const messages: Array<ReceivedMail> = []
   const server = new SMTPServer({
     authOptional: true,
@@ -88,8 +93,10 @@ export const startSmtpSink = async () => {
       const chunks: Array<Buffer> = []
       stream.on("data", (c: Buffer) => chunks.push(c))
       stream.on("end", () => {
-        messages.push({ to: (session.envelope.rcptTo || []).map((r) => r.address), raw: Buffer.concat(chunks).toString("utf8") })
-        callback()
+        const reply = options.reply?.()
+        messages.push({ to: (session.envelope.rcptTo || []).map((r) => r.address), raw: Buffer.concat(chunks).toString("utf8"), reply })
+        if (reply === undefined) callback()
+        else callback(null, reply)
       })
     },
   })

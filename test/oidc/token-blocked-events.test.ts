@@ -80,6 +80,25 @@ describe("a blocked user's grants answer 403 access_denied", () => {
     expectOAuthError(await exchangeCode(app, env, spa, minted), 403, "access_denied")
   })
 
+  it("the block is revealed only to the holder of the verifier: a wrong verifier or redirect_uri is invalid_grant, the right one 403", async () => {
+    const who = await createUser(app, env)
+    const minted = await mintCode(app, env, spa, who)
+    const used = await mintCode(app, env, spa, who)
+    expect((await exchangeCode(app, env, spa, used)).status).toBe(200)
+    await block(who)
+    const wrongVerifier = { code_verifier: "b".repeat(43) }
+    const wrongRedirect = { redirect_uri: spa.redirectUri + "/other" }
+    for (const extra of [wrongVerifier, wrongRedirect]) {
+      for (const code of [minted, used]) {
+        const res = await exchangeCode(app, env, spa, code, extra)
+        expectOAuthError(res, 400, "invalid_grant")
+        expect(res.json.error_description).not.toMatch(/block|used/i)
+      }
+    }
+    expectOAuthError(await exchangeCode(app, env, spa, minted), 403, "access_denied")
+    expectOAuthError(await exchangeCode(app, env, spa, used), 403, "access_denied")
+  })
+
   it("unblocked again, the old grants stay dead with invalid_grant (the block raised the security version)", async () => {
     const who = await createUser(app, env)
     const first = await login(who)

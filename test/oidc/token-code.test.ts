@@ -211,6 +211,17 @@ describe("POST /oauth2/token: refusals (exact error, and nothing changes)", () =
     expect(userinfo.status).toBe(401)
   })
 
+  it("a used code presented without its verifier is a plain invalid_grant: no revocation (a leaked code cannot end the session)", async () => {
+    const minted = await mintCode(app, env, spa, user)
+    const first = await exchangeCode(app, env, spa, minted)
+    expect(first.status).toBe(200)
+    const res = await exchangeCode(app, env, spa, minted, { code_verifier: "c".repeat(43) })
+    expectOAuthError(res, 400, "invalid_grant")
+    expect(res.json.error_description).toMatch(/code_verifier/)
+    expect(await sessionRow(minted.sessionId)).toEqual({ revoked_at: null, revoked_reason: null })
+    expect((await refresh(app, env, spa, first.json.refresh_token)).status).toBe(200)
+  })
+
   it("client authentication: missing, unknown, disabled, public with a secret, wrong or missing BFF secret is 401 invalid_client", async () => {
     const minted = await mintCode(app, env, spa, user)
     const base = { grant_type: "authorization_code", code: minted.code, redirect_uri: spa.redirectUri, code_verifier: minted.verifier }

@@ -90,7 +90,7 @@ describe("npm run cli -- purge-deleted-users", () => {
     const narrowed = await cli(["purge-deleted-users", `--environment-id=${env.environment_id}`], processEnv)
     expect(narrowed.code, narrowed.stderr).toBe(0)
     expect(narrowed.stdout.trim().split("\n")).toHaveLength(1)
-    expect(JSON.parse(narrowed.stdout)).toMatchObject({ purged: 1, user_ids: [mine.id] })
+    expect(JSON.parse(narrowed.stdout)).toMatchObject({ purged: 1, user_ids: [mine.id], failed_user_ids: [] })
     expect(await exists(mine.id)).toBe(false)
     expect(await exists(theirs.id)).toBe(true)
 

@@ -1,3 +1,4 @@
+import { Effect, Logger } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { recipientHash } from "../../src/bounces/recipient.js"
 import { makeCrypto } from "../../src/platform/crypto.js"
@@ -32,7 +33,7 @@ const footprint = async (user: TestUser) => ({
   families: await count("select 1 from refresh_families where user_id = $1", [user.id]),
   refreshTokens: await count("select 1 from refresh_tokens t join refresh_families f on f.id = t.family_id where f.user_id = $1", [user.id]),
   codes: await count("select 1 from authorization_codes where user_id = $1", [user.id]),
-  challenges: await count("select 1 from email_challenges where email_normalized = $1", [user.email]),
+  challenges: await count("select 1 from email_challenges where email_normalized = $1 or user_id = $2", [user.email, user.id]),
   transactions: await count("select 1 from auth_transactions where user_id = $1", [user.id]),
   auditRecords: await count("select 1 from audit_events where subject_id = $1", [user.id]),
   personalAudit: await count(`select 1 from audit_events where (details ? 'masked_email' or details ? 'note')
@@ -138,6 +139,66 @@ describe("purge of users pending deletion (worker task)", () => {
       where id = $1 and exists (select 1 from s)`)
     const [after] = await queryRows<{ details: Record<string, unknown> }>(app, "select details from audit_events where id = $1", [row!.id])
     expect(after!.details).toEqual({ revoked_sessions: 1, personal_data_redacted: true })
+  })
+
+  it("every foreign key to users (and to the rows the purge deletes) is one the purge handles: a new one fails here first", async () => {
+    // Tables the purge deletes from (src/users/purge/repo.ts deleteUserData), and the users table.
+    const purged = ["users", "refresh_families", "authorization_codes", "webauthn_challenges", "email_challenges", "auth_transactions",
+      "login_sessions", "identities", "passkeys", "user_export_jobs", "impersonation_sessions", "mail_deliveries"]
+    const fks = await queryRows<{ fk: string }>(app, `select c.conrelid::regclass::text || '.' || a.attname || ' -> ' || c.confrelid::regclass::text
+        || case c.confdeltype when 'c' then ' (cascade)' when 'n' then ' (set null)' else '' end as fk
+      from pg_constraint c join pg_attribute a on a.attrelid = c.conrelid and a.attnum = any(c.conkey)
+      where c.contype = 'f' and c.confrelid::regclass::text = any($1)`, [purged])
+    // If this list changes, make deleteUserData delete the new rows (children first) or let them
+    // cascade, then update the list: otherwise the purge of such a user fails (it is skipped and logged).
+    expect(fks.map((r) => r.fk).sort()).toEqual([
+      "auth_transactions.user_id -> users",
+      "authorization_codes.session_id -> login_sessions",
+      "authorization_codes.user_id -> users",
+      "email_challenges.transaction_id -> auth_transactions",
+      "email_challenges.user_id -> users",
+      "identities.user_id -> users",
+      "impersonation_sessions.target_user_id -> users",
+      "login_sessions.user_id -> users",
+      "mail_bounces.delivery_id -> mail_deliveries (cascade)",
+      "passkeys.user_id -> users",
+      "refresh_families.session_id -> login_sessions",
+      "refresh_families.user_id -> users",
+      "refresh_tokens.family_id -> refresh_families (cascade)",
+      "social_pending_links.transaction_id -> auth_transactions (cascade)",
+      "social_pending_links.user_id -> users (cascade)",
+      "social_states.transaction_id -> auth_transactions (cascade)",
+      "social_states.user_id -> users (cascade)",
+      "user_export_chunks.job_id -> user_export_jobs (cascade)",
+      "user_export_jobs.target_user_id -> users",
+      "webauthn_challenges.user_id -> users",
+    ])
+  })
+
+  it("a user whose data cannot be deleted is skipped and logged; the users behind it are purged all the same", async () => {
+    const [stuck, next] = [await createUser(app, env), await createUser(app, env)]
+    await remove(stuck)
+    await app.advance("1 second")
+    await remove(next) // deleted later: the stuck user heads every batch
+    // a row the purge does not know refers to the first user (as a table added without a purge step would)
+    await queryRows(app, "create table purge_test_blocker (user_id text not null references users(id))")
+    await queryRows(app, "insert into purge_test_blocker values ($1)", [stuck.id])
+    await app.advance("31 days")
+    const logged: Array<string> = []
+    const capture = Logger.make((o) => { logged.push(`${o.logLevel} ${JSON.stringify(o.message)}`) })
+    const report = await app.run(purgeDeletedUsers().pipe(Effect.provide(Logger.layer([capture]))))
+    expect(report.failedUserIds).toEqual([stuck.id])
+    expect(logged.filter((l) => l.includes("could not be purged") && l.includes(stuck.id))).toEqual([expect.stringMatching(/^Error .*purge_test_blocker_user_id_fkey/)])
+    expect(report.userIds).toContain(next.id)
+    expect(report.userIds).not.toContain(stuck.id)
+    expect(await count("select 1 from users where id = $1 and status = 'pending_deletion'", [stuck.id])).toBe(1)
+    expect(await count("select 1 from users where id = $1", [next.id])).toBe(0)
+    // the stuck user's part was rolled back whole: no purge record, audit untouched
+    expect(await count("select 1 from audit_events where action = 'user.purged' and subject_id = $1", [stuck.id])).toBe(0)
+    // once the row is gone, the next run purges it
+    await queryRows(app, "drop table purge_test_blocker")
+    const again = await purge()
+    expect(again).toMatchObject({ userIds: [stuck.id], failedUserIds: [] })
   })
 
   it("two concurrent purges take each user once", async () => {

@@ -4,7 +4,7 @@ import { Mailer } from "../../platform/mailer.js"
 import { addJob } from "../../platform/jobs.js"
 import { countWith } from "../../platform/observability/metrics.js"
 import { isCurrentGeneration } from "./repo.js"
-import { trackDelivery } from "../../bounces/deliveries.js"
+import { recordProviderReply, trackDelivery } from "../../bounces/deliveries.js"
 
 /** The graphile-worker task that mails login codes (registered in src/jobs/tasks.ts). */
 export const SEND_LOGIN_CODE_TASK = "send_login_code"
@@ -76,6 +76,9 @@ export const sendLoginCode = (payload: unknown) => Effect.gen(function* () {
   if (!(yield* isCurrentGeneration(job.environment_id, job.challenge_id, job.generation))) return yield* countWith((m) => m.otpSends.inc({ outcome: "superseded" }))
   // Tracked: a bounce names the delivery id and is tied to this Environment (src/bounces).
   const message = yield* trackDelivery(job.environment_id, content.purpose ?? "login_code", messageFor(content.purpose, content.to, content.code))
-  yield* mailer.send(message).pipe(Effect.tapError(() => countWith((m) => m.otpSends.inc({ outcome: "failed" }))))
+  const sent = yield* mailer.send(message).pipe(Effect.tapError(() => countWith((m) => m.otpSends.inc({ outcome: "failed" }))))
   yield* countWith((m) => m.otpSends.inc({ outcome: "sent" }))
+  // Sent: failing to note the provider's id must not fail the job (a retry would mail the code again).
+  yield* recordProviderReply(message, sent.response).pipe(
+    Effect.catch((e) => Effect.logWarning("mail sent, but its provider message id was not recorded", { cause: String(e) })))
 }).pipe(Effect.orDie, Effect.withSpan("jobs.sendLoginCode"))

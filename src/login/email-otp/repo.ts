@@ -83,6 +83,3 @@ export const isCurrentGeneration = (environmentId: string, id: string, generatio
   sql<{ current: boolean }>`select (status = 'active' and generation = ${generation}) as current from email_challenges
     where environment_id = ${environmentId} and id = ${id}`).pipe(Effect.map((rows) => rows[0]?.current === true))
 
-/** Housekeeping: challenges of transactions long gone (kept 1 day for investigation). */
-export const deleteOldChallenges = (before: Date) => SqlClient.SqlClient.use((sql) =>
-  sql`delete from email_challenges where expires_at < ${before}`)

@@ -39,6 +39,15 @@ const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "in
  */
 const LINK_PROOF: ReadonlyArray<transactions.TransactionStatus> = ["link_required"]
 
+/**
+ * The masked address of an audit record, only when a user has the address (their id is then
+ * the record's actor, and the purge redacts it with the user's other records). A record written
+ * while nobody has the address carries none: nothing would tie it to the user who registers it
+ * later, so the purge could not find it (decisions, "Audit records and personal data"). The
+ * challenge id stays, and the challenge row names the address for its day.
+ */
+const auditAddress = (user: UserRow | undefined, email: string) => user === undefined ? {} : { masked_email: maskEmail(email) }
+
 /** A plausible address: one @, no spaces, at most 254 characters (RFC 5321 path limit). */
 const EMAIL_SHAPE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 export const checkEmail = (email: string) => {
@@ -135,7 +144,7 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
     yield* audit.append({
       workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", ...(user ? { id: user.id } : {}) },
       action: "login.email_otp_sent", subjectType: "auth_transaction", subjectId: txn.id,
-      details: { challenge_id: challengeId, masked_email: maskEmail(email), delivered: !suppressed },
+      details: { challenge_id: challengeId, ...auditAddress(user, email), delivered: !suppressed },
     })
     return challenge
   })).pipe(Effect.catchTag("SqlError", Effect.die))
@@ -190,7 +199,7 @@ export const resendEmailOtp = (transactionId: string, challengeId: string) => Ef
     yield* audit.append({
       workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", ...(user ? { id: user.id } : {}) },
       action: "login.email_otp_resent", subjectType: "auth_transaction", subjectId: txn.id,
-      details: { challenge_id: row.id, generation, masked_email: maskEmail(row.email), delivered: !suppressed },
+      details: { challenge_id: row.id, generation, ...auditAddress(user, row.email), delivered: !suppressed },
     })
     return renewed!
   })).pipe(Effect.catchTag("SqlError", Effect.die))
@@ -253,7 +262,7 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
       yield* audit.append({
         workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor, action: "login.failed",
         subjectType: "auth_transaction", subjectId: txn.id, result: "failure",
-        details: { reason, method: "email_otp", challenge_id: row.id, masked_email: maskEmail(row.email), client_id: txn.client_id },
+        details: { reason, method: "email_otp", challenge_id: row.id, ...auditAddress(user, row.email), client_id: txn.client_id },
       })
     })
 

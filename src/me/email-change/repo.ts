@@ -58,3 +58,11 @@ export const switchEmail = (c: { environmentId: string; userId: string; email: s
       security_version = security_version + 1, updated_at = ${c.now}, version = version + 1
     where environment_id = ${c.environmentId} and id = ${c.userId}
     returning security_version`).pipe(Effect.tap(() => Effect.sync(() => liveStateChanged(c.environmentId, c.userId))), Effect.map((rows) => rows[0]!))
+
+/**
+ * Housekeeping: email change challenges (either stage, whatever their status) whose code expired
+ * before `before`. Login challenges go with their transactions (src/login/housekeeping.ts).
+ */
+export const deleteEndedChallenges = (before: Date) => SqlClient.SqlClient.use((sql) =>
+  sql<{ n: number }>`with gone as (delete from email_challenges where purpose <> 'login' and expires_at < ${before} returning 1)
+    select count(*)::int as n from gone`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))

@@ -33,7 +33,8 @@ const refuseReplay = (ctx: GrantContext, row: CodeState, nowMs: number) => Effec
  * grant_type=authorization_code (spec: Token; RFC 6749 4.1.3, RFC 7636 4.5-4.6).
  * Required: code, redirect_uri, code_verifier; optional: resource (narrows the set stored
  * at authorize time). Steps: read the code; refuse a foreign client's or an unknown code;
- * a used code is a replay; then expiry (60 s), redirect URI, PKCE S256, resource, user and
+ * then redirect URI and PKCE S256 (proof of possession before anything is revealed); a
+ * blocked user (403); a used code is a replay; then expiry (60 s), resource, user and
  * session state; none of these refusals consumes the code. Then consume it with a
  * compare-and-set that also creates the refresh family (offline_access only) and marks
  * the login transaction consumed: of concurrent exchanges exactly one wins and the others
@@ -58,13 +59,16 @@ export const authorizationCodeGrant = (ctx: GrantContext) => Effect.gen(function
   yield* assertOriginAllowedForClient(client)
   const row = read!.session_id === null ? undefined : read as CodeState
   if (!row || row.client_id !== client.id) return yield* invalidGrant("The authorization code is invalid")
+  // Proof of possession first (RFC 7636 4.6; RFC 9700 2.1.1): a caller who holds the code but
+  // not its verifier (a leaked code) learns nothing more than invalid_grant: not the block,
+  // not whether the code was used, and it cannot make a replay revoke the user's session.
+  if (row.redirect_uri !== redirectUri) return yield* invalidGrant("redirect_uri does not match the authorization request")
+  if (!pkceMatches(verifier, row.code_challenge)) return yield* invalidGrant("code_verifier does not match the code_challenge")
   // Spec, OAuth errors: "access_denied 403: blocked user", also when the code was already used
   // or has expired; nothing changes (blocking revoked the session and its families already).
   if (row.user_status === "blocked") return yield* accessDenied("The user is blocked")
   if (row.consumed_at !== null) return yield* refuseReplay(ctx, row, nowMs)
   if (row.expires_at.getTime() <= nowMs) return yield* invalidGrant("The authorization code has expired")
-  if (row.redirect_uri !== redirectUri) return yield* invalidGrant("redirect_uri does not match the authorization request")
-  if (!pkceMatches(verifier, row.code_challenge)) return yield* invalidGrant("code_verifier does not match the code_challenge")
   const resources = narrow(row.resources, requestedResources)
   if (!resources.ok) return yield* invalidScope(`resource not granted at authorization: ${resources.outside.join(" ")}`)
   const refused = checkGrantState(row, nowMs)

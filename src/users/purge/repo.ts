@@ -14,13 +14,15 @@ export interface DueUser {
 
 /**
  * Locks up to `limit` users pending deletion since before `cutoff` (optionally of one
- * Environment). SKIP LOCKED: two purges (two workers, or the CLI beside a worker) take
- * disjoint users; a user whose row another transaction holds is taken next time.
+ * Environment), except `skip` (users whose purge failed earlier in this run). SKIP LOCKED: two
+ * purges (two workers, or the CLI beside a worker) take disjoint users; a user whose row
+ * another transaction holds is taken next time.
  */
-export const lockDueUsers = (cutoff: Date, environmentId: string | undefined, limit: number) =>
+export const lockDueUsers = (cutoff: Date, environmentId: string | undefined, skip: ReadonlyArray<string>, limit: number) =>
   SqlClient.SqlClient.use((sql) => sql<DueUser>`select id, workspace_id, environment_id, email, email_normalized, deleted_at from users
     where status = 'pending_deletion' and deleted_at <= ${cutoff}
       ${environmentId === undefined ? sql`` : sql`and environment_id = ${environmentId}`}
+      ${skip.length === 0 ? sql`` : sql`and id <> all(${skip as Array<string>}::text[])`}
     order by deleted_at, id limit ${limit} for update skip locked`)
 
 /** Counts what a purge would take (the CLI's --dry-run). */
@@ -33,15 +35,20 @@ export const countDueUsers = (cutoff: Date, environmentId: string | undefined) =
 /**
  * Redacts the personal parts of the user's audit records: records about the user (subject,
  * actor, or `details.user_id`) and the Email OTP records of challenges still stored for the
- * address (sent before the address was registered: no user id on them). Only the keys the
- * append-only trigger allows (sql/0081) are removed. Runs before the challenges are deleted.
+ * address (sent before the address was registered: no user id on them; written before such
+ * records stopped carrying the masked address, decisions "Audit records and personal data").
+ * Only the keys the append-only trigger allows (sql/0155) are removed. Runs before the
+ * challenges are deleted.
  */
 export const redactAuditRecords = (user: DueUser) => SqlClient.SqlClient.use((sql) => Effect.gen(function* () {
   yield* sql`select set_config('authservice.audit_redaction', 'on', true)`
   const rows = yield* sql<{ n: number }>`with redacted as (
-      update audit_events set details = (details - array['masked_email', 'note', 'reason']) || '{"personal_data_redacted": true}'::jsonb
+      update audit_events
+        set details = (details - array['masked_email', 'masked_old_email', 'masked_new_email', 'note', 'reason'])
+          || '{"personal_data_redacted": true}'::jsonb
       where environment_id = ${user.environment_id}
-        and (details ? 'masked_email' or details ? 'note' or (action like 'impersonation.%' and details ? 'reason'))
+        and (details ?| array['masked_email', 'masked_old_email', 'masked_new_email', 'note']
+          or (action like 'impersonation.%' and details ? 'reason'))
         and (subject_id = ${user.id} or actor_id = ${user.id} or details->>'user_id' = ${user.id}
           or details->>'challenge_id' in (select id from email_challenges
             where environment_id = ${user.environment_id} and email_normalized = ${user.email_normalized}))
@@ -54,7 +61,8 @@ export const redactAuditRecords = (user: DueUser) => SqlClient.SqlClient.use((sq
 /**
  * Deletes everything that belongs to the user, children before parents, then the user row
  * itself: refresh families (their token rows cascade), codes, WebAuthn challenges, Email OTP
- * challenges (the user's transactions' and any sent to the address), login transactions,
+ * challenges (the user's email changes, which name other addresses; the user's transactions';
+ * any sent to the address), login transactions,
  * sessions, identities, passkeys, export jobs of the user (their artifacts are personal data),
  * impersonation sessions of the user, mail delivery records and a bounce suppression of the
  * address (keyed by its HMAC, src/bounces). MAU rows keep the bare user id (usage is never
@@ -69,7 +77,7 @@ export const deleteUserData = (user: DueUser, recipientHash: string) => SqlClien
   yield* sql`delete from authorization_codes where environment_id = ${env} and user_id = ${user.id}`
   yield* sql`delete from webauthn_challenges where environment_id = ${env} and user_id = ${user.id}`
   yield* sql`delete from email_challenges where environment_id = ${env}
-    and (email_normalized = ${user.email_normalized}
+    and (user_id = ${user.id} or email_normalized = ${user.email_normalized}
       or transaction_id in (select id from auth_transactions where environment_id = ${env} and user_id = ${user.id}))`
   yield* sql`delete from auth_transactions where environment_id = ${env} and user_id = ${user.id}`
   yield* sql`delete from login_sessions where environment_id = ${env} and user_id = ${user.id}`

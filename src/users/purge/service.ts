@@ -21,7 +21,26 @@ export interface PurgeReport {
   readonly cutoff: Date
   readonly userIds: ReadonlyArray<string>
   readonly auditRecordsRedacted: number
+  /** Users whose purge failed (logged): they stay pending deletion and are tried again next run. */
+  readonly failedUserIds: ReadonlyArray<string>
 }
+
+/**
+ * One user: audit records redacted, everything of the user deleted, `user.purged` appended.
+ * Run in a savepoint of the batch, so a failure undoes this user's part only.
+ */
+const purgeUser = (user: repo.DueUser, olderThanMs: number) => Effect.gen(function* () {
+  const audit = yield* Audit
+  const crypto = yield* Crypto
+  const redacted = yield* repo.redactAuditRecords(user)
+  yield* repo.deleteUserData(user, recipientHash(crypto, user.workspace_id, user.email))
+  yield* audit.append({
+    workspaceId: user.workspace_id, environmentId: user.environment_id, actor: { type: "system" },
+    action: "user.purged", subjectType: "user", subjectId: user.id,
+    details: { deleted_at: user.deleted_at.toISOString(), older_than_days: olderThanMs / DAY_MS },
+  })
+  return redacted
+})
 
 /**
  * Purges users that have been `pending_deletion` (DELETE /v1/users/{id}, DELETE /me) for
@@ -29,34 +48,49 @@ export interface PurgeReport {
  * credential, session, grant and challenge are deleted with the user row, and the personal
  * parts of their audit records are redacted (audit records themselves are kept). Each batch
  * is one transaction over rows locked SKIP LOCKED, so concurrent purges never collide; a
- * `user.purged` audit record (actor system, no personal data) is written per user.
+ * `user.purged` audit record (actor system, no personal data) is written per user. Each user
+ * is purged in its own savepoint: a user whose data cannot be deleted (a row the purge does
+ * not know yet still refers to it) is rolled back alone, logged, reported and skipped for the
+ * rest of the run, so it never stalls the users behind it (batches go oldest first).
  */
 export const purgeDeletedUsers = (options: PurgeOptions = {}) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const config = yield* Config
-  const audit = yield* Audit
-  const crypto = yield* Crypto
   const olderThanMs = options.olderThanMs ?? config.providers.userDeletionRetentionDays * DAY_MS
   const cutoff = new Date((yield* Clock.currentTimeMillis) - olderThanMs)
-  if (options.dryRun) return { cutoff, userIds: yield* repo.countDueUsers(cutoff, options.environmentId), auditRecordsRedacted: 0 }
+  if (options.dryRun) {
+    return { cutoff, userIds: yield* repo.countDueUsers(cutoff, options.environmentId), auditRecordsRedacted: 0, failedUserIds: [] } satisfies PurgeReport
+  }
   const userIds: Array<string> = []
+  const failedUserIds: Array<string> = []
   let auditRecordsRedacted = 0
   for (;;) {
     const batch = yield* sql.withTransaction(Effect.gen(function* () {
-      const due = yield* repo.lockDueUsers(cutoff, options.environmentId, BATCH)
+      const due = yield* repo.lockDueUsers(cutoff, options.environmentId, failedUserIds, BATCH)
+      const purged: Array<string> = []
+      const failed: Array<string> = []
+      let redacted = 0
       for (const user of due) {
-        auditRecordsRedacted += yield* repo.redactAuditRecords(user)
-        yield* repo.deleteUserData(user, recipientHash(crypto, user.workspace_id, user.email))
-        yield* audit.append({
-          workspaceId: user.workspace_id, environmentId: user.environment_id, actor: { type: "system" },
-          action: "user.purged", subjectType: "user", subjectId: user.id,
-          details: { deleted_at: user.deleted_at.toISOString(), older_than_days: olderThanMs / DAY_MS },
-        })
+        // A nested withTransaction is a savepoint: a failure rolls back this user only.
+        const outcome = yield* sql.withTransaction(purgeUser(user, olderThanMs)).pipe(
+          Effect.map((n) => ({ ok: true as const, redacted: n })),
+          Effect.catchTag("SqlError", (e) => Effect.as(Effect.logError("purge: a user pending deletion could not be purged; it stays pending and is retried next run", {
+            // the driver's message names the statement's constraint (e.g. the foreign key), never row data
+            user_id: user.id, environment_id: user.environment_id, cause: e.reason.cause instanceof Error ? e.reason.cause.message : e.message,
+          }), { ok: false as const })),
+        )
+        if (outcome.ok) {
+          purged.push(user.id)
+          redacted += outcome.redacted
+        } else failed.push(user.id)
       }
-      return due.map((u) => u.id)
+      return { taken: due.length, purged, failed, redacted }
     }))
-    userIds.push(...batch)
-    if (batch.length < BATCH) break
+    // Counted once the batch committed.
+    userIds.push(...batch.purged)
+    failedUserIds.push(...batch.failed)
+    auditRecordsRedacted += batch.redacted
+    if (batch.taken < BATCH) break
   }
-  return { cutoff, userIds, auditRecordsRedacted } satisfies PurgeReport
+  return { cutoff, userIds, auditRecordsRedacted, failedUserIds } satisfies PurgeReport
 }).pipe(Effect.orDie, Effect.withSpan("users.purgeDeletedUsers"))
