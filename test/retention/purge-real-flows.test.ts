@@ -162,7 +162,7 @@ describe("audit records written before the user existed", () => {
     expect(await auditText()).not.toContain(maskEmail(email))
   })
 
-  it("records written before this change lose their masked address (sql/0156); records with a user keep it until the purge", async () => {
+  it("records written before this change lose their masked address (sql/0161); records with a user keep it until the purge", async () => {
     const insert = (actorId: string | null, details: Record<string, unknown>) => query<{ id: string }>(ctx.app, `insert into audit_events
         (id, workspace_id, environment_id, actor_type, actor_id, action, subject_type, subject_id, result, details, created_at)
       values ($1, $2, $3, 'end_user', $4, 'login.email_otp_sent', 'auth_transaction', $5, 'success', $6::jsonb, $7) returning id`,
@@ -170,7 +170,7 @@ describe("audit records written before the user existed", () => {
     const user = await createUser(ctx.app, ctx.b, distinctEmail())
     const [anonymous] = await insert(null, { challenge_id: "chl_legacy", masked_email: "q***@w***.test", delivered: true })
     const [known] = await insert(user.id, { challenge_id: "chl_known", masked_email: maskEmail(user.email), delivered: true })
-    const migration = readFileSync(join(import.meta.dirname, "../../sql/0156_audit_anonymous_masked_emails.sql"), "utf8")
+    const migration = readFileSync(join(import.meta.dirname, "../../sql/0161_audit_anonymous_masked_emails.sql"), "utf8")
     await ctx.app.run(SqlClient.SqlClient.use((sql) => sql.withTransaction(
       Effect.forEach(splitStatements(migration), (statement) => sql.unsafe(statement), { discard: true }))))
     const details = async (id: string) => (await query<{ details: unknown }>(ctx.app, "select details from audit_events where id = $1", [id]))[0]!.details

@@ -37,7 +37,7 @@ export const countDueUsers = (cutoff: Date, environmentId: string | undefined) =
  * actor, or `details.user_id`) and the Email OTP records of challenges still stored for the
  * address (sent before the address was registered: no user id on them; written before such
  * records stopped carrying the masked address, decisions "Audit records and personal data").
- * Only the keys the append-only trigger allows (sql/0155) are removed. Runs before the
+ * Only the keys the append-only trigger allows (sql/0160) are removed. Runs before the
  * challenges are deleted.
  */
 export const redactAuditRecords = (user: DueUser) => SqlClient.SqlClient.use((sql) => Effect.gen(function* () {
