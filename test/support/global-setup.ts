@@ -26,7 +26,7 @@ declare module "vitest" {
  */
 export default async function setup(project: TestProject) {
   // Before any worker process starts: Node reads NODE_EXTRA_CA_CERTS once, at process start.
-  const tls = makeTestTls()
+  const tls = await makeTestTls()
   process.env["NODE_EXTRA_CA_CERTS"] = tls.caFile
   project.provide("testTls", tls)
   let serverUrl = process.env["TEST_DATABASE_URL"]
