@@ -4,7 +4,7 @@ import { join } from "node:path"
 import pg from "pg"
 import type { TestProject } from "vitest/node"
 import { startEmbeddedPostgres } from "../../src/platform/embedded-postgres.js"
-import { type BrowserBinary, resolveBrowserBinary } from "./chromium-path.js"
+import { type BrowserResolution, resolveBrowserBinary } from "./chromium-path.js"
 import { TEMPLATE_DB, prepareTemplate } from "./template.js"
 import { makeTestTls, type TestTls } from "./test-ca.js"
 
@@ -13,7 +13,7 @@ declare module "vitest" {
     /** A server URL (any database) under which each test file creates its own database. */
     serverUrl: string
     templateDb: string
-    browserBinary: BrowserBinary
+    browserBinary: BrowserResolution
     /** The run's test CA (trusted through NODE_EXTRA_CA_CERTS) and a server certificate it signed. */
     testTls: TestTls
   }
