@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * The user's authentication methods (DESIGN, Last factor: a verified, unsuppressed email,
+ * The user's authentication methods (docs/architecture.md, Last factor: a verified, unsuppressed email,
  * each passkey and each linked identity count as methods). Read inside the caller's SQL
  * transaction, after it locked the user row, so two concurrent deletions cannot both
  * see the other's method as the one that remains.

@@ -6,7 +6,7 @@ import type { TestResponse } from "../support/http.js"
 import { query } from "../login/support.js"
 
 /**
- * Failure bookkeeping the spec requires to commit even when a request is refused (DESIGN.md,
+ * Failure bookkeeping the spec requires to commit even when a request is refused (docs/architecture.md,
  * Security model): rate-limit counters, OTP attempt counts, challenge consumption, the
  * `login.failed` / audit records, stored idempotent answers; plus the worker's heartbeat.
  * Every other table must be byte-for-byte unchanged by a refused request.

@@ -10,7 +10,7 @@ import { ALLOWED_ORIGIN, completeAndExchange, type FlowClient, refreshTokens, re
 import { count, createUser, eventsOf, expectProblem, query, randomId } from "./support/helpers.js"
 
 // Self-service /me: Bearer authentication (spec, Authentication: /me row; /me rule 7) and
-// the passkey routes (rules 1, 4, 6; DESIGN: last factor).
+// the passkey routes (rules 1, 4, 6; docs/architecture.md: last factor).
 
 let app: TestApp
 let b: Bootstrapped
