@@ -2,7 +2,7 @@ import fc from "fast-check"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { allRoutes } from "../../src/http/routes.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
-import { createClient, createTransaction, type LoginClientInfo, publicApi, transactionBody, uniqueEmail } from "../login/support.js"
+import { createClient, createTransaction, type LoginClientInfo, publicApi, query, transactionBody, uniqueEmail } from "../login/support.js"
 import { createUser, signIn } from "../me/support.js"
 import { type FakeProviders, startFakeProviders } from "../social/fake-providers.js"
 import { connectFake, socialEnv, startSocial } from "../social/support.js"
@@ -126,6 +126,30 @@ it("the checksum sees a change (the harness itself)", async () => {
   const after = await snapshot(app)
   // The transaction and its audit record (audit_events is compared too, but for failure records).
   expect(Object.keys(before).filter((t) => before[t] !== after[t]).sort()).toEqual(["public.audit_events", "public.auth_transactions"])
+})
+
+it("the checksum ignores only the bookkeeping a refusal may commit, and sees every other change, graphile-worker's jobs included", async () => {
+  const txn = await createTransaction(app, b, client)
+  const started = await publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email: uniqueEmail("harness") } })
+  expect(started.status, started.text).toBe(202)
+  const challenge = started.json.challenge_id as string
+  const changed = async (statement: string, params: ReadonlyArray<unknown> = []) => {
+    const before = await snapshot(app)
+    await query(app, statement, params)
+    const after = await snapshot(app)
+    return Object.keys(before).filter((t) => before[t] !== after[t])
+  }
+  const event = (type: string) => [`evt_harness_${type}_${Date.now()}`, b.workspace_id, b.environment_id, type]
+  // Bookkeeping: an OTP attempt counted, the 5th killing the challenge; a consumed WebAuthn challenge; a login.failed event; a failure audit record.
+  expect(await changed("update email_challenges set failed_attempts = failed_attempts + 1 where id = $1", [challenge])).toEqual([])
+  expect(await changed("update email_challenges set status = 'invalidated', finished_at = now() where id = $1", [challenge])).toEqual([])
+  expect(await changed("insert into event_outbox (id, workspace_id, environment_id, type, envelope, occurred_at) values ($1, $2, $3, $4, '{}', now())", event("login.failed"))).toEqual([])
+  expect(await changed(`insert into audit_events (id, workspace_id, environment_id, actor_type, action, result, created_at)
+    values ($1, $2, $3, 'system', 'login.failed', 'failure', now())`, [`aud_harness_${Date.now()}`, b.workspace_id, b.environment_id])).toEqual([])
+  // Anything else in those same tables, and in graphile-worker's, is a change.
+  expect(await changed("update email_challenges set status = 'verified' where id = $1", [challenge])).toEqual(["public.email_challenges"])
+  expect(await changed("insert into event_outbox (id, workspace_id, environment_id, type, envelope, occurred_at) values ($1, $2, $3, $4, '{}', now())", event("user.created"))).toEqual(["public.event_outbox"])
+  expect(await changed("select (graphile_worker.add_job('harness_probe', '{}'::json)).id::text as id")).toEqual(expect.arrayContaining(["graphile_worker._private_jobs"]))
 })
 
 it("bodies that are not JSON at all: 400 invalid_request_body (or 413 / 415), nothing changed", async () => {
