@@ -16,9 +16,12 @@ export interface BenchServer {
   readonly cpu: () => { readonly server: number; readonly postgres: number }
 }
 
-/** Embedded Postgres (or DATABASE_URL) + the real server in its own process, like production. */
-export const startServer = async (): Promise<BenchServer> => {
-  let databaseUrl = process.env["DATABASE_URL"]
+/**
+ * Embedded Postgres (or DATABASE_URL, or `options.databaseUrl`) + the real server in its own
+ * process, like production; `options.entry` and `options.env` run another entry or settings.
+ */
+export const startServer = async (options: { entry?: string; env?: Record<string, string>; databaseUrl?: string } = {}): Promise<BenchServer> => {
+  let databaseUrl = options.databaseUrl ?? process.env["DATABASE_URL"]
   let stopDb: (() => Promise<void>) | undefined
   let pgDir: string | undefined
   if (!databaseUrl) {
@@ -31,11 +34,11 @@ export const startServer = async (): Promise<BenchServer> => {
   const port = await freePort()
   const env = {
     PATH: process.env["PATH"]!, PORT: String(port), DATABASE_URL: databaseUrl,
-    MASTER_KEY: process.env["MASTER_KEY"] ?? randomBytes(32).toString("base64url"), LOG_REQUESTS: "false",
+    MASTER_KEY: process.env["MASTER_KEY"] ?? randomBytes(32).toString("base64url"), LOG_REQUESTS: "false", ...options.env,
   }
   // BENCH_SERVER_LOG=<file>: the server's stdout (warnings, errors) goes there instead of nowhere.
   const log = process.env["BENCH_SERVER_LOG"]
-  const child = spawn(TSX, ["src/main.ts"], { env, stdio: ["ignore", log ? openSync(log, "w") : "ignore", "inherit"] })
+  const child = spawn(TSX, [options.entry ?? "src/main.ts"], { env, stdio: ["ignore", log ? openSync(log, "w") : "ignore", "inherit"] })
   await waitFor(port, `api.localhost:${port}`, "/readyz")
   const postmaster = pgDir === undefined ? undefined : postmasterPid(pgDir)
   return {
@@ -66,7 +69,7 @@ export const waitFor = async (port: number, host: string, path: string) => {
 
 export const bootstrap = (env: Record<string, string>) =>
   JSON.parse(execFileSync(TSX, ["src/cli.ts", "bootstrap", "--json"], { env, encoding: "utf8" }).trim()) as {
-    workspace_id: string; environment_id: string; api_key: string; issuer: string
+    workspace_id: string; environment_id: string; api_key: string; issuer: string; interaction_domain: string
   }
 
 export interface LoadResult { readonly rps: number; readonly p50: number; readonly p99: number; readonly non2xx: number; readonly errors: number }

@@ -26,7 +26,7 @@ create table auth_transactions (
   pending_link jsonb,
   -- `api`: POST /auth/transactions (custom UI); `authorize`: GET /oauth2/authorize (Hosted Login)
   source text not null check (source in ('api', 'authorize')),
-  -- Hosted Login binding (DESIGN: no transaction fixation). The authorize redirect carries a
+  -- Hosted Login binding (docs/architecture.md: no transaction fixation). The authorize redirect carries a
   -- one-time hand-off token (SHA-256 kept here) that the Interaction Domain exchanges for an
   -- HttpOnly cookie secret (SHA-256 kept in browser_binding_hash).
   handoff_token_hash text unique,

@@ -1,4 +1,4 @@
--- Rate-limit counters in Postgres, shared by every replica (DESIGN: nothing a replica needs
+-- Rate-limit counters in Postgres, shared by every replica (docs/architecture.md: nothing a replica needs
 -- lives in process memory). Fixed windows whose start is computed from the application's
 -- Clock; one row per Environment + bucket + subject + window. Subjects are HMACs (never a
 -- raw email or IP address).

@@ -1,4 +1,4 @@
--- Refresh-token families (spec: "States and transitions", Refresh token family; DESIGN.md
+-- Refresh-token families (spec: "States and transitions", Refresh token family; docs/architecture.md
 -- security model). A token is `rt_<family-id>.<generation>.<secret>`; only the family's
 -- current generation refreshes. The family row is the lock that serialises concurrent
 -- refreshes (SELECT ... FOR UPDATE).

@@ -24,7 +24,7 @@ create index webhooks_workspace on webhooks (workspace_id, id) where deleted_at 
 -- Fan-out: the active subscriptions of an Environment.
 create index webhooks_fanout on webhooks (environment_id) where status = 'active' and deleted_at is null;
 
--- One row per send attempt (DESIGN: pending = scheduled or in flight, failed = this attempt
+-- One row per send attempt (docs/architecture.md: pending = scheduled or in flight, failed = this attempt
 -- failed and a retry is scheduled, delivered, exhausted). Never bodies or headers.
 create table webhook_deliveries (
   id text primary key,

@@ -1,6 +1,6 @@
 -- WebAuthn ceremony challenges (spec: Passkey (WebAuthn), rule 4: "a challenge can never be
 -- reused, whether the attempt succeeded or failed"). Kept in Postgres so every replica sees
--- them (DESIGN: nothing another replica needs lives in process memory).
+-- them (docs/architecture.md: nothing another replica needs lives in process memory).
 --
 -- One unconsumed challenge per ceremony context (a login transaction, or a /me session) and
 -- ceremony: issuing new options replaces the previous challenge in place. The first verify

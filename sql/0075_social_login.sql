@@ -1,5 +1,5 @@
 -- Social login and identity linking (spec: Public Authentication API "Social login"; /me
--- rule 2). Kept in Postgres so every replica sees them (DESIGN: nothing another replica
+-- rule 2). Kept in Postgres so every replica sees them (docs/architecture.md: nothing another replica
 -- needs lives in process memory).
 --
 -- One row per redirect to a provider. The `state` sent to the provider is a signed,

@@ -14,7 +14,7 @@ export const printUrls = ({ config, embedded }: BootContext) => {
     `authservice listening on ${config.listenHost ?? "every interface"}, port ${config.port}${embedded ? ` (embedded Postgres under ${config.dataDir})` : ""}`,
     `  Management API:  ${scheme}://${config.managementHost}/v1`,
     `  Issuers:         ${scheme}://${config.canonicalIssuerHost}/e/<environment_id>`,
-    `  Bootstrap:       npm run cli -- bootstrap --json`,
+    `  Bootstrap:       npm run -s cli -- bootstrap --json`,
     `  Health:          ${scheme}://${config.managementHost}/readyz`,
     "",
   ].join("\n"))

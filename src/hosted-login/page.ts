@@ -1,7 +1,7 @@
 import { HttpServerResponse } from "effect/http"
 
 /**
- * Response headers of every Hosted Login page (DESIGN: strict CSP without inline script,
+ * Response headers of every Hosted Login page (docs/architecture.md: strict CSP without inline script,
  * `frame-ancestors 'none'`, `Referrer-Policy: no-referrer`, `Cache-Control: no-store`).
  * Script and styles are separate files of the same origin; the page calls only its own
  * origin's Public API (`connect-src 'self'`).

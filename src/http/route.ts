@@ -135,7 +135,7 @@ const parseJson = (text: string): { readonly ok: true; readonly value: unknown }
 }
 
 /**
- * Parses and decodes a JSON body (DESIGN decisions): unreadable JSON, a wrong type, a
+ * Parses and decodes a JSON body (docs/architecture.md, Decisions): unreadable JSON, a wrong type, a
  * missing or an unknown field is 400 `invalid_request_body`; a well-typed value that
  * breaks a rule (length, pattern, range) is 400 `invalid_request`.
  */

@@ -13,7 +13,7 @@ import { crontab, tasks } from "./tasks.js"
 
 /**
  * One job attempt: a root span (its own trace: jobs outlive the request that enqueued them),
- * one log line with task, job id, attempt, outcome and duration (DESIGN.md, Operability), and
+ * one log line with task, job id, attempt, outcome and duration (docs/architecture.md, Operability), and
  * the job counters. A failure is re-raised so graphile-worker schedules the retry.
  */
 const attempt = <E, R>(task: string, jobId: string, attemptNo: number, run: Effect.Effect<void, E, R>) => Effect.gen(function* () {

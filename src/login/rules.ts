@@ -92,7 +92,7 @@ export const CLIENT_RULE_MESSAGES: Readonly<Record<ClientRuleFailure, string>> =
  * The client rules, in order: registered in this Environment; active; redirect URI equal
  * byte for byte to a registered one, with no normalisation (rule 10); every scope allowed
  * (rule 7); every resource registered (rule 9); a nonce whenever `openid` is requested
- * (rule 7; DESIGN applies it to both entry points).
+ * (rule 7; docs/architecture.md applies it to both entry points).
  */
 export const checkAgainstClient = (client: LoginClient | undefined, request: LoginRequestShape): ClientRuleFailure | undefined => {
   if (!client) return "unknown_client"

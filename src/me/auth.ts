@@ -13,7 +13,7 @@ import { unavailableOnSqlError } from "./unavailable.js"
 
 // Authentication of the self-service `/me` routes (spec, Authentication: "/me endpoints:
 // OIDC access token in Authorization: Bearer; ID tokens and Hosted Login cookies are not
-// accepted"; /me rule 7; DESIGN: /me accepts access tokens whose `aud` includes the issuer).
+// accepted"; /me rule 7; docs/architecture.md: /me accepts access tokens whose `aud` includes the issuer).
 // Every /me route is wrapped in `withMe`, which provides `CurrentMe` to the handler.
 
 export const ME_REALM = "me"
@@ -70,7 +70,7 @@ export const authenticateMe = Effect.gen(function* () {
       Effect.andThen(Effect.fail(new UserUnavailable({ retryAfterSeconds: 1 }))))))
   // The verifier found the user active a moment ago; a vanished row is a read failure.
   if (!user) return yield* new UserUnavailable({ retryAfterSeconds: 1 })
-  // CORS (DESIGN): a cross-origin call is checked against the token's own client.
+  // CORS (docs/architecture.md): a cross-origin call is checked against the token's own client.
   const origin = yield* CorsRequestOrigin
   if (origin !== undefined) {
     const client = yield* unavailableOnSqlError(loginClient(env.record.id, claims.client_id))

@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 import { usableProviderKeys } from "../management/connections/repo.js"
 
 /**
- * The user's authentication methods (DESIGN, Last factor: a verified, unsuppressed email,
+ * The user's authentication methods (docs/architecture.md, Last factor: a verified, unsuppressed email,
  * each passkey and each linked identity count as methods). An identity counts only while its
  * provider has a usable Connection in the Environment (active, not deleted, generic OIDC
  * confirmed): social login can start only with one (spec: Social login), so an identity of a

@@ -18,7 +18,7 @@ import { type CeremonyScope, Passkeys } from "./service.js"
 // The passkey ceremonies of a login transaction (spec: Passkey (WebAuthn) routes under
 // /auth/transactions/{transactionId}/passkeys). Registration never changes the
 // transaction's status; authentication options move it to `challenge_issued`, a verified
-// assertion to `authenticated` (DESIGN, Login transaction).
+// assertion to `authenticated` (docs/architecture.md, Login transaction).
 
 /** Spec, Limits: "Fresh session: auth_time within 5 minutes"; the same bound for a transaction's authentication. */
 export const FRESH_AUTHENTICATION_MS = 5 * 60_000
@@ -68,7 +68,7 @@ export const transactionRegistrationVerify = (transactionId: string, body: Regis
   const passkey = yield* passkeys.verifyRegistration(yield* scopeOf(txn), user, {
     credential: body.credential, ...(body.name === undefined ? {} : { name: body.name }),
   })
-  // Registration leaves the transaction as it was (DESIGN): its status is read back, not changed.
+  // Registration leaves the transaction as it was (docs/architecture.md): its status is read back, not changed.
   const now = yield* transactions.transactionById(txn.environment_id, txn.id).pipe(Effect.orDie)
   return { passkey, transaction: now ?? txn }
 }).pipe(Effect.withSpan("passkeys.transactionRegistrationVerify"))
@@ -76,7 +76,7 @@ export const transactionRegistrationVerify = (transactionId: string, body: Regis
 /**
  * Request options. The first method call moves `created` -> `interaction_started` (commits
  * on its own, as for Email OTP), then one SQL transaction issues the challenge and moves the
- * transaction to `challenge_issued` (DESIGN).
+ * transaction to `challenge_issued` (docs/architecture.md).
  */
 export const transactionAuthenticationOptions = (transactionId: string, body: AuthenticationOptionsBody) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)

@@ -11,7 +11,7 @@ import { sha256Hex } from "../platform/crypto.js"
 import { WebAuthnVerificationFailed } from "./errors.js"
 import type { AuthenticationCredential, CreationOptions, RegistrationCredential } from "./schema.js"
 
-// The WebAuthn protocol work, done by @simplewebauthn/server (DESIGN: no hand-written
+// The WebAuthn protocol work, done by @simplewebauthn/server (docs/architecture.md: no hand-written
 // version of what a listed library does). This file fixes the spec's parameters and
 // maps the library's exceptions to our one typed failure.
 

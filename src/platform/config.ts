@@ -4,7 +4,7 @@ import { parseTrustProxy, type TrustProxy } from "./trust-proxy.js"
 import { type ProviderConfig, parseProviderConfig } from "./config-providers.js"
 
 /**
- * Every environment variable of the run contract (DESIGN.md), parsed once at start.
+ * Every environment variable of the run contract (docs/architecture.md), parsed once at start.
  * A bad value stops the process with one line naming the variable and what to do.
  */
 export interface AppConfig {
@@ -261,7 +261,7 @@ const parseProviderHosts = (raw: string | undefined) => {
 
 export const ConfigFrom = (config: AppConfig) => Layer.succeed(Config, config)
 
-/** The port part of the canonical issuer host, which every public host carries (DESIGN run contract). */
+/** The port part of the canonical issuer host, which every public host carries (docs/architecture.md, Contract for running it). */
 export const publicPortSuffix = (config: AppConfig) => {
   const m = /:(\d+)$/.exec(config.canonicalIssuerHost)
   return m ? `:${m[1]}` : ""

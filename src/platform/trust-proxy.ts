@@ -2,7 +2,7 @@ import { BlockList, isIP, isIPv4 } from "node:net"
 
 /**
  * Which proxies in front of the service are trusted to report the client address in
- * `X-Forwarded-For` (DESIGN: X-Forwarded-* is ignored unless TRUST_PROXY is set).
+ * `X-Forwarded-For` (docs/architecture.md: X-Forwarded-* is ignored unless TRUST_PROXY is set).
  *
  * - `none`: the socket peer is the client.
  * - `hops`: exactly this many proxies stand in front of every replica (the socket peer is

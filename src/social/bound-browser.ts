@@ -13,7 +13,7 @@ import * as repo from "./repo.js"
 import { SOCIAL_CONTINUE_PATH } from "./urls.js"
 
 // A Hosted Login transaction's social login finishes only in the browser bound to it
-// (DESIGN: "Hosted Login drives only the transaction of its cookie"). Without this, a link to
+// (docs/architecture.md: "Hosted Login drives only the transaction of its cookie"). Without this, a link to
 // the provider's authorization URL of an attacker's transaction, opened by a victim already
 // signed in at the provider, would sign the victim in on the attacker's transaction. The
 // provider's callback may not carry the login cookie (managed callbacks land on the issuer

@@ -6,7 +6,7 @@ import { isBlockedAddress } from "../webhooks/delivery/blocked-addresses.js"
 import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "../webhooks/delivery/guarded-lookup.js"
 
 /**
- * The one way social login talks to a provider: the webhook SSRF policy (DESIGN, security
+ * The one way social login talks to a provider: the webhook SSRF policy (docs/architecture.md, security
  * model) applied to outbound provider calls, handed to openid-client as its `customFetch`.
  * - https only (a provider's endpoints, a generic OIDC issuer included, are https URLs);
  * - the address is checked when the socket connects (the guarded lookup of webhook

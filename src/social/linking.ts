@@ -10,7 +10,7 @@ import { lockUser, normalizeEmail, type UserRow, userByEmail, userById } from ".
 import { Users } from "../users/service.js"
 import * as repo from "./repo.js"
 
-// The way out of `link_required` (DESIGN: "link_required exits to authenticated after the
+// The way out of `link_required` (docs/architecture.md: "link_required exits to authenticated after the
 // user proves the existing account (Email OTP to that account's address or its passkey),
 // or to failed on cancel"). The Email OTP and passkey ceremonies call these on the same
 // transaction; the identity is linked only after the proof, never by email alone. A pending

@@ -45,7 +45,7 @@ export const pendingLinkView = (provider: string, email: string, verifiedByProvi
  * Connection of the provider may start (else 404 `connection_not_found`, nothing changes);
  * then the first method call moves `created` -> `interaction_started` (commits on its own),
  * and one SQL transaction stores the state and moves the transaction to `challenge_issued`
- * (DESIGN: "once the social redirect is made").
+ * (docs/architecture.md: "once the social redirect is made").
  */
 export const startSocialLogin = (transactionId: string, provider: Provider) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)

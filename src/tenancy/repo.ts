@@ -27,7 +27,7 @@ const toRecord = (r: EnvironmentRow): EnvironmentRecord => ({
   customDomain: r.custom_domain, createdAt: r.created_at, updatedAt: r.updated_at, version: r.version,
 })
 
-// The active rp_enabled custom domain (newest first) is THE Interaction Domain (DESIGN decisions).
+// The active rp_enabled custom domain (newest first) is THE Interaction Domain (docs/architecture.md, Decisions).
 const environmentSelect = (sql: SqlClient.SqlClient) => sql`select e.id, e.workspace_id, e.project_id, e.type, e.name,
     e.status, e.impersonation_enabled, e.new_user_creation_blocked, e.active_rp_id, e.legacy_rp_id,
     e.legacy_rp_disabled_at, e.created_at, e.updated_at, e.version,

@@ -78,7 +78,7 @@ export const UsersLive = Layer.effect(Users, Effect.gen(function* () {
 
   const revokeSessions = (input: RevokeSessionsInput) => Effect.gen(function* () {
     const now = new Date(yield* Clock.currentTimeMillis)
-    // A revoked session takes its refresh families with it (DESIGN decisions). Families are
+    // A revoked session takes its refresh families with it (docs/architecture.md, Decisions). Families are
     // locked before sessions: the lock order of the refresh path, so the two never deadlock.
     for (const sessionId of yield* sessions.liveSessionIds(input, now)) {
       yield* refresh.revokeFamiliesOfSession(input.environmentId, sessionId, "revoked", now)

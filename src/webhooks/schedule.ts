@@ -25,7 +25,7 @@ export type SendResult =
  * - 410: permanent at once.
  * - 429: always retryable.
  * - any other 4xx: retryable on sends 1-2, permanent from the 3rd send on (every failed
- *   send counts, DESIGN).
+ *   send counts, docs/architecture.md).
  * - no response, 1xx/3xx/5xx: retryable.
  */
 export const classify = (attempt: number, result: SendResult): "delivered" | "permanent" | "retryable" => {

@@ -1,8 +1,4 @@
-import { createHmac, createSign, hkdfSync, randomBytes } from "node:crypto"
-import { readFileSync } from "node:fs"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
-import { join } from "node:path"
+import { createHmac, hkdfSync, randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Logger, Schema } from "effect"
 import { providerMessageIdOf } from "../../src/bounces/deliveries.js"
@@ -13,46 +9,36 @@ import { failureOf } from "../passkeys/support/helpers.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createTransaction, type LoginClientInfo, publicApi, query, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
 import { expectProblem } from "../management-extra/helpers.js"
+import { type AwsStub, sesBounce, signSns, SNS_TOPIC, startAwsStub } from "./sns.js"
 
 // Bounce intake end to end: real SMTP (smtp-server sink), real graphile-worker mail jobs, the
 // generic JSON form, and Amazon SES bounces through SNS signed with a test certificate served
-// by a local HTTP server (SNS_CERT_URL_PREFIX, dev/test only). The certificate and key in
-// ./fixtures were made once with `openssl req -x509 -newkey rsa:2048` for these tests only.
+// by a local HTTP server (SNS_CERT_URL_PREFIX, dev/test only; ./sns.ts).
 
-const FIXTURES = join(import.meta.dirname, "fixtures")
-const SIGNING_KEY = readFileSync(join(FIXTURES, "sns-signing.key"), "utf8")
-const CERT = readFileSync(join(FIXTURES, "sns-signing.pem"), "utf8")
 const SECRET = "bounce-secret-0123456789-abcdefghijklmnop"
-const TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-bounces"
 
 let smtp: SmtpSink
 let app: TestApp
 let b: Bootstrapped
 let client: LoginClientInfo
-let aws: Server
+let aws: AwsStub
 let awsBase: string
-const awsVisits: Array<string> = []
+let awsVisits: Array<string>
 
 beforeAll(async () => {
-  aws = createServer((req, res) => {
-    awsVisits.push(req.url ?? "")
-    if (req.url === "/cert.pem") return void res.writeHead(200, { "content-type": "application/x-pem-file" }).end(CERT)
-    if (req.url?.startsWith("/confirm")) return void res.writeHead(200, { "content-type": "text/xml" }).end("<ConfirmSubscriptionResponse/>")
-    res.writeHead(404).end()
-  })
-  await new Promise<void>((resolve) => aws.listen(0, "127.0.0.1", resolve))
-  awsBase = `http://127.0.0.1:${(aws.address() as AddressInfo).port}/`
+  aws = await startAwsStub()
+  awsBase = aws.base
+  awsVisits = aws.visits
   // Answers as Amazon SES's SMTP interface does: "250 Ok <SES message id>".
   smtp = await startSmtpSink({ reply: () => `Ok ${sesMessageId()}` })
-  app = await startApp({ worker: true, env: { SMTP_URL: smtp.url, BOUNCE_WEBHOOK_SECRET: SECRET, SNS_CERT_URL_PREFIX: awsBase, BOUNCE_SNS_TOPIC_ARNS: TOPIC } })
+  app = await startApp({ worker: true, env: { SMTP_URL: smtp.url, BOUNCE_WEBHOOK_SECRET: SECRET, SNS_CERT_URL_PREFIX: awsBase, BOUNCE_SNS_TOPIC_ARNS: SNS_TOPIC } })
   b = await app.bootstrap()
   client = await createClient(app, b)
 })
 afterAll(async () => {
   await app?.close()
   await smtp?.close()
-  aws?.closeAllConnections()
-  await new Promise((resolve) => aws?.close(resolve))
+  await aws?.close()
 })
 
 let sesCounter = 0
@@ -194,28 +180,9 @@ describe("generic JSON bounces (X-Bounce-Secret)", () => {
 })
 
 describe("Amazon SES through SNS", () => {
-  const KEYS = {
-    Notification: ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"],
-    SubscriptionConfirmation: ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"],
-  } as const
-  /** Signs an SNS message as AWS does (SignatureVersion 1: SHA1withRSA, 2: SHA256withRSA). */
-  const signed = (fields: Record<string, string>, version: "1" | "2" = "2", certUrl = `${awsBase}cert.pem`) => {
-    const m: Record<string, string> = { MessageId: crypto.randomUUID(), TopicArn: TOPIC, Timestamp: new Date().toISOString(), ...fields }
-    const text = KEYS[m["Type"] as keyof typeof KEYS].filter((k) => m[k] !== undefined).map((k) => `${k}\n${m[k]}\n`).join("")
-    const signature = createSign(version === "1" ? "RSA-SHA1" : "RSA-SHA256").update(text).sign(SIGNING_KEY, "base64")
-    return { ...m, SignatureVersion: version, Signature: signature, SigningCertURL: certUrl }
-  }
+  const signed = (fields: Record<string, string>, version: "1" | "2" = "2", certUrl = `${awsBase}cert.pem`) => signSns(fields, certUrl, version)
   const post = (message: unknown) => app.request(app.config.managementHost, "/v1/email-bounces/sns", {
     method: "POST", body: JSON.stringify(message), headers: { "content-type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
-  })
-  const sesBounce = (deliveryId: string | undefined, messageId: string, recipient: string, bounceType = "Permanent", sesId = "0100018c-ses-internal-id") => JSON.stringify({
-    notificationType: "Bounce",
-    bounce: { bounceType, bounceSubType: "General", bouncedRecipients: [{ emailAddress: recipient, status: "5.1.1" }], timestamp: new Date().toISOString() },
-    mail: {
-      messageId: sesId, source: "no-reply@localhost", destination: [recipient],
-      headers: deliveryId === undefined ? [] : [{ name: "X-Authservice-Delivery-Id", value: deliveryId }],
-      commonHeaders: { messageId, subject: "Your sign-in code" },
-    },
   })
 
   it("SubscriptionConfirmation (v1) is verified and confirmed by visiting SubscribeURL", async () => {

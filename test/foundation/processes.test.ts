@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process"
 import { connect } from "node:net"
 import { randomBytes } from "node:crypto"
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -11,6 +11,15 @@ import { type TestApp, startApp } from "../support/app.js"
 import { type Outcome, runEntry } from "../support/processes.js"
 
 const TSX = join(process.cwd(), "node_modules/.bin/tsx")
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
 
 const oneLine = (outcome: Outcome) => {
   expect(outcome.code).toBe(1)
@@ -142,6 +151,44 @@ describe("npm start with embedded Postgres", () => {
     expect(existsSync(join(dataDir, "postgres.url"))).toBe(false)
     rmSync(dataDir, { recursive: true, force: true })
   }, 90_000)
+
+  it("when the embedded Postgres dies under it, /metrics still answers and SIGTERM still ends the process within a bound", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "authservice-start-"))
+    const port = await freePort()
+    // As `npm start` runs it: node with tsx as a loader, so the signal reaches our runtime directly.
+    const child = spawn(process.execPath, ["--import", "tsx", "src/start.ts"], {
+      env: { PATH: process.env["PATH"]!, PORT: String(port), DATA_DIR: dataDir, LOG_REQUESTS: "false" }, stdio: ["ignore", "pipe", "pipe"],
+    })
+    let output = ""
+    child.stdout.on("data", (c: Buffer) => { output += c })
+    child.stderr.on("data", (c: Buffer) => { output += c })
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+    try {
+      const deadline = Date.now() + 60_000
+      let ready = false
+      while (!ready && Date.now() < deadline) {
+        ready = await send(port, `api.localhost:${port}`, "/readyz").then((r) => r.status === 200, () => false)
+        if (!ready) await new Promise((r) => setTimeout(r, 250))
+      }
+      expect(ready, output).toBe(true)
+      // The postmaster dies (OOM killer, kill -9): its pid is the first line of postmaster.pid.
+      const postmaster = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0])
+      process.kill(postmaster, "SIGKILL")
+      while (isAlive(postmaster)) await new Promise((r) => setTimeout(r, 50))
+      const metrics = await send(port, `api.localhost:${port}`, "/metrics")
+      expect(metrics.status).toBe(200)
+      expect(metrics.text).toMatch(/^authservice_metrics_scrape_error\{part="database"\} 1$/m)
+      const started = performance.now()
+      child.kill("SIGTERM")
+      // Before the fix it waited forever for the dead postmaster's exit event; now it takes well under a second.
+      const code = await Promise.race([exited, new Promise<"hung">((r) => setTimeout(() => r("hung"), 10_000))])
+      expect(code, output).toBe(0)
+      expect(performance.now() - started).toBeLessThan(10_000)
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }, 120_000)
 
   it("as root, stops with one line when DATA_DIR sits under a 0700 directory the postgres user cannot reach", async () => {
     if (process.getuid?.() !== 0) {

@@ -33,7 +33,7 @@ const createUser = async (email: string) => {
 
 const devMail = () => app.run(Mailer.use((m) => Effect.succeed(m.sent())))
 
-describe("no enumeration at start (spec: Email OTP rule 1; DESIGN)", () => {
+describe("no enumeration at start (spec: Email OTP rule 1; docs/architecture.md)", () => {
   it("new, registered, suppressed and blocked addresses: same status and body shape, one sealed mail job each", async () => {
     const fresh = uniqueEmail("fresh")
     const registered = uniqueEmail("registered")

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, type LoginClientInfo, pkce, type SmtpSink, startSmtpSink, transactionStatus, uniqueEmail } from "./support.js"
 
-// A real browser (Debian chromium through playwright-core) on the real Interaction Domain
+// A real browser (Chromium through playwright-core) on the real Interaction Domain
 // host env-<id>.login.localhost:<port>: Chromium resolves *.localhost to loopback itself.
 
 let app: TestApp

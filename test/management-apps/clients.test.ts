@@ -101,7 +101,7 @@ describe("POST /v1/clients", () => {
       spa({ name: 7 }),
     ]) expectProblem(await create(body), 400, "invalid_request_body")
     expectProblem(await app.management("/v1/clients", { method: "POST", body: "{not json" }), 400, "invalid_request_body")
-    // Well-typed values that break a rule (DESIGN): an empty name, more than 20 resources.
+    // Well-typed values that break a rule (docs/architecture.md): an empty name, more than 20 resources.
     for (const body of [
       spa({ name: "" }), spa({ name: "x".repeat(201) }),
       bff({ allowed_resources: Array.from({ length: 21 }, (_, i) => `https://api${i}.example.com`) }),

@@ -6,7 +6,7 @@ import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { startFileServer } from "./file-server.js"
 import { expectProblem, query } from "./helpers.js"
 
-// The import source is fetched under the webhook SSRF rules (DESIGN, security model): HTTPS,
+// The import source is fetched under the webhook SSRF rules (docs/architecture.md, Security model): HTTPS,
 // no userinfo/fragment, no localhost, no blocked IP literal (400 at POST, nothing created);
 // at connect time a name resolving to a blocked address is refused (DNS rebinding); no
 // redirects; size and time bounded. This app runs WITHOUT WEBHOOK_ALLOW_PRIVATE_TARGETS.

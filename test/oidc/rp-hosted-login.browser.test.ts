@@ -9,8 +9,8 @@ import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, type LoginClientInfo, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
 
 // The whole Authorization Code flow as relying parties see it: real, unmodified openid-client (v6)
-// and oauth4webapi run discovery, build the authorization request, a real browser (Debian
-// chromium through playwright-core) signs in on Hosted Login with an Email OTP read from a real
+// and oauth4webapi run discovery, build the authorization request, a real browser (Chromium
+// through playwright-core) signs in on Hosted Login with an Email OTP read from a real
 // SMTP sink, and the libraries exchange the code, validate the ID token, call UserInfo, refresh,
 // revoke and log out, against the running server over a socket. The only concession is each
 // library's documented insecure-HTTP option (the test issuer is http://localhost:<port>/e/<env>).

@@ -9,7 +9,7 @@ import { type SmtpSink, startSmtpSink } from "../login/support.js"
 import { registerClient } from "./support/flow.js"
 import { query } from "./support/helpers.js"
 
-// A real browser (Debian chromium driven by playwright-core) with a CDP virtual
+// A real browser (Chromium driven by playwright-core) with a CDP virtual
 // authenticator (CTAP2, internal transport, resident keys, user verification) on the real
 // Interaction Domain env-<id>.login.localhost:<port> (Chromium resolves *.localhost to
 // loopback and treats http://*.localhost as a secure context, so the RP ID is that host).

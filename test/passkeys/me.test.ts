@@ -11,7 +11,7 @@ import { count, createUser, eventsOf, expectProblem, query, randomId } from "./s
 import { createConnection } from "../social/support.js"
 
 // Self-service /me: Bearer authentication (spec, Authentication: /me row; /me rule 7) and
-// the passkey routes (rules 1, 4, 6; DESIGN: last factor).
+// the passkey routes (rules 1, 4, 6; docs/architecture.md: last factor).
 
 let app: TestApp
 let b: Bootstrapped

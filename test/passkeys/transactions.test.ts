@@ -8,7 +8,7 @@ import {
 import { count, createUser, eventsOf, expectProblem, query } from "./support/helpers.js"
 
 // The passkey routes of a login transaction, over HTTP on the Interaction Domain (spec:
-// Passkey (WebAuthn) routes and rules 1-6; DESIGN: transaction statuses).
+// Passkey (WebAuthn) routes and rules 1-6; docs/architecture.md: transaction statuses).
 
 let app: TestApp
 let b: Bootstrapped

@@ -1,20 +1,14 @@
 import { inject } from "vitest"
 import { chromium } from "playwright-core"
+import { launchOptions } from "./chromium-path.js"
 
 /**
- * Headless Chromium (resolved once per run by the global setup: see chromium-path.ts), as root
- * (--no-sandbox), with background networking off: this machine's network is closed, and
- * Chromium resolves *.localhost to loopback itself.
+ * Headless Chromium, resolved once per run by the global setup (chromium-path.ts). When no
+ * browser launches there, only the tests that need one fail, with the setup's message saying
+ * what was tried and what to install.
  */
 export const launchChromium = () => {
-  const { executablePath, libraryPath } = inject("browserBinary")
-  const env = libraryPath === undefined
-    ? undefined
-    : { ...process.env, LD_LIBRARY_PATH: [process.env["LD_LIBRARY_PATH"], libraryPath].filter(Boolean).join(":") }
-  return chromium.launch({
-    executablePath,
-    headless: true,
-    ...(env ? { env } : {}),
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  })
+  const resolved = inject("browserBinary")
+  if ("error" in resolved) throw new Error(resolved.error)
+  return chromium.launch(launchOptions(resolved))
 }

@@ -4,7 +4,7 @@ import { join } from "node:path"
 import pg from "pg"
 import type { TestProject } from "vitest/node"
 import { startEmbeddedPostgres } from "../../src/platform/embedded-postgres.js"
-import { type BrowserBinary, resolveBrowserBinary } from "./chromium-path.js"
+import { type BrowserResolution, resolveBrowserBinary } from "./chromium-path.js"
 import { TEMPLATE_DB, prepareTemplate } from "./template.js"
 import { makeTestTls, type TestTls } from "./test-ca.js"
 
@@ -13,7 +13,7 @@ declare module "vitest" {
     /** A server URL (any database) under which each test file creates its own database. */
     serverUrl: string
     templateDb: string
-    browserBinary: BrowserBinary
+    browserBinary: BrowserResolution
     /** The run's test CA (trusted through NODE_EXTRA_CA_CERTS) and a server certificate it signed. */
     testTls: TestTls
   }
@@ -26,7 +26,7 @@ declare module "vitest" {
  */
 export default async function setup(project: TestProject) {
   // Before any worker process starts: Node reads NODE_EXTRA_CA_CERTS once, at process start.
-  const tls = makeTestTls()
+  const tls = await makeTestTls()
   process.env["NODE_EXTRA_CA_CERTS"] = tls.caFile
   project.provide("testTls", tls)
   let serverUrl = process.env["TEST_DATABASE_URL"]

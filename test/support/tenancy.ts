@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { createDashboardSessionCommand, createPlatformUserCommand, type Role } from "../../src/operator/platform-users.js"
 import { Tenancy } from "../../src/tenancy/service.js"
 import type { TestApp } from "./app.js"
 
@@ -21,4 +22,15 @@ export const makeEnvironment = (app: TestApp, workspaceId: string, projectId: st
     const sql = yield* SqlClient.SqlClient
     const env = yield* sql.withTransaction(tenancy.createEnvironment({ workspaceId, projectId, type: "test", name: "Second" }))
     return env.id
+  }))
+
+/**
+ * A platform user of the Workspace (Owner by default) signed in, as the operator commands
+ * `platform-user create` and `dashboard-session create` do it: its `dsh_...` secret, for the
+ * Dashboard-only routes (POST /v1/workspaces, members, impersonation) as `Authorization: Bearer`.
+ */
+export const makeDashboardSession = (app: TestApp, input: { email: string; workspaceId: string; role?: Role }) =>
+  app.run(Effect.gen(function* () {
+    yield* createPlatformUserCommand({ email: input.email, workspaceId: input.workspaceId, role: input.role ?? "owner" })
+    return (yield* createDashboardSessionCommand(app.config, input.email)).dashboard_session
   }))

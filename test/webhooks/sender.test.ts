@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { guardedLookup, type Resolver } from "../../src/webhooks/delivery/guarded-lookup.js"
 import { makeSender, type SenderOptions, type SendOutcome } from "../../src/webhooks/delivery/send.js"
 
-// DESIGN, security model: SSRF checks at connect time (a validating `lookup`, so DNS
+// docs/architecture.md, Security model: SSRF checks at connect time (a validating `lookup`, so DNS
 // rebinding cannot pass), redirects never followed, response bodies and total time bounded.
 
 let server: Server

@@ -4,7 +4,7 @@ import { checkWebhookUrl, type UrlRefusal } from "../../src/webhooks/url-policy.
 
 // Spec, Events, Subscription rule 2: HTTPS, no userinfo, no fragment, no localhost-type host,
 // no blocked IP literal (every IPv4 and IPv6 range listed, plus 64:ff9b::/96, 2002::/16,
-// 2001::/32 and ::a.b.c.d per DESIGN), after WHATWG normalisation of numeric hosts.
+// 2001::/32 and ::a.b.c.d per docs/architecture.md), after WHATWG normalisation of numeric hosts.
 
 const table: ReadonlyArray<readonly [url: string, expected: "ok" | UrlRefusal]> = [
   // accepted

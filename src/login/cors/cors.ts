@@ -6,7 +6,7 @@ import { route, type Route } from "../../http/route.js"
 import { originRegisteredInEnvironment } from "../clients.js"
 
 /**
- * CORS of the Public Authentication API (spec: CORS; DESIGN decision): a browser call needs
+ * CORS of the Public Authentication API (spec: CORS; docs/architecture.md, Decisions): a browser call needs
  * its page Origin registered exactly (string equality, no wildcard) in a client's
  * `allowed_origins`. A preflight passes when any active client of the Environment
  * registers the Origin; the real request is checked against its own client wherever the

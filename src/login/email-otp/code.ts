@@ -20,7 +20,7 @@ export const generateCode = Effect.gen(function* () {
 export const isCodeShape = (code: string) => /^[0-9]{6}$/.test(code)
 
 /**
- * The stored form of a code (DESIGN): HMAC-SHA256 under the master-key pepper over
+ * The stored form of a code (docs/architecture.md): HMAC-SHA256 under the master-key pepper over
  * challenge id + generation + code, so a code of an earlier generation or of another
  * challenge never matches, and the database alone cannot be brute-forced.
  */

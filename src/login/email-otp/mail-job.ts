@@ -13,7 +13,7 @@ export const SEND_LOGIN_CODE_TASK = "send_login_code"
  * The job payload never holds the code or the address in clear text: both are sealed
  * (AES-256-GCM under the master key, bound to this challenge generation). Every start and
  * resend enqueues the same job shape; for a suppressed address `deliver` is false inside
- * the seal and the job sends nothing (DESIGN: no enumeration by side effects).
+ * the seal and the job sends nothing (docs/architecture.md: no enumeration by side effects).
  */
 const JobPayload = Schema.Struct({
   environment_id: Schema.String,

@@ -40,7 +40,7 @@ export const loginLimits = (config: AppConfig) => {
     otpVerifyPerEmailAndIp: { bucket: "otp_verify:email+ip", limit: r.otpVerifyPerEmailPerMinute, windowMs: MINUTE },
     /**
      * Wrong codes for one email address from one client address, across every challenge and
-     * resend (DESIGN: failures are also capped per Environment + email, so new challenges do
+     * resend (docs/architecture.md: failures are also capped per Environment + email, so new challenges do
      * not buy more guesses). Once reached, that address's verifies are refused unread.
      */
     otpFailuresPerEmailAndIp: { bucket: "otp_fail:email+ip", limit: r.otpFailuresPerEmailPerHour, windowMs: 60 * MINUTE },

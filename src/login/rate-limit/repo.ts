@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 /**
  * Adds one hit to a fixed-window counter and returns the count after it. Runs on its own
  * (auto-committed) statement: callers invoke it outside their business transaction, so a
- * counter sticks even when the request then fails (DESIGN: failure bookkeeping commits).
+ * counter sticks even when the request then fails (docs/architecture.md: failure bookkeeping commits).
  */
 export const hit = (c: { environmentId: string; bucket: string; subject: string; windowStart: Date; windowEnd: Date }) =>
   SqlClient.SqlClient.use((sql) => sql<{ hits: number }>`insert into rate_limit_counters

@@ -4,7 +4,7 @@ import { Config } from "../../platform/config.js"
 import { sha256Hex } from "../../platform/crypto.js"
 
 /**
- * The Hosted Login browser binding (DESIGN: transactions started by /oauth2/authorize are
+ * The Hosted Login browser binding (docs/architecture.md: transactions started by /oauth2/authorize are
  * bound to an HttpOnly, Secure (except on localhost), SameSite=Lax cookie on the
  * Interaction Domain). The cookie holds a 256-bit secret; the transaction keeps its SHA-256.
  * With https the `__Host-` prefix pins it to the exact host, path `/`, Secure.

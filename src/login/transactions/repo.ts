@@ -121,7 +121,7 @@ export const expireDue = (now: Date) => SqlClient.SqlClient.use((sql) =>
     returning id`)
 
 /**
- * `code_issued` -> `consumed` when the authorization code is exchanged (DESIGN: Login
+ * `code_issued` -> `consumed` when the authorization code is exchanged (docs/architecture.md: Login
  * transaction). The token endpoint calls it in its own SQL transaction; the code's
  * lifetime, not the transaction's, governs the exchange, so no expiry condition here.
  */

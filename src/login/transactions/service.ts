@@ -51,7 +51,7 @@ export const limitTransactionCreation = (clientId: string) => Effect.gen(functio
 })
 
 /**
- * Creates a login transaction in status `created` (DESIGN). For the authorize entry point
+ * Creates a login transaction in status `created` (docs/architecture.md). For the authorize entry point
  * it also returns the one-time hand-off token whose SHA-256 it stores.
  */
 export const createTransaction = (input: CreateTransactionInput) => Effect.gen(function* () {
@@ -128,7 +128,7 @@ export const explainLostTransition = <E>(transactionId: string, onWrongState: ()
   })
 
 /**
- * `created` -> `interaction_started` on the first method call (DESIGN). A transaction
+ * `created` -> `interaction_started` on the first method call (docs/architecture.md). A transaction
  * already past `created` is left as it is. Commits on its own.
  */
 export const markInteractionStarted = (row: repo.TransactionRow) => Effect.gen(function* () {
@@ -235,7 +235,7 @@ export const completeTransaction = (transactionId: string) => Effect.gen(functio
 }).pipe(Effect.withSpan("login.completeTransaction"))
 
 /**
- * `code_issued` -> `consumed` when the authorization code is exchanged (DESIGN). For the
+ * `code_issued` -> `consumed` when the authorization code is exchanged (docs/architecture.md). For the
  * token endpoint: call it inside the SQL transaction that consumes the code. Returns
  * whether the transaction moved (false when it was not `code_issued`).
  */

@@ -4,7 +4,7 @@ import type { ClientRow } from "./repo.js"
 
 /**
  * Client secrets: 256 random bits as unpadded base64url (43 characters). Only their SHA-256
- * is stored (DESIGN: high-entropy secrets are hashed, not stretched); the plain secret is
+ * is stored (docs/architecture.md: high-entropy secrets are hashed, not stretched); the plain secret is
  * shown once, at creation or rotation.
  */
 export const newClientSecret = Effect.gen(function* () {

@@ -6,7 +6,7 @@ import type { ConnectionRow } from "./repo.js"
 export const sealContext = (connectionId: string) =>
   ({ purpose: "connection-provider-client-secret", table: "connections", rowId: connectionId })
 
-/** Provider client secrets are used, not just verified, so they are sealed (DESIGN: security model). */
+/** Provider client secrets are used, not just verified, so they are sealed (docs/architecture.md, Security model). */
 export const sealProviderClientSecret = (connectionId: string, secret: string) =>
   Effect.gen(function* () {
     const crypto = yield* Crypto

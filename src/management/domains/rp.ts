@@ -1,5 +1,5 @@
 /**
- * How the RP ID follows the Interaction Domain (DESIGN decisions; spec: Domain, Environment
+ * How the RP ID follows the Interaction Domain (docs/architecture.md, Decisions; spec: Domain, Environment
  * `rp_id`, rp-migration). Passkeys are bound to the RP ID they were made under, so a move
  * keeps the previous RP ID as the legacy one until `disable-legacy`.
  */

@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 
 /**
  * Housekeeping: deletes idempotency records past their 24 hours (spec, common rule 2;
- * DESIGN: "kept encrypted and for 24 h"). Each holds a sealed response that may carry a
+ * docs/architecture.md: "kept encrypted and for 24 h"). Each holds a sealed response that may carry a
  * secret shown once (API key, client or webhook secret), so it must not outlive its window.
  * A request with an expired key already deletes its own row; this removes the rest.
  */

@@ -109,7 +109,7 @@ type Checked =
 /**
  * Locks the caller's challenge of this stage and checks the code. A wrong code counts an
  * attempt (the 5th invalidates the challenge) and a failure for the address; the caller
- * commits that before it answers the error (DESIGN: failure bookkeeping commits).
+ * commits that before it answers the error (docs/architecture.md: failure bookkeeping commits).
  */
 const checkCode = (me: Me, stage: repo.EmailChangeStage, challengeId: string, code: string) => Effect.gen(function* () {
   const env = yield* CurrentEnvironment

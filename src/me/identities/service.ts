@@ -21,7 +21,7 @@ export const listMyIdentities = (page: Page) => Effect.gen(function* () {
 })
 
 /**
- * DELETE /me/identities/{identityId}. With the user row locked the method count (DESIGN,
+ * DELETE /me/identities/{identityId}. With the user row locked the method count (docs/architecture.md,
  * Last factor) is exact under concurrent deletions: an unlink that would leave no way to sign
  * in is 400 `last_factor_deletion_requires_confirmation` and the deletion is rolled back. An unknown
  * id, or another user's, is 400 `identity_not_found` (spec, Errors).

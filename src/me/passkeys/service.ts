@@ -52,7 +52,7 @@ export const myRegistrationVerify = (body: RegistrationVerifyBody) => Effect.gen
 
 /**
  * DELETE /me/passkeys/{passkeyId}. The user row is locked first, so concurrent deletions
- * are serialised and the last-method count (DESIGN, Last factor) is exact: a deletion that
+ * are serialised and the last-method count (docs/architecture.md, Last factor) is exact: a deletion that
  * would leave no method is refused with 400 last_factor_deletion_requires_confirmation.
  */
 export const deleteMyPasskey = (passkeyId: string) => Effect.gen(function* () {

@@ -7,7 +7,7 @@ import { type KeyObject, verify } from "node:crypto"
  * Why not jose's jwtVerify on the hot path (issue 13): it verifies through WebCrypto, an
  * async job on the libuv pool per token (6% of the CPU profile of the userinfo load, plus
  * 2% of jose's own parsing), measured at 2.4 k/s one at a time on this 2-core machine
- * (STACK.md) against 5.8 k/s for node:crypto verify. And a resource server presents the
+ * against 5.8 k/s for node:crypto verify. And a resource server presents the
  * same access token many times within its 5 minutes: the signature of a given token
  * string under a given key never changes, so it is checked once per process. Everything
  * else (the key still being a key of the Environment, `typ`, `iss`, expiry against the

@@ -9,7 +9,7 @@ const KEEP_EXPIRED_CODES_MS = 24 * 3600_000
 
 /**
  * The token side's part of housekeeping: sealed winner responses are purged once their
- * 5-second grace window has passed (DESIGN.md: "purged after the window"); families that
+ * 5-second grace window has passed (docs/architecture.md: "purged after the window"); families that
  * ended (revoked, or past their idle or absolute expiry) more than 30 days ago are deleted
  * with their token rows; authorization codes a day past expiry are deleted.
  */

@@ -69,7 +69,7 @@ export interface Consumption {
  * UPDATE is a compare-and-set (`consumed_at is null`): of concurrent exchanges exactly one
  * matches, and every other part depends on it. It creates the refresh family (generation
  * 1) and its token row, stretches the session to the family's expiry, and moves the login
- * transaction `code_issued` -> `consumed` (sql/0020, DESIGN.md decisions). Returns whether
+ * transaction `code_issued` -> `consumed` (sql/0020, docs/architecture.md, Decisions). Returns whether
  * this call consumed the code.
  */
 export const consumeCodeAndIssue = (c: Consumption) => SqlClient.SqlClient.use((sql) => {

@@ -16,7 +16,7 @@ import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
 
 /**
- * A replayed code (RFC 6749 4.1.2, DESIGN.md): revoke the refresh family and the login
+ * A replayed code (RFC 6749 4.1.2, docs/architecture.md): revoke the refresh family and the login
  * session its first exchange created, commit that, then refuse with invalid_grant.
  */
 const refuseReplay = (ctx: GrantContext, row: CodeState, nowMs: number) => Effect.gen(function* () {
@@ -55,7 +55,7 @@ export const authorizationCodeGrant = (ctx: GrantContext) => Effect.gen(function
   const read = yield* readClientAndCode(ctx.environmentId, ctx.presented.clientId, codeHash)
   const client = checkClient(ctx.presented, read && clientOf(read))
   if (client instanceof OAuthError) return yield* client
-  // A browser's cross-origin call must come from an Origin this client registered (CORS; DESIGN decisions).
+  // A browser's cross-origin call must come from an Origin this client registered (CORS; docs/architecture.md, Decisions).
   yield* assertOriginAllowedForClient(client)
   const row = read!.session_id === null ? undefined : read as CodeState
   if (!row || row.client_id !== client.id) return yield* invalidGrant("The authorization code is invalid")

@@ -55,7 +55,7 @@ const attempt = (ctx: GrantContext, request: RefreshRequest, isRetry: boolean): 
     const read = yield* readClientAndFamily(ctx.environmentId, ctx.presented.clientId, token.familyId, token.generation, billingMonthOf(nowMs))
     const client = checkClient(ctx.presented, read && clientOf(read))
     if (client instanceof OAuthError) return yield* client
-    // A browser's cross-origin call must come from an Origin this client registered (CORS; DESIGN decisions).
+    // A browser's cross-origin call must come from an Origin this client registered (CORS; docs/architecture.md, Decisions).
     yield* assertOriginAllowedForClient(client)
     const family = read!.id === null ? undefined : read as FamilyState
     if (!family || family.client_id !== client.id) return yield* invalidGrant("The refresh token is invalid")

@@ -2,7 +2,7 @@ import { Context, Layer, Logger, Tracer } from "effect"
 import { redactValue } from "./redact.js"
 
 /**
- * Production log lines (DESIGN.md, Operability): one JSON object per line on stdout with
+ * Production log lines (docs/architecture.md, Operability): one JSON object per line on stdout with
  * `time`, `level`, `msg`, the annotations (`request_id` inside a request), the `trace_id` /
  * `span_id` of the current span and the failure `cause`, every string passed through the
  * redaction net (./redact.ts). The per-request line is written by src/http/log.ts.

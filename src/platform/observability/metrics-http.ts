@@ -18,18 +18,41 @@ export const metricsAuthorized = (token: string | undefined, authorization: stri
   return m !== null && timingSafeEqual(digest(m[1]!), digest(token))
 }
 
+/**
+ * The numbers that need the database (queue depth, delivery lag, database connections): read
+ * within a bound, and on failure left out of the scrape rather than failing it, so a scrape
+ * during an outage still serves every metric this process holds (request counts, job
+ * failures, the pools) and `authservice_metrics_scrape_error{part="database"}` says what is
+ * missing. A stale queue depth would look like a healthy queue, hence reset, not kept.
+ */
+const readDatabaseGauges = (metrics: AppMetrics, now: Date) => readGauges(now).pipe(
+  Effect.timeout(DATABASE_GAUGES_TIMEOUT),
+  Effect.map(([states, lag, connections]) => {
+    metrics.queueDepth.reset()
+    for (const state of ["locked", "due", "scheduled", "dead"]) metrics.queueDepth.set({ state }, 0)
+    for (const row of states) metrics.queueDepth.set({ state: row.state }, row.n)
+    metrics.queueLag.reset()
+    for (const row of lag) metrics.queueLag.set({ task: row.task }, Math.max(0, row.lag))
+    metrics.dbConnections.reset()
+    for (const row of connections) metrics.dbConnections.set({ pool: "sql", state: row.state }, row.n)
+    metrics.scrapeError.set({ part: "database" }, 0)
+  }),
+  Effect.catchCause((cause) => Effect.gen(function* () {
+    metrics.queueDepth.reset()
+    metrics.queueLag.reset()
+    metrics.dbConnections.reset()
+    metrics.scrapeError.set({ part: "database" }, 1)
+    yield* Effect.logWarning("metrics: the database gauges could not be read; served without them", cause)
+  })))
+
+/** Prometheus' default scrape timeout is 10 s: answer well within it. */
+const DATABASE_GAUGES_TIMEOUT = "3 seconds"
+
 /** Reads the gauges that describe shared state (queue, connections), then renders the registry. */
 export const scrape = Effect.gen(function* () {
   const metrics = yield* CurrentMetrics
   const now = new Date(yield* Clock.currentTimeMillis)
-  const [states, lag, connections] = yield* readGauges(now).pipe(Effect.orDie)
-  metrics.queueDepth.reset()
-  for (const state of ["locked", "due", "scheduled", "dead"]) metrics.queueDepth.set({ state }, 0)
-  for (const row of states) metrics.queueDepth.set({ state: row.state }, row.n)
-  metrics.queueLag.reset()
-  for (const row of lag) metrics.queueLag.set({ task: row.task }, Math.max(0, row.lag))
-  metrics.dbConnections.reset()
-  for (const row of connections) metrics.dbConnections.set({ pool: "sql", state: row.state }, row.n)
+  yield* readDatabaseGauges(metrics, now)
   for (const report of metrics.beforeScrape) report()
   return { body: yield* Effect.promise(() => metrics.registry.metrics()), contentType: metrics.registry.contentType }
 }).pipe(Effect.withSpan("metrics.scrape"))

@@ -60,9 +60,17 @@ export const makeMetrics = () => {
       ...metric, name: "authservice_job_queue_lag_seconds", help: "Age of the oldest due, unlocked job at scrape time, by task (0 when none waits)",
       labelNames: ["task"] as const,
     }),
+    // pg_stat_activity sees the connections of every replica: each process reports the same
+    // deployment-wide number, so aggregate it with max(), never sum() (README, "Logs, metrics and traces").
     dbConnections: new Gauge({
-      ...metric, name: "authservice_db_connections", help: "Database connections held by the service's pools at scrape time (all replicas, from pg_stat_activity), by pool and state",
+      ...metric, name: "authservice_db_connections",
+      help: "Database connections of the whole deployment (every replica; from pg_stat_activity) at scrape time, by pool and state: the same on every process, aggregate with max(), not sum()",
       labelNames: ["pool", "state"] as const,
+    }),
+    scrapeError: new Gauge({
+      ...metric, name: "authservice_metrics_scrape_error",
+      help: "1 when the last scrape could not read a part (database: queue depth, delivery lag, db connections) and served without it, else 0",
+      labelNames: ["part"] as const,
     }),
     dbPoolMax: new Gauge({
       ...metric, name: "authservice_db_pool_max_connections", help: "The configured maximum of this process's SQL pool",

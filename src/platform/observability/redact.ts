@@ -1,6 +1,6 @@
 import { maskEmail } from "../events/schema.js"
 
-// Shapes of what must never reach a log line (DESIGN.md, Security model: "Logs never contain
+// Shapes of what must never reach a log line (docs/architecture.md, Security model: "Logs never contain
 // secrets, codes, tokens or full email addresses"). The code never logs these on purpose;
 // this is the net for text we do not control: a database error's DETAIL quotes the
 // conflicting value, a failure message may echo its input, a 404 path is whatever was asked.

@@ -1,7 +1,7 @@
 import { isIPv4, isIPv6 } from "node:net"
 
 /**
- * Addresses a webhook may never reach (spec: Events, Subscription rule 2; DESIGN security
+ * Addresses a webhook may never reach (spec: Events, Subscription rule 2; docs/architecture.md, Security
  * model). Used at registration on IP literals and at connect time on every resolved
  * address, so a name that resolves (or re-resolves) to one of them is refused.
  */

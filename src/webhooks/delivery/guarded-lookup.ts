@@ -12,7 +12,7 @@ export const systemResolver: Resolver = (hostname, callback) =>
 export const BLOCKED_ADDRESS_CODE = "EWEBHOOKBLOCKEDADDRESS"
 
 /**
- * A `lookup` for the socket (DESIGN: webhook SSRF checks run at connect time): the name is
+ * A `lookup` for the socket (docs/architecture.md: webhook SSRF checks run at connect time): the name is
  * resolved once, and if ANY address it resolves to is blocked the connection is refused.
  * The socket connects only to the addresses this function returns, so an answer that
  * changes between registration and delivery (DNS rebinding) cannot reach a blocked address.
