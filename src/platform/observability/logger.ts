@@ -1,4 +1,4 @@
-import { Context, Layer, Logger, Tracer } from "effect"
+import { Context, Layer, Logger, Option, References, Tracer } from "effect"
 import { redactValue } from "./redact.js"
 
 /**
@@ -9,7 +9,10 @@ import { redactValue } from "./redact.js"
  */
 export const jsonLogger = Logger.make((options) => {
   const structured = Logger.formatStructured.log(options)
-  const span = Context.getOption(options.fiber.context, Tracer.ParentSpan)
+  // Trace ids only when spans are recorded (an exporter is configured): others name nothing.
+  const span = options.fiber.getRef(References.TracerEnabled)
+    ? Context.getOption(options.fiber.context, Tracer.ParentSpan)
+    : Option.none()
   // `Effect.logInfo("webhook attempt", { ...fields })`: the text is `msg`, the objects become fields.
   const parts: ReadonlyArray<unknown> = Array.isArray(structured.message) ? structured.message : [structured.message]
   const fields: Record<string, unknown> = {}
