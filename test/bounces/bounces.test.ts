@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createTransaction, type LoginClientInfo, publicApi, query, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
 import { expectProblem } from "../management-extra/helpers.js"
+import { CERTIFICATE_CACHE_CAPACITY, certificateCacheSize } from "../../src/bounces/sns.js"
 
 // Bounce intake end to end: real SMTP (smtp-server sink), real graphile-worker mail jobs, the
 // generic JSON form, and Amazon SES bounces through SNS signed with a test certificate served
@@ -18,6 +19,8 @@ const SIGNING_KEY = readFileSync(join(FIXTURES, "sns-signing.key"), "utf8")
 const CERT = readFileSync(join(FIXTURES, "sns-signing.pem"), "utf8")
 const SECRET = "bounce-secret-0123456789-abcdefghijklmnop"
 const TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-bounces"
+/** SNS's documented certificate file name (AWS docs: SigningCertURL). */
+const CERT_FILE = "SimpleNotificationService-0123456789abcdef0123456789abcdef.pem"
 
 let smtp: SmtpSink
 let app: TestApp
@@ -30,7 +33,7 @@ const awsVisits: Array<string> = []
 beforeAll(async () => {
   aws = createServer((req, res) => {
     awsVisits.push(req.url ?? "")
-    if (req.url === "/cert.pem") return void res.writeHead(200, { "content-type": "application/x-pem-file" }).end(CERT)
+    if (/^\/SimpleNotificationService-[a-z0-9]+\.pem$/.test(req.url ?? "")) return void res.writeHead(200, { "content-type": "application/x-pem-file" }).end(CERT)
     if (req.url?.startsWith("/confirm")) return void res.writeHead(200, { "content-type": "text/xml" }).end("<ConfirmSubscriptionResponse/>")
     res.writeHead(404).end()
   })
@@ -189,7 +192,7 @@ describe("Amazon SES through SNS", () => {
     SubscriptionConfirmation: ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"],
   } as const
   /** Signs an SNS message as AWS does (SignatureVersion 1: SHA1withRSA, 2: SHA256withRSA). */
-  const signed = (fields: Record<string, string>, version: "1" | "2" = "2", certUrl = `${awsBase}cert.pem`) => {
+  const signed = (fields: Record<string, string>, version: "1" | "2" = "2", certUrl = `${awsBase}${CERT_FILE}`) => {
     const m: Record<string, string> = { MessageId: crypto.randomUUID(), TopicArn: TOPIC, Timestamp: new Date().toISOString(), ...fields }
     const text = KEYS[m["Type"] as keyof typeof KEYS].filter((k) => m[k] !== undefined).map((k) => `${k}\n${m[k]}\n`).join("")
     const signature = createSign(version === "1" ? "RSA-SHA1" : "RSA-SHA256").update(text).sign(SIGNING_KEY, "base64")
@@ -247,9 +250,39 @@ describe("Amazon SES through SNS", () => {
     expectProblem(await post(signed({ Type: "Notification", Message: sesBounce(deliveryId, messageId, email) }, "2", "https://sns.eu-west-1.amazonaws.com.evil.example/cert.pem")), 403, "bounce_source_rejected")
     expectProblem(await post({ ...good, TopicArn: "arn:aws:sns:eu-west-1:999999999999:other" }), 403, "bounce_source_rejected")
     expectProblem(await post(signed({ Type: "SubscriptionConfirmation", Message: "x", Token: "t", SubscribeURL: "https://attacker.example.com/confirm" })), 403, "bounce_source_rejected")
-    expect(awsVisits.slice(visits).filter((v) => v !== "/cert.pem")).toEqual([])
+    expect(awsVisits.slice(visits).filter((v) => v !== `/${CERT_FILE}`)).toEqual([])
     expectProblem(await post({ hello: "world" }), 400, "invalid_request_body")
     expect(await query(app, "select 1 from mail_bounces where delivery_id = $1", [deliveryId])).toHaveLength(0)
+  })
+
+  it("SigningCertURL: path variants are refused unfetched, the certificate cache stays bounded, another topic fetches nothing", async () => {
+    const complaint = JSON.stringify({ notificationType: "Complaint", complaint: {}, mail: { messageId: "x" } })
+    const message = (certUrl: string, topic = TOPIC) => signed({ Type: "Notification", Message: complaint, TopicArn: topic }, "2", certUrl)
+    // Spellings of the one certificate URL (each would have been another cache entry and fetch).
+    const visits = awsVisits.length
+    const variants = [
+      ...Array.from({ length: 30 }, (_, i) => `${awsBase}x${i}/../${CERT_FILE}`),
+      `${awsBase}./${CERT_FILE}`, `${awsBase}%53${CERT_FILE.slice(1)}`, `${awsBase}${CERT_FILE}?v=1`, `${awsBase}${CERT_FILE}#f`,
+      `${awsBase}certs/${CERT_FILE}`, `${awsBase}cert.pem`,
+    ]
+    for (const url of variants) expectProblem(await post(message(url)), 403, "bounce_source_rejected")
+    expect(awsVisits.slice(visits)).toEqual([])
+    // Many distinct certificate names (as if SNS had that many): each is fetched once, and at
+    // most CERTIFICATE_CACHE_CAPACITY are kept.
+    for (let i = 0; i < CERTIFICATE_CACHE_CAPACITY + 10; i++) {
+      const res = await post(message(`${awsBase}SimpleNotificationService-${i.toString(16).padStart(32, "0")}.pem`))
+      expect(res.status, res.text).toBe(200)
+    }
+    expect(awsVisits.length - visits).toBe(CERTIFICATE_CACHE_CAPACITY + 10)
+    expect(await app.run(certificateCacheSize)).toBe(CERTIFICATE_CACHE_CAPACITY)
+    // The last one is still held: no new fetch.
+    const held = awsVisits.length
+    expect((await post(message(`${awsBase}SimpleNotificationService-${(CERTIFICATE_CACHE_CAPACITY + 9).toString(16).padStart(32, "0")}.pem`))).status).toBe(200)
+    expect(awsVisits.length).toBe(held)
+    // A topic outside BOUNCE_SNS_TOPIC_ARNS is refused before any certificate is fetched.
+    const unknown = `${awsBase}SimpleNotificationService-${"f".repeat(32)}.pem`
+    expectProblem(await post(message(unknown, "arn:aws:sns:eu-west-1:999999999999:other")), 403, "bounce_source_rejected")
+    expect(awsVisits.length).toBe(held)
   })
 
   it("verified notifications that are not bounces of ours are acknowledged with nothing processed", async () => {
