@@ -64,6 +64,12 @@ export interface RateLimits {
   readonly emailPerWindow: number
   /** OTP mails to one email address from all client addresses per hour (the mail-bomb ceiling). */
   readonly emailCeilingPerHour: number
+  /**
+   * Changes per 10 minutes of an email's one valid OTP code that a caller makes while someone
+   * else relies on that code (src/login/email-otp/replacement.ts); beyond it the start or
+   * resend is withheld: same answer, no new code, no mail.
+   */
+  readonly otpCodeChangesPerEmailPer10Minutes: number
   /** Transaction creations per client per minute, from all client addresses (a ceiling, not a per-user limit). */
   readonly clientPerMinute: number
   /** OTP verifies for one email address from one client address per minute. */
@@ -223,6 +229,7 @@ export const parseConfig = (env: Env): AppConfig => {
       ipPerMinute: positiveInt(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
       emailPerWindow: positiveInt(env, "RATE_LIMIT_EMAIL_PER_10_MINUTES", 5),
       emailCeilingPerHour: positiveInt(env, "RATE_LIMIT_EMAIL_CEILING_PER_HOUR", 50),
+      otpCodeChangesPerEmailPer10Minutes: positiveInt(env, "RATE_LIMIT_OTP_CODE_CHANGES_PER_EMAIL_PER_10_MINUTES", 1),
       clientPerMinute: positiveInt(env, "RATE_LIMIT_CLIENT_PER_MINUTE", 6000),
       otpVerifyPerEmailPerMinute: positiveInt(env, "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE", 20),
       otpFailuresPerEmailPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR", 20),

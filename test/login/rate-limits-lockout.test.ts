@@ -27,6 +27,9 @@ beforeAll(async () => {
       RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE: "20",
       RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR: "3",
       RATE_LIMIT_OTP_FAILURES_CEILING_PER_HOUR: "6",
+      // Here every start from another address changes the email's code, as before that was
+      // bounded; the bound itself is tested in ./email-otp-code-changes.test.ts.
+      RATE_LIMIT_OTP_CODE_CHANGES_PER_EMAIL_PER_10_MINUTES: "1000",
     },
   })
 })

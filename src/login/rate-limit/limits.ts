@@ -32,8 +32,13 @@ export const loginLimits = (config: AppConfig) => {
     otpSendPerIp: { bucket: "otp_send:ip", limit: r.ipPerMinute, windowMs: MINUTE },
     /** OTP mails to one email address from one client address. */
     otpSendPerEmailAndIp: { bucket: "otp_send:email+ip", limit: r.emailPerWindow, windowMs: 10 * MINUTE },
-    /** OTP mails to one email address from all addresses: the mail-bomb ceiling. */
+    /** OTP mails to one email address from all addresses: the mail-bomb ceiling (counted only for mails sent). */
     otpSendPerEmail: { bucket: "otp_send:email", limit: r.emailCeilingPerHour, windowMs: 60 * MINUTE },
+    /**
+     * Changes of an email's one valid code against someone else who relies on it, from all
+     * addresses (src/login/email-otp/replacement.ts): a stranger cannot keep killing it.
+     */
+    otpCodeChangesPerEmail: { bucket: "otp_code_change:email", limit: r.otpCodeChangesPerEmailPer10Minutes, windowMs: 10 * MINUTE },
     /** OTP verifies per client address. */
     otpVerifyPerIp: { bucket: "otp_verify:ip", limit: r.ipPerMinute, windowMs: MINUTE },
     /** OTP verifies for one email address from one client address. */

@@ -17,18 +17,27 @@ const windowOf = (now: number, windowMs: number) => {
 const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: { readonly bucket: string }, subject: string) =>
   crypto.hmac("rate-limit", `${limit.bucket}\u0000${subject}`).toString("base64url")
 
+const count = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  const w = windowOf(now, limit.windowMs)
+  const hits = yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...w })
+  return { hits, retryAfterSeconds: w.retryAfterSeconds }
+})
+
 /**
  * Counts one hit and refuses it with 429 `rate_limited` (with `Retry-After`: the end of the
  * window) when the window already holds `limit` hits. The count commits on its own, even
  * when the request is refused (call it outside the business transaction).
  */
 export const consume = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
-  const crypto = yield* Crypto
-  const now = yield* Clock.currentTimeMillis
-  const w = windowOf(now, limit.windowMs)
-  const hits = yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...w })
-  if (hits > limit.limit) return yield* refuse(limit, w.retryAfterSeconds)
+  const counted = yield* count(environmentId, limit, subject)
+  if (counted.hits > limit.limit) return yield* refuse(limit, counted.retryAfterSeconds)
 }).pipe(Effect.withSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
+
+/** Counts one hit and says whether it was within the limit (for limits that withhold something instead of refusing). */
+export const take = (environmentId: string, limit: Limit, subject: string) =>
+  Effect.map(count(environmentId, limit, subject), (counted) => counted.hits <= limit.limit)
 
 /** Whether the window is already full, without counting; `refusal` is the 429 to give if so. */
 export const exhausted = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
@@ -45,11 +54,7 @@ export const ensureNotExhausted = (environmentId: string, limit: Limit, subject:
     refusal === undefined ? Effect.void : refuse(limit, refusal.retryAfterSeconds ?? 1))
 
 /** Counts one hit without refusing anything (e.g. a wrong OTP, counted after the fact). */
-export const record = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
-  const crypto = yield* Crypto
-  const now = yield* Clock.currentTimeMillis
-  yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...windowOf(now, limit.windowMs) })
-})
+export const record = (environmentId: string, limit: Limit, subject: string) => Effect.asVoid(count(environmentId, limit, subject))
 
 /** A fact kept for `ttlMs` (e.g. "this address has signed in as this email"); subjects are HMAC'd like counters. */
 export interface Memory {
