@@ -1,4 +1,7 @@
 import pg from "pg"
+import { Effect } from "effect"
+import { emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../../src/login/rate-limit/limits.js"
+import * as rateLimit from "../../src/login/rate-limit/service.js"
 import { afterAll, describe, expect, it } from "vitest"
 import { startSmtpSink } from "../login/support.js"
 import {
@@ -219,6 +222,24 @@ describe("rate limits (the Email OTP send limit per address: 5 per 10 minutes)",
     const target = uniqueEmail("bombed")
     for (let i = 0; i < 5; i++) expect((await start((await signedInUser(ctx, `bomber-${i}`)).token, target)).status).toBe(202)
     expectProblem(await start((await signedInUser(ctx, "bomber-6")).token, target), 429, "rate_limited")
+  })
+})
+
+describe("the all-addresses mail ceiling and the user's own address (issue 12)", () => {
+  it("strangers' sign-in starts that used up the ceiling of the user's address do not block the change from an address that signed in as it; others stay capped", async () => {
+    const returning = await signedInUser(ctx, "returning")
+    const other = await signedInUser(ctx, "not-known")
+    // This client address (the test's, 127.0.0.1) signed in as the first user with Email OTP before.
+    await ctx.app.run(rateLimit.remember(ctx.b.environment_id, KNOWN_ADDRESS, emailAddressSubject(returning.user.email_normalized, "127.0.0.1")))
+    // Strangers' sign-in starts have used up the hour's mail ceiling of both addresses.
+    const ceiling = loginLimits(ctx.app.config).otpSendPerEmail
+    for (const email of [returning.user.email_normalized, other.user.email_normalized]) {
+      await ctx.app.run(Effect.forEach(Array.from({ length: ceiling.limit }), () => rateLimit.record(ctx.b.environment_id, ceiling, email)))
+    }
+    const started = await start(returning.token, uniqueEmail("returning-new"))
+    expect(started.status, started.text).toBe(202)
+    expect(await codeOf(returning.user.email, 1)).toMatch(/^\d{6}$/)
+    expectProblem(await start(other.token, uniqueEmail("not-known-new")), 429, "rate_limited")
   })
 })
 

@@ -6,6 +6,7 @@ import { codeHmac, generateCode, isCodeShape } from "../../login/email-otp/code.
 import { InvalidCode } from "../../login/email-otp/errors.js"
 import { enqueueLoginCodeMail } from "../../login/email-otp/mail-job.js"
 import * as otp from "../../login/email-otp/repo.js"
+import { consumeMailCeiling, isKnownAddress } from "../../login/email-otp/send-limits.js"
 import { CHALLENGE_TTL_MS, MAX_FAILED_ATTEMPTS } from "../../login/email-otp/service.js"
 import { addressSubject, emailAddressSubject, loginLimits } from "../../login/rate-limit/limits.js"
 import * as rateLimit from "../../login/rate-limit/service.js"
@@ -87,9 +88,12 @@ export const startEmailChange = (newEmail: string) => Effect.gen(function* () {
   yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerIp, addressSubject(ip)))
   // Both addresses get a code: each counted as Email OTP mails are (per address from this
   // client address, and the all-addresses ceiling), so many accounts cannot bomb one address.
+  // As for sign-in codes, an address that signed in as that email passes the ceiling, so a
+  // flood of strangers' sign-in starts cannot block the user's own change (issue 12).
   for (const address of [me.user.email_normalized, newNormalized]) {
     yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmailAndIp, emailAddressSubject(address, ip)))
-    yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmail, address))
+    const known = yield* unavailableOnSqlError(isKnownAddress(env.record.id, address, ip))
+    yield* unavailableOnSqlError(consumeMailCeiling(env.record.id, address, known))
   }
   return yield* unavailableOnSqlError(sql.withTransaction(Effect.gen(function* () {
     const user = yield* lockMe(me)
