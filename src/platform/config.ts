@@ -60,6 +60,10 @@ export interface AppConfig {
 export interface RateLimits {
   /** Per client address (IPv4, IPv6 /64) per minute, separately for transaction creation, OTP sends and OTP verifies. */
   readonly ipPerMinute: number
+  /** The same, per IPv6 /56 (all its /64s together). */
+  readonly ipv6Network56PerMinute: number
+  /** The same, per IPv6 /48; below the per-client ceiling, so one /48 cannot reach it. */
+  readonly ipv6Network48PerMinute: number
   /** OTP mails to one email address from one client address per 10 minutes. */
   readonly emailPerWindow: number
   /** OTP mails to one email address from all client addresses per hour (the mail-bomb ceiling). */
@@ -227,6 +231,8 @@ export const parseConfig = (env: Env): AppConfig => {
     rateLimits: {
       // Numbers and reasoning: docs/decisions.md, "Lockout-proof login rate limits".
       ipPerMinute: positiveInt(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
+      ipv6Network56PerMinute: positiveInt(env, "RATE_LIMIT_IPV6_56_PER_MINUTE", 600),
+      ipv6Network48PerMinute: positiveInt(env, "RATE_LIMIT_IPV6_48_PER_MINUTE", 1200),
       emailPerWindow: positiveInt(env, "RATE_LIMIT_EMAIL_PER_10_MINUTES", 5),
       emailCeilingPerHour: positiveInt(env, "RATE_LIMIT_EMAIL_CEILING_PER_HOUR", 50),
       otpCodeChangesPerEmailPer10Minutes: positiveInt(env, "RATE_LIMIT_OTP_CODE_CHANGES_PER_EMAIL_PER_10_MINUTES", 1),

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { addressSubject, emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
+import { emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
 import { Config } from "../../platform/config.js"
 import * as rateLimit from "../rate-limit/service.js"
 
@@ -13,7 +13,7 @@ import * as rateLimit from "../rate-limit/service.js"
 /** Per client address, then per email from that address; counts commit even when refused. */
 export const limitSendPerAddress = (environmentId: string, emailNormalized: string, ip: string | undefined) => Effect.gen(function* () {
   const limits = loginLimits(yield* Config)
-  yield* rateLimit.consume(environmentId, limits.otpSendPerIp, addressSubject(ip))
+  yield* rateLimit.consumePerAddress(environmentId, limits.otpSendPerIp, ip)
   yield* rateLimit.consume(environmentId, limits.otpSendPerEmailAndIp, emailAddressSubject(emailNormalized, ip))
 })
 

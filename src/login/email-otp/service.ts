@@ -13,7 +13,7 @@ import { ipPrefixHash } from "../../platform/ip-prefix.js"
 import { CurrentRequest } from "../../platform/request-context.js"
 import { normalizeEmail, type UserRow, userByEmail } from "../../users/repo.js"
 import { Users } from "../../users/service.js"
-import { addressSubject, emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
+import { emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
 import { issuerOf, mayChangeCode } from "./replacement.js"
 import { consumeMailCeiling, isKnownAddress, limitSendPerAddress } from "./send-limits.js"
 import * as rateLimit from "../rate-limit/service.js"
@@ -244,7 +244,7 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
   const limits = loginLimits(config)
   const facts = yield* requestFacts(txn.workspace_id)
   const emailAndIp = emailAddressSubject(existing.email_normalized, facts.ip)
-  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerIp, addressSubject(facts.ip))
+  yield* rateLimit.consumePerAddress(txn.environment_id, limits.otpVerifyPerIp, facts.ip)
   yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerEmailAndIp, emailAndIp)
   yield* rateLimit.ensureNotExhausted(txn.environment_id, limits.otpFailuresPerEmailAndIp, emailAndIp)
   // Past the all-addresses ceiling only the first attempt of a challenge whose own code was

@@ -2,7 +2,8 @@ import { Clock, Effect } from "effect"
 import { RateLimited } from "../../http/errors.js"
 import { Crypto, type makeCrypto } from "../../platform/crypto.js"
 import { countWith } from "../../platform/observability/metrics.js"
-import type { Limit } from "./limits.js"
+import { ipv6Networks } from "../../platform/ip-prefix.js"
+import { type AddressLimits, addressSubject, type Limit } from "./limits.js"
 import * as repo from "./repo.js"
 
 const refuse = (limit: Limit, retryAfterSeconds: number) =>
@@ -34,6 +35,19 @@ export const consume = (environmentId: string, limit: Limit, subject: string) =>
   const counted = yield* count(environmentId, limit, subject)
   if (counted.hits > limit.limit) return yield* refuse(limit, counted.retryAfterSeconds)
 }).pipe(Effect.withSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
+
+/**
+ * Counts one hit per client address (`addressSubject`: IPv4 address, IPv6 /64) and, for IPv6,
+ * per /56 and per /48 around it, refusing at the first that is full: a request refused by a
+ * narrower limit is not counted by the wider ones.
+ */
+export const consumePerAddress = (environmentId: string, limits: AddressLimits, ip: string | undefined) => Effect.gen(function* () {
+  yield* consume(environmentId, limits.address, addressSubject(ip))
+  const networks = ipv6Networks(ip)
+  if (networks === undefined) return
+  yield* consume(environmentId, limits.network56, networks.net56)
+  yield* consume(environmentId, limits.network48, networks.net48)
+})
 
 /** Counts one hit and says whether it was within the limit (for limits that withhold something instead of refusing). */
 export const take = (environmentId: string, limit: Limit, subject: string) =>
