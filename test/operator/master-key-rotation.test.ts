@@ -5,6 +5,8 @@ import { usableConnection } from "../../src/management/connections/repo.js"
 import { openProviderClientSecret } from "../../src/management/connections/secret.js"
 import { sealContext as loginCodeMailContext } from "../../src/login/email-otp/mail-job.js"
 import { graceSealContext } from "../../src/oidc/refresh/service.js"
+import { enqueueEmailChangeNotice, sealContext as emailChangeNoticeContext } from "../../src/me/email-change/notice-job.js"
+import { addJob } from "../../src/platform/jobs.js"
 import { keyId, makeCrypto } from "../../src/platform/crypto.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
@@ -46,8 +48,7 @@ const sealedKeyIds = async (a: TestApp) => {
     union all select split_part(provider_client_secret_sealed, '.', 2) from connections where provider_client_secret_sealed is not null
     union all select split_part(response_sealed, '.', 2) from idempotency_keys where response_sealed is not null
     union all select split_part(grace_response_sealed, '.', 2) from refresh_families where grace_response_sealed is not null
-    union all select split_part(j.payload->>'sealed', '.', 2) from graphile_worker._private_jobs j
-      join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'`)
+    union all select split_part(j.payload->>'sealed', '.', 2) from graphile_worker._private_jobs j where j.payload->>'sealed' is not null`)
   return rows.map((r) => r.k)
 }
 
@@ -81,6 +82,10 @@ describe("master-key rotation that completes (issue 12)", () => {
     const txn = await createTransaction(first, env, loginClient)
     const otp = await publicApi(first, env, `/auth/transactions/${txn}/email/start`, { body: { email: uniqueEmail("rotation") } })
     expect(otp.status, otp.text).toBe(202)
+    // An email change's notice to the old address (its job payload holds both addresses sealed).
+    await first.run(enqueueEmailChangeNotice({
+      environmentId: env.environment_id, userId: user.id, securityVersion: 2, oldEmail: "old@example.com", newEmail: "new@example.com",
+    }))
     const idA = keyId(keyA)
     expect(new Set(await sealedKeyIds(first))).toEqual(new Set([idA]))
     expect((await sealedKeyIds(first)).length).toBeGreaterThanOrEqual(5)
@@ -106,6 +111,7 @@ describe("master-key rotation that completes (issue 12)", () => {
       resealed: expect.objectContaining({
         "signing_keys.private_key_sealed": 1, "webhooks.secret_sealed": 1, "connections.provider_client_secret_sealed": 1,
         "idempotency_keys.response_sealed": 1, "graphile_worker.jobs.send_login_code": 1, "refresh_families.grace_response_sealed": 1,
+        "graphile_worker.jobs.send_email_change_notice": 1,
       }),
     })
     expect(new Set(await sealedKeyIds(second))).toEqual(new Set([idB]))
@@ -128,6 +134,12 @@ describe("master-key rotation that completes (issue 12)", () => {
       "select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'")
     const opened = await Effect.runPromise(makeCrypto({ current: keyB }).open(loginCodeMailContext(job!.payload.challenge_id, job!.payload.generation), job!.payload.sealed))
     const code = JSON.parse(opened.toString("utf8")).code as string
+    // So does the email-change notice.
+    const [notice] = await sqlRows<{ payload: { user_id: string; security_version: number; sealed: string } }>(second,
+      "select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_email_change_notice'")
+    const noticeOpened = await Effect.runPromise(makeCrypto({ current: keyB })
+      .open(emailChangeNoticeContext(notice!.payload.user_id, notice!.payload.security_version), notice!.payload.sealed))
+    expect(JSON.parse(noticeOpened.toString("utf8"))).toEqual({ to: "old@example.com", new_email: "new@example.com" })
     const verified = await publicApi(second, env, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id: otp.json.challenge_id, code } })
     expect(verified.status, verified.text).toBe(200)
 
@@ -163,12 +175,17 @@ describe("master-key rotation that completes (issue 12)", () => {
 describe("re-sealing is resumable, compare-and-set, and covers every sealed column", () => {
   it("every `*_sealed` column of the schema is known to the rotation; an unknown one refuses it", async () => {
     const fresh = await restart(undefined, { MASTER_KEY: A })
-    expect(await fresh.run(rotationRepo.unregisteredSealedColumns)).toEqual([])
+    expect(await fresh.run(rotationRepo.unregisteredSealedValues)).toEqual([])
     // Without a previous key there is nothing to rotate from.
     await expect(fresh.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/MASTER_KEY_PREVIOUS to the old one/)
     const withPrevious = await restart(fresh.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
     await sqlRows(withPrevious, "alter table webhooks add column extra_sealed text")
-    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/Sealed columns unknown to the rotation: webhooks.extra_sealed/)
+    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/Sealed values unknown to the rotation: webhooks.extra_sealed$/)
+    // A column named plain `sealed`, and a queued job of another task whose payload carries a sealed value, are seen too.
+    await sqlRows(withPrevious, "create table extra_chunks (id text primary key, sealed text)")
+    await withPrevious.run(addJob("some_new_task", { sealed: "v1.x.y.z.w" }))
+    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(
+      /Sealed values unknown to the rotation: extra_chunks.sealed, webhooks.extra_sealed, graphile_worker.jobs.some_new_task$/)
     const [state] = await sqlRows<{ previous: string | null }>(withPrevious, "select previous_check_value as previous from master_key_check")
     expect(state!.previous).not.toBeNull()
   }, 60_000)
