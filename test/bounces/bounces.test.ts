@@ -3,7 +3,11 @@ import { readFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeCrypto } from "../../src/platform/crypto.js"
+import { dataKeySealContext } from "../../src/platform/hmac-data-keys.js"
+import { isAddressSuppressed } from "../../src/bounces/suppression.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createTransaction, type LoginClientInfo, publicApi, query, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
 import { expectProblem } from "../management-extra/helpers.js"
@@ -89,10 +93,13 @@ const createUser = async (email: string) => {
 }
 /**
  * The spec's recipientHash computed independently of the app's code: base64url HMAC-SHA256 of the
- * normalized address under HKDF-SHA256(MASTER_KEY, info "authservice/hmac/email-recipient/<workspace>").
+ * normalized address under HKDF-SHA256(data key, info "authservice/email-recipient/<workspace>"),
+ * where the data key is the `email-recipient` row of hmac_data_keys opened with MASTER_KEY.
  */
 const expectedHash = async (email: string) => {
-  const key = Buffer.from(hkdfSync("sha256", app.config.masterKey!, Buffer.alloc(0), `authservice/hmac/email-recipient/${b.workspace_id}`, 32))
+  const [row] = await query<{ key_sealed: string }>(app, "select key_sealed from hmac_data_keys where purpose = 'email-recipient'")
+  const dataKey = await Effect.runPromise(makeCrypto({ current: app.config.masterKey! }).open(dataKeySealContext("email-recipient"), row!.key_sealed))
+  const key = Buffer.from(hkdfSync("sha256", dataKey, Buffer.alloc(0), `authservice/email-recipient/${b.workspace_id}`, 32))
   return createHmac("sha256", key).update(email.trim().toLowerCase()).digest("base64url")
 }
 
@@ -290,5 +297,17 @@ describe("Amazon SES through SNS", () => {
     expect((await post(signed({ Type: "Notification", Message: complaint }))).json).toEqual({ type: "Notification", processed: 0 })
     expect((await post(signed({ Type: "Notification", Message: sesBounce(undefined, "<unknown@localhost>", "a@example.com") }))).json.processed).toBe(0)
     expect((await post(signed({ Type: "Notification", Message: "not json" }))).json.processed).toBe(0)
+  })
+})
+
+describe("suppressions recorded before the HMAC data key", () => {
+  it("a suppression keyed by the master key itself (as before sql/0161) still suppresses while that key is configured", async () => {
+    const email = uniqueEmail("legacy")
+    const legacy = createHmac("sha256", Buffer.from(hkdfSync("sha256", app.config.masterKey!, Buffer.alloc(0), `authservice/hmac/email-recipient/${b.workspace_id}`, 32)))
+      .update(email).digest("base64url")
+    const suppressed = () => app.run(isAddressSuppressed({ workspaceId: b.workspace_id, environmentId: b.environment_id, address: email, userFlag: undefined }))
+    expect(await suppressed()).toBe(false)
+    await query(app, "insert into email_suppressions (environment_id, recipient_hash, delivery_id, created_at) values ($1, $2, 'dlv_legacy', now())", [b.environment_id, legacy])
+    expect(await suppressed()).toBe(true)
   })
 })

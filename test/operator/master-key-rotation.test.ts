@@ -7,6 +7,11 @@ import { sealContext as loginCodeMailContext } from "../../src/login/email-otp/m
 import { graceSealContext } from "../../src/oidc/refresh/service.js"
 import { enqueueEmailChangeNotice, sealContext as emailChangeNoticeContext } from "../../src/me/email-change/notice-job.js"
 import { addJob } from "../../src/platform/jobs.js"
+import { DELIVERY_ID_HEADER, trackDelivery } from "../../src/bounces/deliveries.js"
+import { recordBounce } from "../../src/bounces/service.js"
+import { isAddressSuppressed } from "../../src/bounces/suppression.js"
+import { emailAddressSubject, KNOWN_ADDRESS } from "../../src/login/rate-limit/limits.js"
+import * as rateLimit from "../../src/login/rate-limit/service.js"
 import { keyId, makeCrypto } from "../../src/platform/crypto.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
@@ -44,6 +49,7 @@ const restart = async (databaseUrl: string | undefined, env: Record<string, stri
 const sealedKeyIds = async (a: TestApp) => {
   const rows = await sqlRows<{ k: string }>(a, `
     select split_part(private_key_sealed, '.', 2) as k from signing_keys
+    union all select split_part(key_sealed, '.', 2) from hmac_data_keys
     union all select split_part(secret_sealed, '.', 2) from webhooks where secret_sealed is not null
     union all select split_part(provider_client_secret_sealed, '.', 2) from connections where provider_client_secret_sealed is not null
     union all select split_part(response_sealed, '.', 2) from idempotency_keys where response_sealed is not null
@@ -86,6 +92,17 @@ describe("master-key rotation that completes (issue 12)", () => {
     await first.run(enqueueEmailChangeNotice({
       environmentId: env.environment_id, userId: user.id, securityVersion: 2, oldEmail: "old@example.com", newEmail: "new@example.com",
     }))
+    // A hard bounce suppresses an address, and an address signed in as another email: both are
+    // kept as HMACs that must still be found after the rotation (HMAC data keys).
+    const bounced = uniqueEmail("bounced")
+    const mail = await first.run(trackDelivery(env.environment_id, "login_code", { to: bounced, subject: "s", text: "t" }))
+    const deliveryId = mail.headers![DELIVERY_ID_HEADER]!
+    expect(await first.run(recordBounce({ deliveryId, recipient: bounced, bounceType: "hard", source: "generic" }))).toMatchObject({ matched: true, suppressed: true })
+    const suppressed = (a: TestApp) =>
+      a.run(isAddressSuppressed({ workspaceId: env.workspace_id, environmentId: env.environment_id, address: bounced, userFlag: undefined }))
+    expect(await suppressed(first)).toBe(true)
+    const knownSubject = emailAddressSubject("returning@example.com", "198.51.100.20")
+    await first.run(rateLimit.remember(env.environment_id, KNOWN_ADDRESS, knownSubject))
     const idA = keyId(keyA)
     expect(new Set(await sealedKeyIds(first))).toEqual(new Set([idA]))
     expect((await sealedKeyIds(first)).length).toBeGreaterThanOrEqual(5)
@@ -111,7 +128,7 @@ describe("master-key rotation that completes (issue 12)", () => {
       resealed: expect.objectContaining({
         "signing_keys.private_key_sealed": 1, "webhooks.secret_sealed": 1, "connections.provider_client_secret_sealed": 1,
         "idempotency_keys.response_sealed": 1, "graphile_worker.jobs.send_login_code": 1, "refresh_families.grace_response_sealed": 1,
-        "graphile_worker.jobs.send_email_change_notice": 1,
+        "graphile_worker.jobs.send_email_change_notice": 1, "hmac_data_keys.key_sealed": 2,
       }),
     })
     expect(new Set(await sealedKeyIds(second))).toEqual(new Set([idB]))
@@ -167,6 +184,15 @@ describe("master-key rotation that completes (issue 12)", () => {
     // The idempotent answer (sealed) replays identically.
     const replay = await third.management("/v1/api-keys", { body: apiKeyBody, headers: idempotent, key: env.api_key })
     expect([replay.status, replay.json]).toEqual([201, created.json])
+    // The suppression recorded before the rotation still suppresses (the old key is gone), its
+    // address's later bounce is still tied to it, and the known address is still known.
+    expect(await suppressed(third)).toBe(true)
+    expect(await third.run(rateLimit.isRemembered(env.environment_id, KNOWN_ADDRESS, knownSubject))).toBe(true)
+    const later = await third.run(trackDelivery(env.environment_id, "login_code", { to: bounced, subject: "s", text: "t" }))
+    expect(await third.run(recordBounce({ deliveryId: later.headers![DELIVERY_ID_HEADER]!, recipient: bounced, bounceType: "hard", source: "generic" })))
+      .toMatchObject({ matched: true, suppressed: true })
+    const [suppressions] = await sqlRows<{ n: number }>(third, "select count(*)::int as n from email_suppressions where environment_id = $1", [env.environment_id])
+    expect(suppressions!.n).toBe(1)
     // The old key alone is now refused.
     await expect(third.run(verifyMasterKey({ current: keyA }))).rejects.toThrow(/does not match/)
   }, 180_000)

@@ -1,6 +1,7 @@
 import { Clock, Effect } from "effect"
 import { RateLimited } from "../../http/errors.js"
 import { Crypto, type makeCrypto } from "../../platform/crypto.js"
+import { HmacDataKeys } from "../../platform/hmac-data-keys.js"
 import { countWith } from "../../platform/observability/metrics.js"
 import { ipv6Networks } from "../../platform/ip-prefix.js"
 import { type AddressLimits, addressSubject, type Limit } from "./limits.js"
@@ -14,7 +15,10 @@ const windowOf = (now: number, windowMs: number) => {
   return { windowStart: new Date(start), windowEnd: new Date(start + windowMs), retryAfterSeconds: Math.ceil((start + windowMs - now) / 1000) }
 }
 
-/** Counters never hold a raw email or IP address: the subject is an HMAC under a master-key pepper. */
+/**
+ * Counters never hold a raw email or IP address: the subject is an HMAC under a master-key
+ * pepper (a window lasts at most an hour: after a master-key rotation counters start afresh).
+ */
 const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: { readonly bucket: string }, subject: string) =>
   crypto.hmac("rate-limit", `${limit.bucket}\u0000${subject}`).toString("base64url")
 
@@ -70,20 +74,28 @@ export const ensureNotExhausted = (environmentId: string, limit: Limit, subject:
 /** Counts one hit without refusing anything (e.g. a wrong OTP, counted after the fact). */
 export const record = (environmentId: string, limit: Limit, subject: string) => Effect.asVoid(count(environmentId, limit, subject))
 
-/** A fact kept for `ttlMs` (e.g. "this address has signed in as this email"); subjects are HMAC'd like counters. */
+/**
+ * A fact kept for `ttlMs` (e.g. "this address has signed in as this email", 30 days). Its
+ * subject is HMAC'd like a counter's, but under the `rate-limit-memory` HMAC data key
+ * (src/platform/hmac-data-keys.ts): a memory outlives master-key rotations, a window does not
+ * need to.
+ */
 export interface Memory {
   readonly bucket: string
   readonly ttlMs: number
 }
 
+const memorySubject = (memory: Memory, subject: string) => Effect.gen(function* () {
+  const keys = yield* HmacDataKeys
+  return (yield* keys.hmac("rate-limit-memory", "rate-limit-memory", `${memory.bucket}\u0000${subject}`)).toString("base64url")
+})
+
 export const remember = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
-  const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
-  yield* repo.remember({ environmentId, bucket: memory.bucket, subject: subjectOf(crypto, memory, subject), until: new Date(now + memory.ttlMs) })
+  yield* repo.remember({ environmentId, bucket: memory.bucket, subject: yield* memorySubject(memory, subject), until: new Date(now + memory.ttlMs) })
 })
 
 export const isRemembered = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
-  const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
-  return yield* repo.remembered({ environmentId, bucket: memory.bucket, subject: subjectOf(crypto, memory, subject), now: new Date(now) })
+  return yield* repo.remembered({ environmentId, bucket: memory.bucket, subject: yield* memorySubject(memory, subject), now: new Date(now) })
 })

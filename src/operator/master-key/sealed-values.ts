@@ -7,6 +7,7 @@ import { SEND_LOGIN_CODE_TASK, sealContext as loginCodeMailContext } from "../..
 import { SEND_EMAIL_CHANGE_NOTICE_TASK, sealContext as emailChangeNoticeContext } from "../../me/email-change/notice-job.js"
 import { graceSealContext } from "../../oidc/refresh/service.js"
 import { sealContext as signingKeyContext } from "../../platform/keys/service.js"
+import { dataKeySealContext } from "../../platform/hmac-data-keys.js"
 import { secretSealContext as webhookSecretContext } from "../../webhooks/service.js"
 import { callbackSealContext as socialCallbackContext } from "../../social/bound-browser.js"
 import { verifierSealContext as socialVerifierContext } from "../../social/redirect.js"
@@ -71,6 +72,8 @@ const column = (table: string, sealedColumn: string, row: string, fields: Readon
 
 export const SEALED_VALUES: ReadonlyArray<SealedValues> = [
   column("signing_keys", "private_key_sealed", "kid", {}, (f) => signingKeyContext(f["row"]!)),
+  // HMAC data keys: re-sealed, never changed, so the hashes they key survive the rotation.
+  column("hmac_data_keys", "key_sealed", "purpose", {}, (f) => dataKeySealContext(f["row"]!)),
   column("webhooks", "secret_sealed", "id", {}, (f) => webhookSecretContext(f["row"]!)),
   column("connections", "provider_client_secret_sealed", "id", {}, (f) => providerSecretContext(f["row"]!)),
   column("user_export_jobs", "artifact_sealed", "id", {}, (f) => artifactSealContext(f["row"]!)),

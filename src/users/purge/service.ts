@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Audit } from "../../platform/audit.js"
-import { recipientHash } from "../../bounces/recipient.js"
+import { recipientHashes } from "../../bounces/recipient.js"
 import { Config } from "../../platform/config.js"
 import { Crypto } from "../../platform/crypto.js"
 import * as repo from "./repo.js"
@@ -46,7 +46,7 @@ export const purgeDeletedUsers = (options: PurgeOptions = {}) => Effect.gen(func
       const due = yield* repo.lockDueUsers(cutoff, options.environmentId, BATCH)
       for (const user of due) {
         auditRecordsRedacted += yield* repo.redactAuditRecords(user)
-        yield* repo.deleteUserData(user, recipientHash(crypto, user.workspace_id, user.email))
+        yield* repo.deleteUserData(user, (yield* recipientHashes(user.workspace_id, user.email)).all)
         yield* audit.append({
           workspaceId: user.workspace_id, environmentId: user.environment_id, actor: { type: "system" },
           action: "user.purged", subjectType: "user", subjectId: user.id,
