@@ -4,6 +4,7 @@ import { type AppConfig, ConfigFrom } from "./platform/config.js"
 import { CryptoFromKeyring, type Keyring } from "./platform/crypto.js"
 import { DatabaseUrl, runMigrations, SqlLive } from "./platform/database.js"
 import { EventsLive } from "./platform/events/service.js"
+import { HmacDataKeysLive } from "./platform/hmac-data-keys.js"
 import { DnsResolverLive } from "./management/domains/dns.js"
 import { IdsLive } from "./platform/ids.js"
 import { KeysLive } from "./platform/keys/service.js"
@@ -46,7 +47,8 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
   )
   const sql = SqlLive({ maxConnections: options.maxConnections ?? 10 }).pipe(Layer.provide(base))
   const ids = IdsLive.pipe(Layer.provide(base))
-  const foundation = Layer.mergeAll(base, sql, ids)
+  const hmacDataKeys = HmacDataKeysLive.pipe(Layer.provide(Layer.mergeAll(base, sql)))
+  const foundation = Layer.mergeAll(base, sql, ids, hmacDataKeys)
   const keys = KeysLive.pipe(Layer.provide(foundation))
   const platform = Layer.mergeAll(EventsLive, AuditLive, keys, TenancyLive.pipe(Layer.provide(keys))).pipe(Layer.provideMerge(foundation))
   // Feature services, each built on the platform services.

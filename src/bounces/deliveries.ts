@@ -1,6 +1,5 @@
 import { Clock, Effect } from "effect"
 import { Config } from "../platform/config.js"
-import { Crypto } from "../platform/crypto.js"
 import { Ids } from "../platform/ids.js"
 import type { MailMessage } from "../platform/mailer.js"
 import { recipientHash } from "./recipient.js"
@@ -17,14 +16,13 @@ export const DELIVERY_ID_HEADER = "X-Authservice-Delivery-Id"
  */
 export const trackDelivery = (environmentId: string, purpose: string, message: MailMessage) => Effect.gen(function* () {
   const ids = yield* Ids
-  const crypto = yield* Crypto
   const config = yield* Config
   const workspaceId = yield* repo.workspaceOfEnvironment(environmentId)
   if (workspaceId === undefined) return message
   const id = yield* ids.make("dlv")
   const messageId = `<${id}@${config.platformDomain}>`
   yield* repo.insertDelivery({
-    id, workspaceId, environmentId, messageId, recipientHash: recipientHash(crypto, workspaceId, message.to), purpose,
+    id, workspaceId, environmentId, messageId, recipientHash: yield* recipientHash(workspaceId, message.to), purpose,
     now: new Date(yield* Clock.currentTimeMillis),
   })
   return { ...message, messageId, headers: { ...message.headers, [DELIVERY_ID_HEADER]: id } } satisfies MailMessage

@@ -48,8 +48,10 @@ export const suppress = (s: { environmentId: string; recipientHash: string; deli
     return users.map((u) => u.id)
   }))
 
-export const isSuppressed = (environmentId: string, hash: string) => SqlClient.SqlClient.use((sql) =>
-  sql<{ n: number }>`select 1 as n from email_suppressions where environment_id = ${environmentId} and recipient_hash = ${hash}`)
+/** Whether a suppression carries any of `hashes` (the address's current and earlier hashes, ./recipient.ts). */
+export const isSuppressed = (environmentId: string, hashes: ReadonlyArray<string>) => SqlClient.SqlClient.use((sql) =>
+  sql<{ n: number }>`select 1 as n from email_suppressions
+    where environment_id = ${environmentId} and recipient_hash = any(${hashes as Array<string>}::text[])`)
   .pipe(Effect.map((rows) => rows.length > 0))
 
 /** Housekeeping: delivery records (and their bounces) older than the retention are deleted. */

@@ -8,7 +8,7 @@ import { Events } from "../platform/events/service.js"
 import { normalizeEmail } from "../users/repo.js"
 import { DELIVERY_ID_HEADER } from "./deliveries.js"
 import { BounceIntakeDisabled, BounceSourceRejected, DeliveryNotFound } from "./errors.js"
-import { recipientHash } from "./recipient.js"
+import { recipientHashes } from "./recipient.js"
 import * as repo from "./repo.js"
 import { SesNotification } from "./schema.js"
 import { confirmSubscription, type SnsMessage, verifySnsMessage } from "./sns.js"
@@ -44,8 +44,11 @@ export const recordBounce = (bounce: Bounce) => Effect.gen(function* () {
     if (delivery !== undefined) break
   }
   if (delivery === undefined) return { matched: false } satisfies BounceOutcome
-  const hash = recipientHash(crypto, delivery.workspace_id, bounce.recipient)
-  if (!constantTimeEqual(hash, delivery.recipient_hash)) return { matched: false } satisfies BounceOutcome
+  // The delivery may have been recorded under an earlier hash of the address (./recipient.ts);
+  // what is recorded from now on carries the current one.
+  const hashes = yield* recipientHashes(delivery.workspace_id, bounce.recipient)
+  if (!hashes.all.map((h) => constantTimeEqual(h, delivery.recipient_hash)).includes(true)) return { matched: false } satisfies BounceOutcome
+  const hash = hashes.current
   const now = new Date(yield* Clock.currentTimeMillis)
   return yield* sql.withTransaction(Effect.gen(function* () {
     const fresh = yield* repo.insertBounce({ deliveryId: delivery.id, bounceType: bounce.bounceType, source: bounce.source, now })

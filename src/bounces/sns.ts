@@ -1,5 +1,5 @@
 import { createVerify, X509Certificate } from "node:crypto"
-import { Effect, Schema } from "effect"
+import { Cache, Duration, Effect, Exit, Schema } from "effect"
 import { BounceSourceRejected } from "./errors.js"
 
 /**
@@ -52,9 +52,35 @@ export const allowedSnsUrl = (url: string, testPrefix: string | undefined) => {
   return AWS_SNS_URL.test(url) && parsed.username === "" && parsed.password === "" && parsed.port === ""
 }
 
-/** Certificates are public and immutable per URL: each replica caches what it fetched. */
-const certificates = new Map<string, string>()
+/**
+ * The documented shape of a signing certificate's path (AWS docs: the SigningCertURL is
+ * `https://sns.<region>.amazonaws.com/SimpleNotificationService-<id>.pem`). Nothing else is fetched.
+ */
+const CERT_PATH = /^\/SimpleNotificationService-[A-Za-z0-9]{1,64}\.pem$/
+
+/**
+ * The one URL a certificate is fetched from and cached under, or undefined when
+ * `SigningCertURL` is not a certificate URL of SNS. The URL must already be in its
+ * normalised form (what the WHATWG URL parser prints): `/x/../Simple...pem`, `%53imple...`,
+ * a query or a fragment would each be another key for the same certificate (issue 12:
+ * an unauthenticated caller must not be able to grow the cache or our outbound fetches).
+ */
+export const snsCertificateUrl = (url: string, testPrefix: string | undefined): string | undefined => {
+  if (!allowedSnsUrl(url, testPrefix) || !URL.canParse(url)) return undefined
+  const parsed = new URL(url)
+  if (parsed.href !== url || parsed.search !== "" || parsed.hash !== "") return undefined
+  // Under the test prefix the certificate sits in the prefix's folder, with SNS's file name.
+  const path = testPrefix !== undefined && url.startsWith(testPrefix) ? `/${url.slice(testPrefix.length)}` : parsed.pathname
+  return CERT_PATH.test(path) ? url : undefined
+}
+
 const MAX_CERT_BYTES = 16 * 1024
+/**
+ * Certificates are public and immutable per URL: each replica keeps the few it fetched (SNS
+ * signs with one certificate per region at a time; a rotation adds one). Least recently used
+ * ones beyond the bound are dropped; a failed fetch is not kept.
+ */
+export const CERTIFICATE_CACHE_CAPACITY = 16
 
 const fetchText = (url: string, maxBytes: number) => Effect.tryPromise({
   try: async () => {
@@ -67,25 +93,31 @@ const fetchText = (url: string, maxBytes: number) => Effect.tryPromise({
   catch: (e) => new BounceSourceRejected({ detail: `could not fetch ${new URL(url).origin}: ${e instanceof Error ? e.message : "failed"}` }),
 })
 
-const certificate = (url: string) => Effect.gen(function* () {
-  const cached = certificates.get(url)
-  if (cached !== undefined) return cached
+const fetchCertificate = (url: string) => Effect.gen(function* () {
   const pem = yield* fetchText(url, MAX_CERT_BYTES)
   try {
     new X509Certificate(pem)
   } catch {
     return yield* new BounceSourceRejected({ detail: "SigningCertURL did not serve an X.509 certificate" })
   }
-  certificates.set(url, pem)
   return pem
 })
 
+const certificates = Effect.runSync(Cache.makeWith(fetchCertificate, {
+  capacity: CERTIFICATE_CACHE_CAPACITY,
+  timeToLive: (exit) => (Exit.isSuccess(exit) ? Duration.infinity : Duration.zero),
+}))
+
+/** Certificates held by this process (tests: the bound). */
+export const certificateCacheSize = Cache.size(certificates)
+
 /** Verifies an SNS message's signature; fails with BounceSourceRejected (nothing is done). */
 export const verifySnsMessage = (m: SnsMessage, testPrefix: string | undefined) => Effect.gen(function* () {
-  if (!allowedSnsUrl(m.SigningCertURL, testPrefix) || !new URL(m.SigningCertURL).pathname.endsWith(".pem")) {
+  const certUrl = snsCertificateUrl(m.SigningCertURL, testPrefix)
+  if (certUrl === undefined) {
     return yield* new BounceSourceRejected({ detail: "SigningCertURL is not an Amazon SNS certificate URL" })
   }
-  const pem = yield* certificate(m.SigningCertURL)
+  const pem = yield* Cache.get(certificates, certUrl)
   const verifier = createVerify(m.SignatureVersion === "1" ? "RSA-SHA1" : "RSA-SHA256")
   verifier.update(stringToSign(m), "utf8")
   let valid = false

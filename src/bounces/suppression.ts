@@ -1,6 +1,5 @@
 import { Effect } from "effect"
-import { Crypto } from "../platform/crypto.js"
-import { recipientHash } from "./recipient.js"
+import { recipientHashes } from "./recipient.js"
 import * as repo from "./repo.js"
 
 /**
@@ -12,7 +11,4 @@ export const isAddressSuppressed = (input: {
   readonly workspaceId: string; readonly environmentId: string; readonly address: string; readonly userFlag: boolean | undefined
 }) => input.userFlag === true
   ? Effect.succeed(true)
-  : Effect.gen(function* () {
-    const crypto = yield* Crypto
-    return yield* repo.isSuppressed(input.environmentId, recipientHash(crypto, input.workspaceId, input.address))
-  })
+  : Effect.flatMap(recipientHashes(input.workspaceId, input.address), (hashes) => repo.isSuppressed(input.environmentId, hashes.all))

@@ -60,10 +60,20 @@ export interface AppConfig {
 export interface RateLimits {
   /** Per client address (IPv4, IPv6 /64) per minute, separately for transaction creation, OTP sends and OTP verifies. */
   readonly ipPerMinute: number
+  /** The same, per IPv6 /56 (all its /64s together). */
+  readonly ipv6Network56PerMinute: number
+  /** The same, per IPv6 /48; below the per-client ceiling, so one /48 cannot reach it. */
+  readonly ipv6Network48PerMinute: number
   /** OTP mails to one email address from one client address per 10 minutes. */
   readonly emailPerWindow: number
   /** OTP mails to one email address from all client addresses per hour (the mail-bomb ceiling). */
   readonly emailCeilingPerHour: number
+  /**
+   * Changes per 10 minutes of an email's one valid OTP code that a caller makes while someone
+   * else relies on that code (src/login/email-otp/replacement.ts); beyond it the start or
+   * resend is withheld: same answer, no new code, no mail.
+   */
+  readonly otpCodeChangesPerEmailPer10Minutes: number
   /** Transaction creations per client per minute, from all client addresses (a ceiling, not a per-user limit). */
   readonly clientPerMinute: number
   /** OTP verifies for one email address from one client address per minute. */
@@ -221,8 +231,11 @@ export const parseConfig = (env: Env): AppConfig => {
     rateLimits: {
       // Numbers and reasoning: docs/decisions.md, "Lockout-proof login rate limits".
       ipPerMinute: positiveInt(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
+      ipv6Network56PerMinute: positiveInt(env, "RATE_LIMIT_IPV6_56_PER_MINUTE", 600),
+      ipv6Network48PerMinute: positiveInt(env, "RATE_LIMIT_IPV6_48_PER_MINUTE", 1200),
       emailPerWindow: positiveInt(env, "RATE_LIMIT_EMAIL_PER_10_MINUTES", 5),
       emailCeilingPerHour: positiveInt(env, "RATE_LIMIT_EMAIL_CEILING_PER_HOUR", 50),
+      otpCodeChangesPerEmailPer10Minutes: positiveInt(env, "RATE_LIMIT_OTP_CODE_CHANGES_PER_EMAIL_PER_10_MINUTES", 1),
       clientPerMinute: positiveInt(env, "RATE_LIMIT_CLIENT_PER_MINUTE", 6000),
       otpVerifyPerEmailPerMinute: positiveInt(env, "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE", 20),
       otpFailuresPerEmailPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR", 20),

@@ -37,6 +37,18 @@ export const rateLimitAddress = (ip: string | undefined): string => {
 }
 
 /**
+ * The /56 and /48 networks of an IPv6 address, for limits that aggregate many /64s: a /56 is a
+ * common delegation to one customer site and a /48 to one organisation (RFC 6177), so one
+ * holder has 256 or 65,536 /64s. Undefined for IPv4 (IPv4-mapped included) and unknown input.
+ */
+export const ipv6Networks = (ip: string | undefined): { readonly net56: string; readonly net48: string } | undefined => {
+  if (ip === undefined || isIPv4(ip.replace(/^::ffff:/i, "")) || !isIPv6(ip)) return undefined
+  const groups = ipv6Groups(ip)
+  const net48 = groups.slice(0, 3).join(":")
+  return { net56: `${net48}:${groups[3]!.slice(0, 2)}00::/56`, net48: `${net48}::/48` }
+}
+
+/**
  * `ipPrefixHash` of the events: HMAC-SHA256 under a per-Workspace key of the IP prefix,
  * 64 lowercase hex characters. A plain SHA-256 of a /24 would be reversible by brute force.
  */

@@ -12,8 +12,10 @@ import type { Crypto } from "../platform/crypto.js"
 
 type CryptoShape = typeof Crypto.Service
 
+const stateData = (environmentId: string, reference: string, expiresAtSeconds: number) =>
+  `v1.${environmentId}.${reference}.${expiresAtSeconds}`
 const mac = (crypto: CryptoShape, environmentId: string, reference: string, expiresAtSeconds: number) =>
-  crypto.hmac("social-state", `v1.${environmentId}.${reference}.${expiresAtSeconds}`).toString("base64url")
+  crypto.hmac("social-state", stateData(environmentId, reference, expiresAtSeconds)).toString("base64url")
 
 export const signState = (crypto: CryptoShape, environmentId: string, reference: string, expiresAtMs: number) => {
   const exp = Math.floor(expiresAtMs / 1000)
@@ -30,7 +32,10 @@ export const verifyState = (crypto: CryptoShape, environmentId: string, state: s
   if (!m) return { ok: false, reason: "malformed" }
   const [, reference, expText, given] = m as unknown as [string, string, string, string]
   const exp = Number(expText)
-  if (!crypto.constantTimeEqual(mac(crypto, environmentId, reference, exp), given)) return { ok: false, reason: "bad_signature" }
+  // During a master-key rotation a state signed just before the switch (minutes long) still verifies.
+  const signed = crypto.hmacCandidates("social-state", stateData(environmentId, reference, exp))
+    .map((candidate) => crypto.constantTimeEqual(candidate.toString("base64url"), given)).includes(true)
+  if (!signed) return { ok: false, reason: "bad_signature" }
   if (exp * 1000 <= nowMs) return { ok: false, reason: "expired" }
   return { ok: true, reference }
 }

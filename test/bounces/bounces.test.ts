@@ -3,13 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Logger, Schema } from "effect"
 import { providerMessageIdOf } from "../../src/bounces/deliveries.js"
 import { MISSING_HEADERS_WARNING, receiveSns } from "../../src/bounces/service.js"
-import { SnsMessage } from "../../src/bounces/sns.js"
+import { CERTIFICATE_CACHE_CAPACITY, certificateCacheSize, SnsMessage } from "../../src/bounces/sns.js"
+import { isAddressSuppressed } from "../../src/bounces/suppression.js"
 import { Config } from "../../src/platform/config.js"
+import { makeCrypto } from "../../src/platform/crypto.js"
+import { dataKeySealContext } from "../../src/platform/hmac-data-keys.js"
 import { failureOf } from "../passkeys/support/helpers.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createTransaction, type LoginClientInfo, publicApi, query, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
 import { expectProblem } from "../management-extra/helpers.js"
-import { type AwsStub, sesBounce, signSns, SNS_TOPIC, startAwsStub } from "./sns.js"
+import { type AwsStub, CERT_FILE, sesBounce, signSns, SNS_TOPIC, startAwsStub } from "./sns.js"
 
 // Bounce intake end to end: real SMTP (smtp-server sink), real graphile-worker mail jobs, the
 // generic JSON form, and Amazon SES bounces through SNS signed with a test certificate served
@@ -82,10 +85,13 @@ const createUser = async (email: string) => {
 }
 /**
  * The spec's recipientHash computed independently of the app's code: base64url HMAC-SHA256 of the
- * normalized address under HKDF-SHA256(MASTER_KEY, info "authservice/hmac/email-recipient/<workspace>").
+ * normalized address under HKDF-SHA256(data key, info "authservice/email-recipient/<workspace>"),
+ * where the data key is the `email-recipient` row of hmac_data_keys opened with MASTER_KEY.
  */
 const expectedHash = async (email: string) => {
-  const key = Buffer.from(hkdfSync("sha256", app.config.masterKey!, Buffer.alloc(0), `authservice/hmac/email-recipient/${b.workspace_id}`, 32))
+  const [row] = await query<{ key_sealed: string }>(app, "select key_sealed from hmac_data_keys where purpose = 'email-recipient'")
+  const dataKey = await Effect.runPromise(makeCrypto({ current: app.config.masterKey! }).open(dataKeySealContext("email-recipient"), row!.key_sealed))
+  const key = Buffer.from(hkdfSync("sha256", dataKey, Buffer.alloc(0), `authservice/email-recipient/${b.workspace_id}`, 32))
   return createHmac("sha256", key).update(email.trim().toLowerCase()).digest("base64url")
 }
 
@@ -180,7 +186,7 @@ describe("generic JSON bounces (X-Bounce-Secret)", () => {
 })
 
 describe("Amazon SES through SNS", () => {
-  const signed = (fields: Record<string, string>, version: "1" | "2" = "2", certUrl = `${awsBase}cert.pem`) => signSns(fields, certUrl, version)
+  const signed = (fields: Record<string, string>, version: "1" | "2" = "2", certUrl = `${awsBase}${CERT_FILE}`) => signSns(fields, certUrl, version)
   const post = (message: unknown) => app.request(app.config.managementHost, "/v1/email-bounces/sns", {
     method: "POST", body: JSON.stringify(message), headers: { "content-type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
   })
@@ -224,7 +230,7 @@ describe("Amazon SES through SNS", () => {
     expectProblem(await post(signed({ Type: "Notification", Message: sesBounce(deliveryId, messageId, email) }, "2", "https://sns.eu-west-1.amazonaws.com.evil.example/cert.pem")), 403, "bounce_source_rejected")
     expectProblem(await post({ ...good, TopicArn: "arn:aws:sns:eu-west-1:999999999999:other" }), 403, "bounce_source_rejected")
     expectProblem(await post(signed({ Type: "SubscriptionConfirmation", Message: "x", Token: "t", SubscribeURL: "https://attacker.example.com/confirm" })), 403, "bounce_source_rejected")
-    expect(awsVisits.slice(visits).filter((v) => v !== "/cert.pem")).toEqual([])
+    expect(awsVisits.slice(visits).filter((v) => v !== `/${CERT_FILE}`)).toEqual([])
     expectProblem(await post({ hello: "world" }), 400, "invalid_request_body")
     expect(await query(app, "select 1 from mail_bounces where delivery_id = $1", [deliveryId])).toHaveLength(0)
   })
@@ -285,10 +291,52 @@ describe("Amazon SES through SNS", () => {
     expect((await failureOf(app, receiveSns(Schema.decodeUnknownSync(SnsMessage)(elsewhere))))._tag).toBe("BounceSourceRejected")
   })
 
+  it("SigningCertURL: path variants are refused unfetched, the certificate cache stays bounded, another topic fetches nothing", async () => {
+    const complaint = JSON.stringify({ notificationType: "Complaint", complaint: {}, mail: { messageId: "x" } })
+    const message = (certUrl: string, topic = SNS_TOPIC) => signed({ Type: "Notification", Message: complaint, TopicArn: topic }, "2", certUrl)
+    // Spellings of the one certificate URL (each would have been another cache entry and fetch).
+    const visits = awsVisits.length
+    const variants = [
+      ...Array.from({ length: 30 }, (_, i) => `${awsBase}x${i}/../${CERT_FILE}`),
+      `${awsBase}./${CERT_FILE}`, `${awsBase}%53${CERT_FILE.slice(1)}`, `${awsBase}${CERT_FILE}?v=1`, `${awsBase}${CERT_FILE}#f`,
+      `${awsBase}certs/${CERT_FILE}`, `${awsBase}cert.pem`,
+    ]
+    for (const url of variants) expectProblem(await post(message(url)), 403, "bounce_source_rejected")
+    expect(awsVisits.slice(visits)).toEqual([])
+    // Many distinct certificate names (as if SNS had that many): each is fetched once, and at
+    // most CERTIFICATE_CACHE_CAPACITY are kept.
+    for (let i = 0; i < CERTIFICATE_CACHE_CAPACITY + 10; i++) {
+      const res = await post(message(`${awsBase}SimpleNotificationService-${i.toString(16).padStart(32, "0")}.pem`))
+      expect(res.status, res.text).toBe(200)
+    }
+    expect(awsVisits.length - visits).toBe(CERTIFICATE_CACHE_CAPACITY + 10)
+    expect(await app.run(certificateCacheSize)).toBe(CERTIFICATE_CACHE_CAPACITY)
+    // The last one is still held: no new fetch.
+    const held = awsVisits.length
+    expect((await post(message(`${awsBase}SimpleNotificationService-${(CERTIFICATE_CACHE_CAPACITY + 9).toString(16).padStart(32, "0")}.pem`))).status).toBe(200)
+    expect(awsVisits.length).toBe(held)
+    // A topic outside BOUNCE_SNS_TOPIC_ARNS is refused before any certificate is fetched.
+    const unknown = `${awsBase}SimpleNotificationService-${"f".repeat(32)}.pem`
+    expectProblem(await post(message(unknown, "arn:aws:sns:eu-west-1:999999999999:other")), 403, "bounce_source_rejected")
+    expect(awsVisits.length).toBe(held)
+  })
+
   it("verified notifications that are not bounces of ours are acknowledged with nothing processed", async () => {
     const complaint = JSON.stringify({ notificationType: "Complaint", complaint: {}, mail: { messageId: "x" } })
     expect((await post(signed({ Type: "Notification", Message: complaint }))).json).toEqual({ type: "Notification", processed: 0 })
     expect((await post(signed({ Type: "Notification", Message: sesBounce(undefined, "<unknown@localhost>", "a@example.com") }))).json.processed).toBe(0)
     expect((await post(signed({ Type: "Notification", Message: "not json" }))).json.processed).toBe(0)
+  })
+})
+
+describe("suppressions recorded before the HMAC data key", () => {
+  it("a suppression keyed by the master key itself (as before sql/0164) still suppresses while that key is configured", async () => {
+    const email = uniqueEmail("legacy")
+    const legacy = createHmac("sha256", Buffer.from(hkdfSync("sha256", app.config.masterKey!, Buffer.alloc(0), `authservice/hmac/email-recipient/${b.workspace_id}`, 32)))
+      .update(email).digest("base64url")
+    const suppressed = () => app.run(isAddressSuppressed({ workspaceId: b.workspace_id, environmentId: b.environment_id, address: email, userFlag: undefined }))
+    expect(await suppressed()).toBe(false)
+    await query(app, "insert into email_suppressions (environment_id, recipient_hash, delivery_id, created_at) values ($1, $2, 'dlv_legacy', now())", [b.environment_id, legacy])
+    expect(await suppressed()).toBe(true)
   })
 })

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { parseConfig } from "../../src/platform/config.js"
-import { allowedSnsUrl } from "../../src/bounces/sns.js"
+import { allowedSnsUrl, snsCertificateUrl } from "../../src/bounces/sns.js"
 import { type TestApp, startApp } from "../support/app.js"
 import { expectProblem } from "../management-extra/helpers.js"
 
@@ -81,5 +81,18 @@ describe("bounce intake configuration", () => {
     ]
     for (const url of allowed) expect(allowedSnsUrl(url, undefined), url).toBe(true)
     for (const url of refused) expect(allowedSnsUrl(url, undefined), url).toBe(false)
+  })
+
+  it("a certificate is fetched only from SNS's documented path, written in its normalised form", () => {
+    const cert = "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-9c6465fa7f48f5cacd23014631ec1136.pem"
+    expect(snsCertificateUrl(cert, undefined)).toBe(cert)
+    for (const url of [
+      "https://sns.us-east-1.amazonaws.com/x1/../SimpleNotificationService-9c6465fa7f48f5cacd23014631ec1136.pem",
+      "https://sns.us-east-1.amazonaws.com/%53impleNotificationService-9c6465fa7f48f5cacd23014631ec1136.pem",
+      "https://SNS.us-east-1.amazonaws.com/SimpleNotificationService-9c6465fa7f48f5cacd23014631ec1136.pem",
+      `${cert}?x=1`, `${cert}#x`, "https://sns.us-east-1.amazonaws.com/other.pem",
+      "https://sns.us-east-1.amazonaws.com/a/SimpleNotificationService-9c6465fa7f48f5cacd23014631ec1136.pem",
+      "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token=x",
+    ]) expect(snsCertificateUrl(url, undefined), url).toBeUndefined()
   })
 })

@@ -14,6 +14,8 @@ const SIGNING_KEY = readFileSync(join(FIXTURES, "sns-signing.key"), "utf8")
 const CERT = readFileSync(join(FIXTURES, "sns-signing.pem"), "utf8")
 
 export const SNS_TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-bounces"
+/** SNS's documented certificate file name (AWS docs: SigningCertURL), served by the stub. */
+export const CERT_FILE = "SimpleNotificationService-0123456789abcdef0123456789abcdef.pem"
 
 export interface AwsStub {
   /** Its URL, ending in `/`: the SNS_CERT_URL_PREFIX. */
@@ -23,12 +25,12 @@ export interface AwsStub {
   readonly close: () => Promise<void>
 }
 
-/** Serves the signing certificate at /cert.pem and answers subscription confirmations at /confirm. */
+/** Serves the signing certificate at /SimpleNotificationService-<id>.pem and answers subscription confirmations at /confirm. */
 export const startAwsStub = async (): Promise<AwsStub> => {
   const visits: Array<string> = []
   const server: Server = createServer((req, res) => {
     visits.push(req.url ?? "")
-    if (req.url === "/cert.pem") return void res.writeHead(200, { "content-type": "application/x-pem-file" }).end(CERT)
+    if (/^\/SimpleNotificationService-[a-z0-9]+\.pem$/.test(req.url ?? "")) return void res.writeHead(200, { "content-type": "application/x-pem-file" }).end(CERT)
     if (req.url?.startsWith("/confirm")) return void res.writeHead(200, { "content-type": "text/xml" }).end("<ConfirmSubscriptionResponse/>")
     res.writeHead(404).end()
   })

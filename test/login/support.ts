@@ -80,6 +80,20 @@ export interface ReceivedMail {
 }
 
 /**
+ * Waits (real time: the worker polls) until no login-code job is left, so every mail of an
+ * earlier start has reached the SMTP sink or was skipped (superseded, suppressed or withheld).
+ */
+export const loginMailsSettled = async (app: TestApp) => {
+  for (let i = 0; i < 300; i++) {
+    const [row] = await query<{ n: number }>(app, `select count(*)::int as n from graphile_worker._private_jobs j
+      join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'`)
+    if (row!.n === 0) return
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error("login-code jobs did not finish within 15 s")
+}
+
+/**
  * A real SMTP server on loopback that keeps every message. `reply` makes its final answer
  * to DATA (after "250 "), e.g. Amazon SES's `Ok <message id>`; kept with the message.
  */

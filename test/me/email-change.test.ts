@@ -1,11 +1,12 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import pg from "pg"
+import { emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../../src/login/rate-limit/limits.js"
+import * as rateLimit from "../../src/login/rate-limit/service.js"
 import { afterAll, describe, expect, it } from "vitest"
 import { startSmtpSink } from "../login/support.js"
 import { publicApi, startTransaction } from "../passkeys/support/flow.js"
 import { recipientHash } from "../../src/bounces/recipient.js"
-import { Crypto } from "../../src/platform/crypto.js"
 import {
   count, createUser, randomId, expectProblem, insertIdentity, introspect, me, query, signIn, signedInUser, uniqueEmail, useMeApp, userEvents, userinfo,
   withTableAway,
@@ -138,7 +139,7 @@ describe("the whole change: start -> verify-old -> verify-new", () => {
 describe("the suppression flag follows the address (bounces are kept per address)", () => {
   /** A hard bounce of `email` in this Environment, as the bounce intake records it (src/bounces). */
   const suppressAddress = (email: string) => ctx.app.run(Effect.gen(function* () {
-    const hash = recipientHash(yield* Crypto, ctx.b.workspace_id, email)
+    const hash = yield* recipientHash(ctx.b.workspace_id, email)
     yield* SqlClient.SqlClient.use((sql) => sql`insert into email_suppressions (environment_id, recipient_hash, delivery_id, created_at)
       values (${ctx.b.environment_id}, ${hash}, ${randomId("dlv")}, ${new Date(ctx.app.now())})`)
   }))
@@ -270,6 +271,24 @@ describe("rate limits (the Email OTP send limit per address: 5 per 10 minutes)",
     const target = uniqueEmail("bombed")
     for (let i = 0; i < 5; i++) expect((await start((await signedInUser(ctx, `bomber-${i}`)).token, target)).status).toBe(202)
     expectProblem(await start((await signedInUser(ctx, "bomber-6")).token, target), 429, "rate_limited")
+  })
+})
+
+describe("the all-addresses mail ceiling and the user's own address (issue 12)", () => {
+  it("strangers' sign-in starts that used up the ceiling of the user's address do not block the change from an address that signed in as it; others stay capped", async () => {
+    const returning = await signedInUser(ctx, "returning")
+    const other = await signedInUser(ctx, "not-known")
+    // This client address (the test's, 127.0.0.1) signed in as the first user with Email OTP before.
+    await ctx.app.run(rateLimit.remember(ctx.b.environment_id, KNOWN_ADDRESS, emailAddressSubject(returning.user.email_normalized, "127.0.0.1")))
+    // Strangers' sign-in starts have used up the hour's mail ceiling of both addresses.
+    const ceiling = loginLimits(ctx.app.config).otpSendPerEmail
+    for (const email of [returning.user.email_normalized, other.user.email_normalized]) {
+      await ctx.app.run(Effect.forEach(Array.from({ length: ceiling.limit }), () => rateLimit.record(ctx.b.environment_id, ceiling, email)))
+    }
+    const started = await start(returning.token, uniqueEmail("returning-new"))
+    expect(started.status, started.text).toBe(202)
+    expect(await codeOf(returning.user.email, 1)).toMatch(/^\d{6}$/)
+    expectProblem(await start(other.token, uniqueEmail("not-known-new")), 429, "rate_limited")
   })
 })
 

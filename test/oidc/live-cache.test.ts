@@ -1,4 +1,7 @@
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeLiveStateCache } from "../../src/oidc/access-token/live-cache.js"
+import { liveStateChanged } from "../../src/platform/live-state-changes.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createUser, exchangeCode, mintCode, queryRows, type TestClient, userinfo } from "./support.js"
 
@@ -44,5 +47,48 @@ describe("session expiry in the live-state memory", () => {
     await setIdle(10_000)
     await app.advance("20 seconds")
     await until(async () => (await userinfo(app, env, t.access_token)).status === 401)
+  })
+})
+
+describe("the live-state memory is bounded (issue 12)", () => {
+  it("sessions per user, sessions altogether, clients and pending local writes each keep at most their bound, oldest dropped first", async () => {
+    const users = [await createUser(app, env), await createUser(app, env), await createUser(app, env)]
+    const sessionsOf = async (user: (typeof users)[number], n: number) => {
+      const ids: Array<string> = []
+      for (let i = 0; i < n; i++) ids.push((await mintCode(app, env, client, user)).sessionId)
+      return ids
+    }
+    const [a, b, c] = [await sessionsOf(users[0]!, 3), await sessionsOf(users[1]!, 2), await sessionsOf(users[2]!, 1)]
+    const clients = [client, await createClient(app, env), await createClient(app, env)]
+    const sizes = await app.run(Effect.scoped(Effect.gen(function* () {
+      const cache = yield* makeLiveStateCache({ sessions: 4, sessionsPerUser: 2, clients: 2, pending: 3 })
+      while (!cache.listening()) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
+      const seen: Array<ReturnType<typeof cache.sizes>> = []
+      // A user's third session drops their first.
+      for (const s of a) yield* cache.read(env.environment_id, users[0]!.id, s)
+      seen.push(cache.sizes())
+      // Up to 4 sessions altogether; the fifth drops the least recently stored user (the first).
+      for (const s of b) yield* cache.read(env.environment_id, users[1]!.id, s)
+      seen.push(cache.sizes())
+      yield* cache.read(env.environment_id, users[2]!.id, c[0]!)
+      seen.push(cache.sizes())
+      for (const k of clients) yield* cache.readClient(env.environment_id, k.id)
+      seen.push(cache.sizes())
+      // Five local writes for five users: three are remembered; once they have ended, the next write drops them.
+      for (let i = 0; i < 5; i++) liveStateChanged(env.environment_id, `usr_pending${i}`)
+      seen.push(cache.sizes())
+      yield* Effect.promise(() => app.advance("6 seconds"))
+      liveStateChanged(env.environment_id, "usr_pending_last")
+      seen.push(cache.sizes())
+      return seen
+    })))
+    expect(sizes).toEqual([
+      { users: 1, sessions: 2, clients: 0, pending: 0 },
+      { users: 2, sessions: 4, clients: 0, pending: 0 },
+      { users: 2, sessions: 3, clients: 0, pending: 0 },
+      { users: 2, sessions: 3, clients: 2, pending: 0 },
+      { users: 2, sessions: 3, clients: 2, pending: 3 },
+      { users: 2, sessions: 3, clients: 2, pending: 1 },
+    ])
   })
 })

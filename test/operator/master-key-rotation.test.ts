@@ -5,6 +5,13 @@ import { usableConnection } from "../../src/management/connections/repo.js"
 import { openProviderClientSecret } from "../../src/management/connections/secret.js"
 import { sealContext as loginCodeMailContext } from "../../src/login/email-otp/mail-job.js"
 import { graceSealContext } from "../../src/oidc/refresh/service.js"
+import { enqueueEmailChangeNotice, sealContext as emailChangeNoticeContext } from "../../src/me/email-change/notice-job.js"
+import { addJob } from "../../src/platform/jobs.js"
+import { DELIVERY_ID_HEADER, trackDelivery } from "../../src/bounces/deliveries.js"
+import { recordBounce } from "../../src/bounces/service.js"
+import { isAddressSuppressed } from "../../src/bounces/suppression.js"
+import { emailAddressSubject, KNOWN_ADDRESS } from "../../src/login/rate-limit/limits.js"
+import * as rateLimit from "../../src/login/rate-limit/service.js"
 import { keyId, makeCrypto } from "../../src/platform/crypto.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
@@ -42,12 +49,12 @@ const restart = async (databaseUrl: string | undefined, env: Record<string, stri
 const sealedKeyIds = async (a: TestApp) => {
   const rows = await sqlRows<{ k: string }>(a, `
     select split_part(private_key_sealed, '.', 2) as k from signing_keys
+    union all select split_part(key_sealed, '.', 2) from hmac_data_keys
     union all select split_part(secret_sealed, '.', 2) from webhooks where secret_sealed is not null
     union all select split_part(provider_client_secret_sealed, '.', 2) from connections where provider_client_secret_sealed is not null
     union all select split_part(response_sealed, '.', 2) from idempotency_keys where response_sealed is not null
     union all select split_part(grace_response_sealed, '.', 2) from refresh_families where grace_response_sealed is not null
-    union all select split_part(j.payload->>'sealed', '.', 2) from graphile_worker._private_jobs j
-      join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'`)
+    union all select split_part(j.payload->>'sealed', '.', 2) from graphile_worker._private_jobs j where j.payload->>'sealed' is not null`)
   return rows.map((r) => r.k)
 }
 
@@ -81,6 +88,21 @@ describe("master-key rotation that completes (issue 12)", () => {
     const txn = await createTransaction(first, env, loginClient)
     const otp = await publicApi(first, env, `/auth/transactions/${txn}/email/start`, { body: { email: uniqueEmail("rotation") } })
     expect(otp.status, otp.text).toBe(202)
+    // An email change's notice to the old address (its job payload holds both addresses sealed).
+    await first.run(enqueueEmailChangeNotice({
+      environmentId: env.environment_id, userId: user.id, securityVersion: 2, oldEmail: "old@example.com", newEmail: "new@example.com",
+    }))
+    // A hard bounce suppresses an address, and an address signed in as another email: both are
+    // kept as HMACs that must still be found after the rotation (HMAC data keys).
+    const bounced = uniqueEmail("bounced")
+    const mail = await first.run(trackDelivery(env.environment_id, "login_code", { to: bounced, subject: "s", text: "t" }))
+    const deliveryId = mail.headers![DELIVERY_ID_HEADER]!
+    expect(await first.run(recordBounce({ refs: [{ deliveryId }], recipient: bounced, bounceType: "hard", source: "generic" }))).toMatchObject({ matched: true, suppressed: true })
+    const suppressed = (a: TestApp) =>
+      a.run(isAddressSuppressed({ workspaceId: env.workspace_id, environmentId: env.environment_id, address: bounced, userFlag: undefined }))
+    expect(await suppressed(first)).toBe(true)
+    const knownSubject = emailAddressSubject("returning@example.com", "198.51.100.20")
+    await first.run(rateLimit.remember(env.environment_id, KNOWN_ADDRESS, knownSubject))
     const idA = keyId(keyA)
     expect(new Set(await sealedKeyIds(first))).toEqual(new Set([idA]))
     expect((await sealedKeyIds(first)).length).toBeGreaterThanOrEqual(5)
@@ -106,6 +128,7 @@ describe("master-key rotation that completes (issue 12)", () => {
       resealed: expect.objectContaining({
         "signing_keys.private_key_sealed": 1, "webhooks.secret_sealed": 1, "connections.provider_client_secret_sealed": 1,
         "idempotency_keys.response_sealed": 1, "graphile_worker.jobs.send_login_code": 1, "refresh_families.grace_response_sealed": 1,
+        "graphile_worker.jobs.send_email_change_notice": 1, "hmac_data_keys.key_sealed": 2,
       }),
     })
     expect(new Set(await sealedKeyIds(second))).toEqual(new Set([idB]))
@@ -128,6 +151,12 @@ describe("master-key rotation that completes (issue 12)", () => {
       "select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'")
     const opened = await Effect.runPromise(makeCrypto({ current: keyB }).open(loginCodeMailContext(job!.payload.challenge_id, job!.payload.generation), job!.payload.sealed))
     const code = JSON.parse(opened.toString("utf8")).code as string
+    // So does the email-change notice.
+    const [notice] = await sqlRows<{ payload: { user_id: string; security_version: number; sealed: string } }>(second,
+      "select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_email_change_notice'")
+    const noticeOpened = await Effect.runPromise(makeCrypto({ current: keyB })
+      .open(emailChangeNoticeContext(notice!.payload.user_id, notice!.payload.security_version), notice!.payload.sealed))
+    expect(JSON.parse(noticeOpened.toString("utf8"))).toEqual({ to: "old@example.com", new_email: "new@example.com" })
     const verified = await publicApi(second, env, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id: otp.json.challenge_id, code } })
     expect(verified.status, verified.text).toBe(200)
 
@@ -155,6 +184,15 @@ describe("master-key rotation that completes (issue 12)", () => {
     // The idempotent answer (sealed) replays identically.
     const replay = await third.management("/v1/api-keys", { body: apiKeyBody, headers: idempotent, key: env.api_key })
     expect([replay.status, replay.json]).toEqual([201, created.json])
+    // The suppression recorded before the rotation still suppresses (the old key is gone), its
+    // address's later bounce is still tied to it, and the known address is still known.
+    expect(await suppressed(third)).toBe(true)
+    expect(await third.run(rateLimit.isRemembered(env.environment_id, KNOWN_ADDRESS, knownSubject))).toBe(true)
+    const later = await third.run(trackDelivery(env.environment_id, "login_code", { to: bounced, subject: "s", text: "t" }))
+    expect(await third.run(recordBounce({ refs: [{ deliveryId: later.headers![DELIVERY_ID_HEADER]! }], recipient: bounced, bounceType: "hard", source: "generic" })))
+      .toMatchObject({ matched: true, suppressed: true })
+    const [suppressions] = await sqlRows<{ n: number }>(third, "select count(*)::int as n from email_suppressions where environment_id = $1", [env.environment_id])
+    expect(suppressions!.n).toBe(1)
     // The old key alone is now refused.
     await expect(third.run(verifyMasterKey({ current: keyA }))).rejects.toThrow(/does not match/)
   }, 180_000)
@@ -163,12 +201,17 @@ describe("master-key rotation that completes (issue 12)", () => {
 describe("re-sealing is resumable, compare-and-set, and covers every sealed column", () => {
   it("every `*_sealed` column of the schema is known to the rotation; an unknown one refuses it", async () => {
     const fresh = await restart(undefined, { MASTER_KEY: A })
-    expect(await fresh.run(rotationRepo.unregisteredSealedColumns)).toEqual([])
+    expect(await fresh.run(rotationRepo.unregisteredSealedValues)).toEqual([])
     // Without a previous key there is nothing to rotate from.
     await expect(fresh.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/MASTER_KEY_PREVIOUS to the old one/)
     const withPrevious = await restart(fresh.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
     await sqlRows(withPrevious, "alter table webhooks add column extra_sealed text")
-    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/Sealed columns unknown to the rotation: webhooks.extra_sealed/)
+    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/Sealed values unknown to the rotation: webhooks.extra_sealed$/)
+    // A column named plain `sealed`, and a queued job of another task whose payload carries a sealed value, are seen too.
+    await sqlRows(withPrevious, "create table extra_chunks (id text primary key, sealed text)")
+    await withPrevious.run(addJob("some_new_task", { sealed: "v1.x.y.z.w" }))
+    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(
+      /Sealed values unknown to the rotation: extra_chunks.sealed, webhooks.extra_sealed, graphile_worker.jobs.some_new_task$/)
     const [state] = await sqlRows<{ previous: string | null }>(withPrevious, "select previous_check_value as previous from master_key_check")
     expect(state!.previous).not.toBeNull()
   }, 60_000)

@@ -39,10 +39,13 @@ const footprint = async (user: TestUser) => ({
   personalAudit: await count(`select 1 from audit_events where (details ? 'masked_email' or details ? 'note')
     and (subject_id = $1 or actor_id = $1 or details->>'user_id' = $1)`, [user.id]),
   mau: await count("select 1 from mau_users where user_id = $1", [user.id]),
-  mailTraces: await count(`select 1 from mail_deliveries where recipient_hash = $1 union all
-    select 1 from email_suppressions where recipient_hash = $1`, [hashOf(user.email)]),
+  mailTraces: await count(`select 1 from mail_deliveries where recipient_hash = any($1) union all
+    select 1 from email_suppressions where recipient_hash = any($1)`, [[await hashOf(user.email), legacyHashOf(user.email)]]),
 })
-const hashOf = (email: string) => recipientHash(makeCrypto({ current: app.config.masterKey! }), env.workspace_id, email)
+const hashOf = (email: string) => app.run(recipientHash(env.workspace_id, email))
+/** The hash rows made before the HMAC data key carry (keyed by MASTER_KEY itself): found and deleted too. */
+const legacyHashOf = (email: string) =>
+  makeCrypto({ current: app.config.masterKey! }).hmac(`email-recipient/${env.workspace_id}`, email.trim().toLowerCase()).toString("base64url")
 
 /** A user with a bit of everything: an OTP challenge, a session with a refresh family, an identity, a passkey, a blocked-with-note history. */
 const richUser = async () => {
@@ -61,9 +64,12 @@ const richUser = async () => {
   // a mail that hard-bounced (src/bounces), as the mail job and the bounce intake record them
   const dlv = `dlv_${user.id.slice(4)}`
   await queryRows(app, `insert into mail_deliveries (id, workspace_id, environment_id, message_id, recipient_hash, purpose, sent_at)
-    values ($1, $2, $3, $4, $5, 'login_code', $6)`, [dlv, env.workspace_id, env.environment_id, `<${dlv}@localhost>`, hashOf(user.email), new Date(app.now())])
+    values ($1, $2, $3, $4, $5, 'login_code', $6)`, [dlv, env.workspace_id, env.environment_id, `<${dlv}@localhost>`, await hashOf(user.email), new Date(app.now())])
   await queryRows(app, `insert into email_suppressions (environment_id, recipient_hash, delivery_id, created_at) values ($1, $2, $3, $4)`,
-    [env.environment_id, hashOf(user.email), dlv, new Date(app.now())])
+    [env.environment_id, await hashOf(user.email), dlv, new Date(app.now())])
+  // and an older delivery, recorded before the HMAC data key existed
+  await queryRows(app, `insert into mail_deliveries (id, workspace_id, environment_id, message_id, recipient_hash, purpose, sent_at)
+    values ($1, $2, $3, $4, $5, 'login_code', $6)`, [`${dlv}_old`, env.workspace_id, env.environment_id, `<old${dlv}@localhost>`, legacyHashOf(user.email), new Date(app.now())])
   return user
 }
 const remove = async (user: TestUser) =>
@@ -76,7 +82,7 @@ describe("purge of users pending deletion (worker task)", () => {
     const keeper = await richUser() // another user of the Environment, never deleted
     await remove(user)
     const before = await footprint(user)
-    expect(before).toMatchObject({ users: 1, identities: 1, passkeys: 1, sessions: 1, families: 1, refreshTokens: 1, codes: 1, challenges: 1, mailTraces: 2 })
+    expect(before).toMatchObject({ users: 1, identities: 1, passkeys: 1, sessions: 1, families: 1, refreshTokens: 1, codes: 1, challenges: 1, mailTraces: 3 })
     expect(before.personalAudit).toBeGreaterThan(0)
     const keeperBefore = await footprint(keeper)
 

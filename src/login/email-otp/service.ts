@@ -13,7 +13,9 @@ import { ipPrefixHash } from "../../platform/ip-prefix.js"
 import { CurrentRequest } from "../../platform/request-context.js"
 import { normalizeEmail, type UserRow, userByEmail } from "../../users/repo.js"
 import { Users } from "../../users/service.js"
-import { addressSubject, emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
+import { emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
+import { issuerOf, mayChangeCode } from "./replacement.js"
+import { consumeMailCeiling, isKnownAddress, limitSendPerAddress } from "./send-limits.js"
 import * as rateLimit from "../rate-limit/service.js"
 import { AccessDenied, InvalidTransactionState } from "../transactions/errors.js"
 import * as transactions from "../transactions/repo.js"
@@ -63,25 +65,10 @@ const requestFacts = (workspaceId: string) => Effect.gen(function* () {
 })
 
 /**
- * Counts one OTP mail (start or resend) before anything is sent; commits on its own. Per
- * client address, then per email from that address, then the all-addresses ceiling per
- * email, so a stranger's flood refused at its own address never reaches the shared one; an
- * address that signed in as this email before passes the ceiling (KNOWN_ADDRESS).
- */
-const limitSend = (environmentId: string, emailNormalized: string, ip: string | undefined) => Effect.gen(function* () {
-  const limits = loginLimits(yield* Config)
-  yield* rateLimit.consume(environmentId, limits.otpSendPerIp, addressSubject(ip))
-  yield* rateLimit.consume(environmentId, limits.otpSendPerEmailAndIp, emailAddressSubject(emailNormalized, ip))
-  yield* rateLimit.consume(environmentId, limits.otpSendPerEmail, emailNormalized).pipe(
-    Effect.catchTag("RateLimited", (refusal) => Effect.flatMap(
-      rateLimit.isRemembered(environmentId, KNOWN_ADDRESS, emailAddressSubject(emailNormalized, ip)),
-      (known) => known ? Effect.void : Effect.fail(refusal))))
-})
-
-/**
  * `POST .../email/start` (spec: Email OTP rule 1). The answer is the same 202 shape whether
- * the address is registered, new, suppressed or blocked, and every branch enqueues the same
- * mail job (a no-op inside the seal for suppressed addresses).
+ * the address is registered, new, suppressed or blocked, and whether the start was allowed
+ * to change the email's code or was withheld (./replacement.ts); every branch enqueues the
+ * same mail job (a no-op inside the seal when the address is suppressed or the start withheld).
  */
 export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)
@@ -102,7 +89,8 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
   const emailNormalized = normalizeEmail(email)
   // The first method call moves the transaction on, and counters commit, even if the send is refused.
   yield* markInteractionStarted(txn)
-  yield* limitSend(txn.environment_id, emailNormalized, facts.ip)
+  yield* limitSendPerAddress(txn.environment_id, emailNormalized, facts.ip)
+  const known = yield* isKnownAddress(txn.environment_id, emailNormalized, facts.ip)
 
   const sql = yield* SqlClient.SqlClient
   const ids = yield* Ids
@@ -121,17 +109,26 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
       return yield* explainLostTransition(txn.id, () =>
         Effect.fail(new InvalidTransactionState({ detail: "The transaction moved on; an Email OTP can no longer be started" })))
     }
-    yield* repo.supersedeActive({ environmentId: txn.environment_id, emailNormalized, purpose: "login", transactionId: txn.id, now: new Date(now) })
+    const changesCode = yield* mayChangeCode({
+      environmentId: txn.environment_id, emailNormalized, purpose: "login", transactionId: txn.id, ip: facts.ip, known, now: new Date(now),
+    })
+    // Only a mail that is sent counts against the email's all-addresses ceiling.
+    if (changesCode) yield* consumeMailCeiling(txn.environment_id, emailNormalized, known)
+    yield* repo.supersedeForStart({
+      environmentId: txn.environment_id, emailNormalized, purpose: "login", transactionId: txn.id, keepEmailCode: !changesCode, now: new Date(now),
+    })
     const challenge = yield* repo.insertChallenge({
       id: challengeId, workspaceId: txn.workspace_id, environmentId: txn.environment_id, transactionId: txn.id,
       purpose: "login", email, emailNormalized, codeHmac: codeHmac(crypto, challengeId, 1, code),
+      status: changesCode ? "active" : "withheld", issuedFrom: issuerOf(crypto, txn.environment_id, emailNormalized, facts.ip),
       now: new Date(now), expiresAt: new Date(now + CHALLENGE_TTL_MS),
     })
     const user = yield* userByEmail(txn.environment_id, emailNormalized)
     const suppressed = yield* isAddressSuppressed({
       workspaceId: txn.workspace_id, environmentId: txn.environment_id, address: email, userFlag: user?.email_suppressed,
     })
-    yield* enqueueLoginCodeMail({ environmentId: txn.environment_id, challengeId, generation: 1, to: email, code, deliver: !suppressed })
+    const delivered = changesCode && !suppressed
+    yield* enqueueLoginCodeMail({ environmentId: txn.environment_id, challengeId, generation: 1, to: email, code, deliver: delivered })
     if (suppressed && user) {
       yield* events.emit({
         type: "login.failed", workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", id: user.id },
@@ -144,7 +141,7 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
     yield* audit.append({
       workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", ...(user ? { id: user.id } : {}) },
       action: "login.email_otp_sent", subjectType: "auth_transaction", subjectId: txn.id,
-      details: { challenge_id: challengeId, ...auditAddress(user, email), delivered: !suppressed },
+      details: { challenge_id: challengeId, ...auditAddress(user, email), delivered, ...(changesCode ? {} : { withheld: true }) },
     })
     return challenge
   })).pipe(Effect.catchTag("SqlError", Effect.die))
@@ -154,7 +151,11 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
 /**
  * `POST .../email/resend` (spec: Email OTP rule 2; Email OTP challenge: "Resend:
  * generation increases; previous code invalid"). The same challenge id gets a new code and
- * new 5 minutes; wrong attempts carry over (a resend buys no guesses).
+ * new 5 minutes; wrong attempts carry over (a resend buys no guesses). A resend changes the
+ * email's code, so it is decided like a start (./replacement.ts): a withheld challenge that
+ * may now change it becomes the email's code holder; one that may not stays withheld; and the
+ * code holder's resend, while someone else relies on its code and the budget is spent, sends
+ * nothing and keeps the code as it is. The answer is the same 202 either way.
  */
 export const resendEmailOtp = (transactionId: string, challengeId: string) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)
@@ -163,7 +164,7 @@ export const resendEmailOtp = (transactionId: string, challengeId: string) => Ef
   }
   const existing = yield* repo.challengeOfTransaction(txn.environment_id, txn.id, challengeId).pipe(Effect.orDie)
   if (!existing) return yield* new InvalidRequest({ detail: "challenge_id is not a challenge of this transaction" })
-  if (existing.status !== "active") {
+  if (!repo.isOpen(existing.status)) {
     return yield* new InvalidRequest({ detail: "The challenge is no longer active; start again with the email address" })
   }
   const now0 = yield* Clock.currentTimeMillis
@@ -172,7 +173,8 @@ export const resendEmailOtp = (transactionId: string, challengeId: string) => Ef
   if (tooSoon(existing, now0)) return yield* new ResendTooSoon({ retryAfterSeconds: retryAfter(existing, now0) })
 
   const facts = yield* requestFacts(txn.workspace_id)
-  yield* limitSend(txn.environment_id, existing.email_normalized, facts.ip)
+  yield* limitSendPerAddress(txn.environment_id, existing.email_normalized, facts.ip)
+  const known = yield* isKnownAddress(txn.environment_id, existing.email_normalized, facts.ip)
 
   const sql = yield* SqlClient.SqlClient
   const crypto = yield* Crypto
@@ -180,26 +182,43 @@ export const resendEmailOtp = (transactionId: string, challengeId: string) => Ef
   const code = yield* generateCode
   return yield* sql.withTransaction(Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    // Locked: of two concurrent resends one renews, the other sees it and is too soon.
+    // The email's lock first (as a start takes it), then the row: of two concurrent resends one
+    // renews, the other sees it and is too soon.
+    yield* repo.lockEmail(txn.environment_id, existing.email_normalized, "login")
     const row = yield* repo.lockChallenge(txn.environment_id, challengeId)
-    if (!row || row.status !== "active") {
+    if (!row || !repo.isOpen(row.status)) {
       return yield* new InvalidRequest({ detail: "The challenge is no longer active; start again with the email address" })
     }
     if (tooSoon(row, now)) return yield* new ResendTooSoon({ retryAfterSeconds: retryAfter(row, now) })
-    const generation = row.generation + 1
-    const renewed = yield* repo.renewChallenge({
-      environmentId: txn.environment_id, id: row.id, generation, codeHmac: codeHmac(crypto, row.id, generation, code),
-      now: new Date(now), expiresAt: new Date(now + CHALLENGE_TTL_MS),
+    const changesCode = yield* mayChangeCode({
+      environmentId: txn.environment_id, emailNormalized: row.email_normalized, purpose: "login", transactionId: txn.id, ip: facts.ip,
+      known, now: new Date(now),
     })
+    if (changesCode) yield* consumeMailCeiling(txn.environment_id, row.email_normalized, known)
+    // A withheld challenge that may change the code takes the place of the email's code holder.
+    if (changesCode && row.status === "withheld") {
+      yield* repo.supersedeActiveOfEmail({ environmentId: txn.environment_id, emailNormalized: row.email_normalized, purpose: "login", now: new Date(now) })
+    }
+    // The code holder that may not change its code keeps it (and its expiry); only the send time moves.
+    const holdsCode = !changesCode && row.status === "active"
+    const generation = holdsCode ? row.generation : row.generation + 1
+    const renewed = holdsCode
+      ? yield* repo.touchChallenge({ environmentId: txn.environment_id, id: row.id, now: new Date(now) })
+      : yield* repo.renewChallenge({
+        environmentId: txn.environment_id, id: row.id, generation, codeHmac: codeHmac(crypto, row.id, generation, code),
+        status: changesCode ? "active" : "withheld", issuedFrom: issuerOf(crypto, txn.environment_id, row.email_normalized, facts.ip),
+        now: new Date(now), expiresAt: new Date(now + CHALLENGE_TTL_MS),
+      })
     const user = yield* userByEmail(txn.environment_id, row.email_normalized)
     const suppressed = yield* isAddressSuppressed({
       workspaceId: txn.workspace_id, environmentId: txn.environment_id, address: row.email, userFlag: user?.email_suppressed,
     })
-    yield* enqueueLoginCodeMail({ environmentId: txn.environment_id, challengeId: row.id, generation, to: row.email, code, deliver: !suppressed })
+    const delivered = changesCode && !suppressed
+    yield* enqueueLoginCodeMail({ environmentId: txn.environment_id, challengeId: row.id, generation, to: row.email, code, deliver: delivered })
     yield* audit.append({
       workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user", ...(user ? { id: user.id } : {}) },
       action: "login.email_otp_resent", subjectType: "auth_transaction", subjectId: txn.id,
-      details: { challenge_id: row.id, generation, ...auditAddress(user, row.email), delivered: !suppressed },
+      details: { challenge_id: row.id, generation, ...auditAddress(user, row.email), delivered, ...(changesCode ? {} : { withheld: true }) },
     })
     return renewed!
   })).pipe(Effect.catchTag("SqlError", Effect.die))
@@ -236,12 +255,15 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
   const limits = loginLimits(config)
   const facts = yield* requestFacts(txn.workspace_id)
   const emailAndIp = emailAddressSubject(existing.email_normalized, facts.ip)
-  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerIp, addressSubject(facts.ip))
+  yield* rateLimit.consumePerAddress(txn.environment_id, limits.otpVerifyPerIp, facts.ip)
   yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerEmailAndIp, emailAndIp)
   yield* rateLimit.ensureNotExhausted(txn.environment_id, limits.otpFailuresPerEmailAndIp, emailAndIp)
-  // Past the all-addresses ceiling only a challenge's first attempt is checked (rechecked under the lock).
+  // Past the all-addresses ceiling only the first attempt of a challenge whose own code was
+  // mailed is checked (rechecked under the lock): withheld challenges were never bounded by
+  // the mail ceiling, so they would give every start a free guess.
   const ceiling = yield* rateLimit.exhausted(txn.environment_id, limits.otpFailuresPerEmail, existing.email_normalized)
-  if (ceiling && existing.failed_attempts > 0) return yield* ceiling
+  const pastCeiling = (row: repo.ChallengeRow) => ceiling !== undefined && (row.failed_attempts > 0 || row.status === "withheld")
+  if (pastCeiling(existing)) return yield* ceiling!
 
   const sql = yield* SqlClient.SqlClient
   const crypto = yield* Crypto
@@ -268,15 +290,26 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
 
   const outcome: VerifyOutcome = yield* sql.withTransaction(Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
+    // A withheld challenge uses the email's code: the email's lock first, as starts take it.
+    if (existing.status === "withheld") yield* repo.lockEmail(txn.environment_id, existing.email_normalized, "login")
     const row = yield* repo.lockChallenge(txn.environment_id, challengeId)
-    if (!row || row.status !== "active") return { kind: "dead" } as const
-    if (ceiling && row.failed_attempts > 0) return { kind: "ceiling", refusal: ceiling } as const
+    if (!row || !repo.isOpen(row.status)) return { kind: "dead" } as const
+    if (pastCeiling(row)) return { kind: "ceiling", refusal: ceiling! } as const
     const user = yield* userByEmail(txn.environment_id, row.email_normalized)
     if (row.expires_at.getTime() <= now) {
       yield* loginFailed("expired_code", row, user)
       return { kind: "expired" } as const
     }
-    if (!codeMatches(crypto, row.id, row.generation, code, row.code_hmac)) {
+    // A withheld challenge has no code of its own: the email's one valid code (already mailed to
+    // this address) proves it. Without one, any code is wrong (no hint that it was used or ended).
+    const holder = row.status === "withheld" ? yield* repo.lockActiveOfEmail(txn.environment_id, row.email_normalized, "login") : row
+    const matches = holder !== undefined && holder.expires_at.getTime() > now &&
+      codeMatches(crypto, holder.id, holder.generation, code, holder.code_hmac)
+    if (matches && holder.id !== row.id) {
+      // One code signs in once: the holder's challenge is used up by this one.
+      yield* repo.finishChallenge({ environmentId: txn.environment_id, id: holder.id, status: "consumed", now: new Date(now) })
+    }
+    if (!matches) {
       const counted = yield* repo.recordFailure({ environmentId: txn.environment_id, id: row.id, maxFailures: MAX_FAILED_ATTEMPTS, now: new Date(now) })
       yield* rateLimit.record(txn.environment_id, limits.otpFailuresPerEmailAndIp, emailAndIp)
       yield* rateLimit.record(txn.environment_id, limits.otpFailuresPerEmail, row.email_normalized)

@@ -11,13 +11,30 @@ export interface Limit {
 const MINUTE = 60_000
 
 /**
+ * A limit per client address with its IPv6 aggregates: the address (IPv4 address, IPv6 /64),
+ * then, for IPv6, its /56 and /48 (a site and an organisation hold many /64s; without these
+ * one /56 had 256 per-address budgets, enough to reach the per-client ceiling).
+ */
+export interface AddressLimits {
+  readonly address: Limit
+  readonly network56: Limit
+  readonly network48: Limit
+}
+
+const perAddress = (bucket: string, r: AppConfig["rateLimits"]): AddressLimits => ({
+  address: { bucket: `${bucket}:ip`, limit: r.ipPerMinute, windowMs: MINUTE },
+  network56: { bucket: `${bucket}:ipv6/56`, limit: r.ipv6Network56PerMinute, windowMs: MINUTE },
+  network48: { bucket: `${bucket}:ipv6/48`, limit: r.ipv6Network48PerMinute, windowMs: MINUTE },
+})
+
+/**
  * The login rate limits (spec, Limits: "Rate-limit numbers and windows: not shown"; the
  * numbers and the reasoning are in docs/decisions.md, "Lockout-proof login rate limits").
  * Every number comes from `RATE_LIMIT_*` (src/platform/config.ts) so tests and benchmarks
  * can raise them. Windows are per Environment.
  *
  * The shape (issue 12): whatever a stranger can send is counted per client address first
- * (IPv4 address, IPv6 /64), so one address exhausts only its own budget; limits shared by
+ * (IPv4 address, IPv6 /64, then the /56 and /48 around it), so one address exhausts only its own budget; limits shared by
  * everyone (per client, per email from all addresses) are ceilings far above what one
  * address may spend, and a refused request never reaches them.
  */
@@ -25,17 +42,22 @@ export const loginLimits = (config: AppConfig) => {
   const r = config.rateLimits
   return {
     /** Login transactions created (POST /auth/transactions and /oauth2/authorize) per client address. */
-    transactionsPerIp: { bucket: "txn_create:ip", limit: r.ipPerMinute, windowMs: MINUTE },
+    transactionsPerIp: perAddress("txn_create", r),
     /** ... and per client, from all addresses: a ceiling that protects the service, not a per-user limit. */
     transactionsPerClient: { bucket: "txn_create:client", limit: r.clientPerMinute, windowMs: MINUTE },
     /** OTP mails (start and resend) per client address. */
-    otpSendPerIp: { bucket: "otp_send:ip", limit: r.ipPerMinute, windowMs: MINUTE },
+    otpSendPerIp: perAddress("otp_send", r),
     /** OTP mails to one email address from one client address. */
     otpSendPerEmailAndIp: { bucket: "otp_send:email+ip", limit: r.emailPerWindow, windowMs: 10 * MINUTE },
-    /** OTP mails to one email address from all addresses: the mail-bomb ceiling. */
+    /** OTP mails to one email address from all addresses: the mail-bomb ceiling (counted only for mails sent). */
     otpSendPerEmail: { bucket: "otp_send:email", limit: r.emailCeilingPerHour, windowMs: 60 * MINUTE },
+    /**
+     * Changes of an email's one valid code against someone else who relies on it, from all
+     * addresses (src/login/email-otp/replacement.ts): a stranger cannot keep killing it.
+     */
+    otpCodeChangesPerEmail: { bucket: "otp_code_change:email", limit: r.otpCodeChangesPerEmailPer10Minutes, windowMs: 10 * MINUTE },
     /** OTP verifies per client address. */
-    otpVerifyPerIp: { bucket: "otp_verify:ip", limit: r.ipPerMinute, windowMs: MINUTE },
+    otpVerifyPerIp: perAddress("otp_verify", r),
     /** OTP verifies for one email address from one client address. */
     otpVerifyPerEmailAndIp: { bucket: "otp_verify:email+ip", limit: r.otpVerifyPerEmailPerMinute, windowMs: MINUTE },
     /**
@@ -50,7 +72,7 @@ export const loginLimits = (config: AppConfig) => {
      * strangers cannot lock the owner out, while guesses stay bounded by the mail ceiling.
      */
     otpFailuresPerEmail: { bucket: "otp_fail:email", limit: r.otpFailuresCeilingPerHour, windowMs: 60 * MINUTE },
-  } satisfies Record<string, Limit>
+  } satisfies Record<string, Limit | AddressLimits>
 }
 
 /**

@@ -1,8 +1,10 @@
 import { Clock, Effect } from "effect"
 import { RateLimited } from "../../http/errors.js"
 import { Crypto, type makeCrypto } from "../../platform/crypto.js"
+import { HmacDataKeys } from "../../platform/hmac-data-keys.js"
 import { countWith } from "../../platform/observability/metrics.js"
-import type { Limit } from "./limits.js"
+import { ipv6Networks } from "../../platform/ip-prefix.js"
+import { type AddressLimits, addressSubject, type Limit } from "./limits.js"
 import * as repo from "./repo.js"
 
 const refuse = (limit: Limit, retryAfterSeconds: number) =>
@@ -13,9 +15,20 @@ const windowOf = (now: number, windowMs: number) => {
   return { windowStart: new Date(start), windowEnd: new Date(start + windowMs), retryAfterSeconds: Math.ceil((start + windowMs - now) / 1000) }
 }
 
-/** Counters never hold a raw email or IP address: the subject is an HMAC under a master-key pepper. */
+/**
+ * Counters never hold a raw email or IP address: the subject is an HMAC under a master-key
+ * pepper (a window lasts at most an hour: after a master-key rotation counters start afresh).
+ */
 const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: { readonly bucket: string }, subject: string) =>
   crypto.hmac("rate-limit", `${limit.bucket}\u0000${subject}`).toString("base64url")
+
+const count = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  const w = windowOf(now, limit.windowMs)
+  const hits = yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...w })
+  return { hits, retryAfterSeconds: w.retryAfterSeconds }
+})
 
 /**
  * Counts one hit and refuses it with 429 `rate_limited` (with `Retry-After`: the end of the
@@ -23,12 +36,26 @@ const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: { readonly buck
  * when the request is refused (call it outside the business transaction).
  */
 export const consume = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
-  const crypto = yield* Crypto
-  const now = yield* Clock.currentTimeMillis
-  const w = windowOf(now, limit.windowMs)
-  const hits = yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...w })
-  if (hits > limit.limit) return yield* refuse(limit, w.retryAfterSeconds)
+  const counted = yield* count(environmentId, limit, subject)
+  if (counted.hits > limit.limit) return yield* refuse(limit, counted.retryAfterSeconds)
 }).pipe(Effect.withSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
+
+/**
+ * Counts one hit per client address (`addressSubject`: IPv4 address, IPv6 /64) and, for IPv6,
+ * per /56 and per /48 around it, refusing at the first that is full: a request refused by a
+ * narrower limit is not counted by the wider ones.
+ */
+export const consumePerAddress = (environmentId: string, limits: AddressLimits, ip: string | undefined) => Effect.gen(function* () {
+  yield* consume(environmentId, limits.address, addressSubject(ip))
+  const networks = ipv6Networks(ip)
+  if (networks === undefined) return
+  yield* consume(environmentId, limits.network56, networks.net56)
+  yield* consume(environmentId, limits.network48, networks.net48)
+})
+
+/** Counts one hit and says whether it was within the limit (for limits that withhold something instead of refusing). */
+export const take = (environmentId: string, limit: Limit, subject: string) =>
+  Effect.map(count(environmentId, limit, subject), (counted) => counted.hits <= limit.limit)
 
 /** Whether the window is already full, without counting; `refusal` is the 429 to give if so. */
 export const exhausted = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
@@ -45,26 +72,30 @@ export const ensureNotExhausted = (environmentId: string, limit: Limit, subject:
     refusal === undefined ? Effect.void : refuse(limit, refusal.retryAfterSeconds ?? 1))
 
 /** Counts one hit without refusing anything (e.g. a wrong OTP, counted after the fact). */
-export const record = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
-  const crypto = yield* Crypto
-  const now = yield* Clock.currentTimeMillis
-  yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...windowOf(now, limit.windowMs) })
-})
+export const record = (environmentId: string, limit: Limit, subject: string) => Effect.asVoid(count(environmentId, limit, subject))
 
-/** A fact kept for `ttlMs` (e.g. "this address has signed in as this email"); subjects are HMAC'd like counters. */
+/**
+ * A fact kept for `ttlMs` (e.g. "this address has signed in as this email", 30 days). Its
+ * subject is HMAC'd like a counter's, but under the `rate-limit-memory` HMAC data key
+ * (src/platform/hmac-data-keys.ts): a memory outlives master-key rotations, a window does not
+ * need to.
+ */
 export interface Memory {
   readonly bucket: string
   readonly ttlMs: number
 }
 
+const memorySubject = (memory: Memory, subject: string) => Effect.gen(function* () {
+  const keys = yield* HmacDataKeys
+  return (yield* keys.hmac("rate-limit-memory", "rate-limit-memory", `${memory.bucket}\u0000${subject}`)).toString("base64url")
+})
+
 export const remember = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
-  const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
-  yield* repo.remember({ environmentId, bucket: memory.bucket, subject: subjectOf(crypto, memory, subject), until: new Date(now + memory.ttlMs) })
+  yield* repo.remember({ environmentId, bucket: memory.bucket, subject: yield* memorySubject(memory, subject), until: new Date(now + memory.ttlMs) })
 })
 
 export const isRemembered = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
-  const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
-  return yield* repo.remembered({ environmentId, bucket: memory.bucket, subject: subjectOf(crypto, memory, subject), now: new Date(now) })
+  return yield* repo.remembered({ environmentId, bucket: memory.bucket, subject: yield* memorySubject(memory, subject), now: new Date(now) })
 })

@@ -13,7 +13,7 @@ import { CurrentRequest } from "../../platform/request-context.js"
 import { lockUser } from "../../users/repo.js"
 import { type LoginClient, loginClient } from "../clients.js"
 import { assertOriginAllowedForClient } from "../cors/cors.js"
-import { addressSubject, loginLimits } from "../rate-limit/limits.js"
+import { loginLimits } from "../rate-limit/limits.js"
 import * as rateLimit from "../rate-limit/service.js"
 import { stillRegistered } from "../rules.js"
 import { requestBindingHash } from "./binding.js"
@@ -46,7 +46,7 @@ export const limitTransactionCreation = (clientId: string) => Effect.gen(functio
   const env = yield* CurrentEnvironment
   const request = yield* CurrentRequest
   const limits = loginLimits(config)
-  yield* rateLimit.consume(env.record.id, limits.transactionsPerIp, addressSubject(request?.ip))
+  yield* rateLimit.consumePerAddress(env.record.id, limits.transactionsPerIp, request?.ip)
   yield* rateLimit.consume(env.record.id, limits.transactionsPerClient, clientId)
 })
 

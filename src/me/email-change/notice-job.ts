@@ -11,7 +11,7 @@ export const SEND_EMAIL_CHANGE_NOTICE_TASK = "send_email_change_notice"
 const JobPayload = Schema.Struct({ environment_id: Schema.String, user_id: Schema.String, security_version: Schema.Number, sealed: Schema.String })
 const Sealed = Schema.Struct({ to: Schema.String, new_email: Schema.String })
 
-const sealContext = (userId: string, securityVersion: number): SealContext =>
+export const sealContext = (userId: string, securityVersion: number): SealContext =>
   ({ purpose: "email-change-notice", table: "users", rowId: `${userId}:${securityVersion}` })
 
 /** Enqueued in the switch's SQL transaction: the notice exists iff the change commits. */

@@ -7,8 +7,9 @@ import { codeHmac, generateCode, isCodeShape } from "../../login/email-otp/code.
 import { InvalidCode } from "../../login/email-otp/errors.js"
 import { enqueueLoginCodeMail } from "../../login/email-otp/mail-job.js"
 import * as otp from "../../login/email-otp/repo.js"
+import { consumeMailCeiling, isKnownAddress } from "../../login/email-otp/send-limits.js"
 import { CHALLENGE_TTL_MS, MAX_FAILED_ATTEMPTS } from "../../login/email-otp/service.js"
-import { addressSubject, emailAddressSubject, loginLimits } from "../../login/rate-limit/limits.js"
+import { emailAddressSubject, loginLimits } from "../../login/rate-limit/limits.js"
 import * as rateLimit from "../../login/rate-limit/service.js"
 import { Audit } from "../../platform/audit.js"
 import { Config } from "../../platform/config.js"
@@ -85,12 +86,15 @@ export const startEmailChange = (newEmail: string) => Effect.gen(function* () {
   if (newNormalized === me.user.email_normalized) return yield* new InvalidRequest({ detail: "new_email is already the address of your account" })
   if (yield* unavailableOnSqlError(taken(env.record.id, newNormalized, me))) return yield* emailTaken()
   const { limits, ip } = yield* limitsAndIp
-  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerIp, addressSubject(ip)))
+  yield* unavailableOnSqlError(rateLimit.consumePerAddress(env.record.id, limits.otpSendPerIp, ip))
   // Both addresses get a code: each counted as Email OTP mails are (per address from this
   // client address, and the all-addresses ceiling), so many accounts cannot bomb one address.
+  // As for sign-in codes, an address that signed in as that email passes the ceiling, so a
+  // flood of strangers' sign-in starts cannot block the user's own change (issue 12).
   for (const address of [me.user.email_normalized, newNormalized]) {
     yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmailAndIp, emailAddressSubject(address, ip)))
-    yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmail, address))
+    const known = yield* unavailableOnSqlError(isKnownAddress(env.record.id, address, ip))
+    yield* unavailableOnSqlError(consumeMailCeiling(env.record.id, address, known))
   }
   return yield* unavailableOnSqlError(sql.withTransaction(Effect.gen(function* () {
     const user = yield* lockMe(me)
@@ -134,7 +138,7 @@ const verifyLimits = (me: Me, code: string) => Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   if (!isCodeShape(code)) return yield* new InvalidRequest({ detail: "code must be 6 digits" })
   const { limits, ip } = yield* limitsAndIp
-  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerIp, addressSubject(ip)))
+  yield* unavailableOnSqlError(rateLimit.consumePerAddress(env.record.id, limits.otpVerifyPerIp, ip))
   yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerEmailAndIp, emailAddressSubject(me.user.email_normalized, ip)))
   yield* unavailableOnSqlError(rateLimit.ensureNotExhausted(env.record.id, limits.otpFailuresPerEmailAndIp, emailAddressSubject(me.user.email_normalized, ip)))
 })

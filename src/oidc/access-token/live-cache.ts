@@ -31,8 +31,23 @@ import { type LiveState, liveState } from "./repo.js"
 export const LIVE_STATE_CHANNEL = "live_state"
 /** After a local write, no entry of that user is kept this long (longer than any of our transactions). */
 export const LOCAL_PENDING_MS = 5_000
-/** Bound on remembered users (least recently stored evicted first). */
-const CAPACITY = 100_000
+/**
+ * Bounds of this memory (issue 12: every map here is keyed by what callers present, so each
+ * is bounded; the least recently stored entry is dropped first, and a dropped entry is only
+ * read from Postgres again).
+ */
+export interface LiveStateCacheOptions {
+  /** Sessions remembered across all users. */
+  readonly sessions: number
+  /** Sessions remembered for one user (a user with more reads the rest from Postgres). */
+  readonly sessionsPerUser: number
+  /** Clients remembered (introspection callers). */
+  readonly clients: number
+  /** Users and clients with a local write in flight (each kept LOCAL_PENDING_MS). */
+  readonly pending: number
+}
+
+export const LIVE_STATE_CACHE: LiveStateCacheOptions = { sessions: 100_000, sessionsPerUser: 32, clients: 100_000, pending: 100_000 }
 /** Pause before listening again after the LISTEN connection failed. */
 const RELISTEN_AFTER = "1 second"
 /**
@@ -87,8 +102,8 @@ export class LiveStateCache extends Context.Service<LiveStateCache, {
   readonly readClient: (environmentId: string, clientId: string) => ReturnType<typeof clientById>
   /** Whether entries are being kept (the LISTEN connection is up). */
   readonly listening: () => boolean
-  /** Users held in memory (tests; the bound). */
-  readonly size: () => number
+  /** Entries held in memory (tests; the bounds). */
+  readonly sizes: () => { readonly users: number; readonly sessions: number; readonly clients: number; readonly pending: number }
   /**
    * Remembers an answer built from this memory's state (see AnswerDependencies), under a key
    * that names every input of the request it answered; nothing is kept when the state it was
@@ -106,18 +121,35 @@ export class LiveStateCache extends Context.Service<LiveStateCache, {
 const userKey = (environmentId: string, userId: string) => `${environmentId} ${userId}`
 const clientKey = (clientId: string) => `client ${clientId}`
 
-export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(function* () {
+/** Map insertion order is the order of storing: the first key is the least recently stored. */
+const oldestKey = <K>(map: Map<K, unknown>): K => map.keys().next().value!
+
+/** Stores `value` as the most recent entry of `map`, dropping the oldest beyond `capacity`. */
+const storeBounded = <K, V>(map: Map<K, V>, key: K, value: V, capacity: number) => {
+  map.delete(key)
+  if (map.size >= capacity) map.delete(oldestKey(map))
+  map.set(key, value)
+}
+
+/** This replica's live-state memory (a scoped Effect: it listens until its scope closes). */
+export const makeLiveStateCache = (options: LiveStateCacheOptions) => Effect.gen(function* () {
   const pg = yield* PgClient.PgClient
   const byUser = new Map<string, Map<string, LiveState>>()
+  /** Sessions held in `byUser` altogether. */
+  let heldSessions = 0
   const clients = new Map<string, HeldClient>()
   const answers = new Map<string, AnswerEntry>()
   const pendingUntil = new Map<string, number>()
   let listening = false
   let epoch = 0
 
+  const dropUser = (key: string) => {
+    heldSessions -= byUser.get(key)?.size ?? 0
+    byUser.delete(key)
+  }
   const forgetUser = (key: string) => {
     epoch++
-    byUser.delete(key)
+    dropUser(key)
   }
   const forgetClient = (clientId: string) => {
     epoch++
@@ -126,6 +158,7 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
   const forgetAll = () => {
     epoch++
     byUser.clear()
+    heldSessions = 0
     clients.clear()
     answers.clear()
   }
@@ -138,13 +171,35 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     pendingUntil.delete(key)
     return true
   }
+  /**
+   * A local write: no entry of `key` is kept for LOCAL_PENDING_MS. Entries are stored in
+   * the order they end, so ended ones are dropped from the front; beyond the bound the one
+   * that ends first is dropped early (its user's notification still invalidates it).
+   */
+  const markPending = (key: string, now: number) => {
+    for (const [oldest, until] of pendingUntil) {
+      if (until > now) break
+      pendingUntil.delete(oldest)
+    }
+    storeBounded(pendingUntil, key, now + LOCAL_PENDING_MS, options.pending)
+  }
+  /** Keeps a session's row as the most recent entry, within both bounds. */
+  const storeSession = (key: string, sessionId: string, row: LiveState) => {
+    const sessions = byUser.get(key) ?? new Map<string, LiveState>()
+    byUser.delete(key)
+    byUser.set(key, sessions)
+    const before = sessions.size
+    storeBounded(sessions, sessionId, row, options.sessionsPerUser)
+    heldSessions += sessions.size - before
+    while (heldSessions > options.sessions) dropUser(oldestKey(byUser))
+  }
 
   const clock = yield* Clock.Clock
   const stopLocal = onLiveStateChanged((change) => {
     const key = change.kind === "user" ? userKey(change.environmentId, change.userId) : clientKey(change.clientId)
     if (change.kind === "user") forgetUser(key)
     else forgetClient(change.clientId)
-    pendingUntil.set(key, clock.currentTimeMillisUnsafe() + LOCAL_PENDING_MS)
+    markPending(key, clock.currentTimeMillisUnsafe())
   })
   yield* Effect.addFinalizer(() => Effect.sync(stopLocal))
   // This replica's change of an Environment (status, domains, keys) ends its answers at once.
@@ -187,13 +242,7 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     // Kept only when nothing was invalidated meanwhile, LISTEN is up, the user has no local
     // write in flight, and the row is complete (a missing session is read again next time).
     if (row === undefined || row.session_id === null || !mayKeep(key, startedAt)) return row
-    let sessions = byUser.get(key)
-    if (sessions === undefined) {
-      if (byUser.size >= CAPACITY) byUser.delete(byUser.keys().next().value!)
-      sessions = new Map()
-      byUser.set(key, sessions)
-    }
-    sessions.set(sessionId, row)
+    storeSession(key, sessionId, row)
     return row
   })
 
@@ -203,8 +252,7 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     const startedAt = epoch
     const row = yield* clientById(environmentId, clientId)
     if (row === undefined || !mayKeep(clientKey(clientId), startedAt)) return row
-    if (clients.size >= CAPACITY) clients.delete(clients.keys().next().value!)
-    clients.set(clientId, { environmentId, row })
+    storeBounded(clients, clientId, { environmentId, row }, options.clients)
     return row
   })
 
@@ -215,12 +263,10 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     const client = d.client === undefined ? undefined : clients.get(d.client.id)
     if (d.client !== undefined && client?.row !== d.client) return
     const nowMs = clock.currentTimeMillisUnsafe()
-    answers.delete(key)
-    if (answers.size >= ANSWER_CAPACITY) answers.delete(answers.keys().next().value!)
-    answers.set(key, {
+    storeBounded(answers, key, {
       answer, environmentId: d.environmentId, userKey: userKeyOf, sessions, live: d.live, clientId: d.client?.id, client,
       until: Math.min(d.validUntilMs, nowMs + ANSWER_TTL_MS),
-    })
+    }, ANSWER_CAPACITY)
   }
 
   const answer = (key: string) => {
@@ -237,8 +283,13 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, Effect.gen(functi
     return undefined
   }
 
-  return LiveStateCache.of({ read, readClient, listening: () => listening, size: () => byUser.size, rememberAnswer, answer })
-}))
+  return LiveStateCache.of({
+    read, readClient, listening: () => listening, rememberAnswer, answer,
+    sizes: () => ({ users: byUser.size, sessions: heldSessions, clients: clients.size, pending: pendingUntil.size }),
+  })
+})
+
+export const LiveStateCacheLive = Layer.effect(LiveStateCache, makeLiveStateCache(LIVE_STATE_CACHE))
 
 /** The live state through this replica's memory when the server runs one, else from Postgres. */
 export const readLiveState = (environmentId: string, userId: string, sessionId: string) =>

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { SEALED_VALUES, type SealedValues } from "./sealed-values.js"
+import { SEALED_JOB_TASKS, SEALED_VALUES, type SealedValues } from "./sealed-values.js"
 
 /** Rows sealed under `currentKeyId`'s key are left alone: only other keys' seals are re-sealed. */
 const staleCondition = (v: SealedValues) =>
@@ -36,11 +36,18 @@ export const countStale = (v: SealedValues, currentKeyId: string) =>
   SqlClient.SqlClient.use((sql) => sql.unsafe<{ n: number }>(`select count(*)::int as n from ${v.from} where ${staleCondition(v)}`,
     [currentKeyId])).pipe(Effect.map((rows) => rows[0]!.n))
 
-/** Columns named `*_sealed` that the registry does not know: re-sealing could not be complete. */
-export const unregisteredSealedColumns = SqlClient.SqlClient.use((sql) =>
-  sql<{ name: string }>`select table_name || '.' || column_name as name from information_schema.columns
-    where table_schema = current_schema() and column_name like '%\\_sealed' order by 1`).pipe(
-  Effect.map((rows) => rows.map((r) => r.name).filter((name) => !SEALED_VALUES.some((v) => v.name === name))))
+/**
+ * Sealed values the registry does not know, so re-sealing could not be complete: columns named
+ * `*_sealed` or `sealed`, and queued jobs of other tasks whose payload carries `sealed`.
+ */
+export const unregisteredSealedValues = SqlClient.SqlClient.use((sql) => Effect.gen(function* () {
+  const columns = yield* sql<{ name: string }>`select table_name || '.' || column_name as name from information_schema.columns
+    where table_schema = current_schema() and (column_name like '%\\_sealed' or column_name = 'sealed') order by 1`
+  const jobs = yield* sql<{ name: string }>`select distinct 'graphile_worker.jobs.' || t.identifier as name
+    from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+    where j.payload->>'sealed' is not null and not (t.identifier = any(${SEALED_JOB_TASKS as Array<string>}::text[])) order by 1`
+  return [...columns.map((r) => r.name).filter((name) => !SEALED_VALUES.some((v) => v.name === name)), ...jobs.map((r) => r.name)]
+}))
 
 export interface Progress {
   readonly last_row: string

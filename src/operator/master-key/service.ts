@@ -62,9 +62,9 @@ export const rotateMasterKey = (options: { readonly batchSize: number }) => Effe
   if (state?.check_value !== currentCheck || (state.previous_check_value !== null && state.previous_check_value !== previousCheck)) {
     return yield* new MasterKeyRotationRefused({ message: "The database is not rotating from MASTER_KEY_PREVIOUS to MASTER_KEY: start the service once with these keys first" })
   }
-  const unregistered = yield* repo.unregisteredSealedColumns
+  const unregistered = yield* repo.unregisteredSealedValues
   if (unregistered.length > 0) {
-    return yield* new MasterKeyRotationRefused({ message: `Sealed columns unknown to the rotation: ${unregistered.join(", ")}` })
+    return yield* new MasterKeyRotationRefused({ message: `Sealed values unknown to the rotation: ${unregistered.join(", ")}` })
   }
   const resealed: Record<string, number> = {}
   let remaining: Record<string, number> = {}

@@ -68,11 +68,12 @@ export const redactAuditRecords = (user: DueUser) => SqlClient.SqlClient.use((sq
  * address (keyed by its HMAC, src/bounces). MAU rows keep the bare user id (usage is never
  * un-counted, decisions "MAU"); audit records are redacted, not deleted.
  */
-export const deleteUserData = (user: DueUser, recipientHash: string) => SqlClient.SqlClient.use((sql) => Effect.gen(function* () {
+export const deleteUserData = (user: DueUser, recipientHashes: ReadonlyArray<string>) => SqlClient.SqlClient.use((sql) => Effect.gen(function* () {
   const env = user.environment_id
-  // the address's pseudonymous traces: mail delivery records (their bounces cascade) and a suppression
-  yield* sql`delete from mail_deliveries where environment_id = ${env} and recipient_hash = ${recipientHash}`
-  yield* sql`delete from email_suppressions where environment_id = ${env} and recipient_hash = ${recipientHash}`
+  const hashes = recipientHashes as Array<string>
+  // the address's pseudonymous traces (under any of its hashes): mail delivery records (their bounces cascade) and a suppression
+  yield* sql`delete from mail_deliveries where environment_id = ${env} and recipient_hash = any(${hashes}::text[])`
+  yield* sql`delete from email_suppressions where environment_id = ${env} and recipient_hash = any(${hashes}::text[])`
   yield* sql`delete from refresh_families where environment_id = ${env} and user_id = ${user.id}`
   yield* sql`delete from authorization_codes where environment_id = ${env} and user_id = ${user.id}`
   yield* sql`delete from webauthn_challenges where environment_id = ${env} and user_id = ${user.id}`

@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Audit } from "../../platform/audit.js"
-import { recipientHash } from "../../bounces/recipient.js"
+import { recipientHashes } from "../../bounces/recipient.js"
 import { Config } from "../../platform/config.js"
 import { Crypto } from "../../platform/crypto.js"
 import * as repo from "./repo.js"
@@ -31,9 +31,8 @@ export interface PurgeReport {
  */
 const purgeUser = (user: repo.DueUser, olderThanMs: number) => Effect.gen(function* () {
   const audit = yield* Audit
-  const crypto = yield* Crypto
   const redacted = yield* repo.redactAuditRecords(user)
-  yield* repo.deleteUserData(user, recipientHash(crypto, user.workspace_id, user.email))
+  yield* repo.deleteUserData(user, (yield* recipientHashes(user.workspace_id, user.email)).all)
   yield* audit.append({
     workspaceId: user.workspace_id, environmentId: user.environment_id, actor: { type: "system" },
     action: "user.purged", subjectType: "user", subjectId: user.id,
