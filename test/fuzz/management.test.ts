@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest"
 import { trackDelivery } from "../../src/bounces/deliveries.js"
 import { allRoutes } from "../../src/http/routes.js"
 import { type FakeStripe, startFakeStripe } from "../billing/fake-stripe.js"
-import { type AwsStub, sesBounce, signSns, SNS_TOPIC, startAwsStub } from "../bounces/sns.js"
+import { type AwsStub, CERT_FILE, sesBounce, signSns, SNS_TOPIC, startAwsStub } from "../bounces/sns.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { makeDashboardSession } from "../support/tenancy.js"
 import { uniqueEmail } from "../login/support.js"
@@ -78,7 +78,7 @@ const targets = (): Record<string, Target> => ({
   "/v1/billing/portal-session": { base: { return_url: "https://app.example.com/settings" } },
   "/v1/email-bounces": { base: { delivery_id: delivery.id, recipient: delivery.recipient, bounce_type: "soft" }, headers: () => ({ "x-bounce-secret": BOUNCE_SECRET }) },
   "/v1/email-bounces/sns": {
-    base: signSns({ Type: "Notification", Message: sesBounce(delivery.id, delivery.messageId, delivery.recipient, "Transient") }, `${aws.base}cert.pem`),
+    base: signSns({ Type: "Notification", Message: sesBounce(delivery.id, delivery.messageId, delivery.recipient, "Transient") }, `${aws.base}${CERT_FILE}`),
     headers: () => ({}),
   },
 })
