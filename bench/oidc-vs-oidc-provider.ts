@@ -9,7 +9,8 @@
 // Knobs: BENCH_SECONDS (5 per run), BENCH_ROUNDS (3, interleaved; medians reported), BENCH_CODES (30000
 // per server), BENCH_SCENARIOS (jwks,discovery,userinfo,introspect,refresh,code), BENCH_ONLY
 // (authservice or oidc-provider), BENCH_PEER_POSTGRES=1 (also run oidc-provider on a Postgres
-// adapter), BENCH_PROFILE=1 (our server under --cpu-prof, profiles in /tmp/authservice-prof).
+// adapter), BENCH_PROFILE=1 (our server under --cpu-prof, profiles in /tmp/authservice-prof),
+// BENCH_SOAK_MINUTES (our server alone under a mixed workload for that long; RSS every 30 s).
 //
 // With BENCH_PEER_POSTGRES=1 oidc-provider also runs with a Postgres adapter (the shape of its
 // documented example adapter: one payload table, one query per adapter call, pool of 10 like ours)
@@ -27,7 +28,7 @@ import { SignJWT } from "jose"
 import pg from "pg"
 import { derToRaw } from "../src/oidc/tokens/jws.js"
 import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
-import { bootstrap, type LoadResult, load, startServer, stopChild, treeCpuSeconds, waitFor } from "./support.js"
+import { bootstrap, type LoadResult, load, startServer, stopChild, treeCpuSeconds, treeRssMb, waitFor } from "./support.js"
 
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 5)
 const CONNECTIONS = 32
@@ -495,5 +496,48 @@ function report(results: Record<string, Record<string, Measured>>, scenarios: Re
   }
 }
 
+/**
+ * BENCH_SOAK_MINUTES=10: our server alone under the mixed workload (each connection cycles
+ * through UserInfo, introspection, JWKS, a refresh and a code exchange) for that long, with the
+ * server's RSS sampled every 30 s: issue 13 asks for a flat RSS over 10 minutes (start/end).
+ */
+async function soak(minutes: number) {
+  const server = await startServer()
+  const env = bootstrap(server.env)
+  const ours = await seedOurs(server.port, server.env["DATABASE_URL"]!, env, server.cpu)
+  const p = await prepare(ours)
+  const path = (endpoint: string) => new URL(`${ours.base}${endpoint}`).pathname
+  const pool = [...p.refreshTokens]
+  const form = { ...headersOf(ours) }
+  const requests: Array<autocannon.Request> = [
+    { method: "GET", path: path("/oauth2/userinfo"), headers: { authorization: `Bearer ${p.accessToken}` } },
+    { method: "POST", path: path("/oauth2/introspect"), headers: form, body: new URLSearchParams({ token: p.accessToken }).toString() },
+    { method: "GET", path: path("/oauth2/jwks") },
+    {
+      method: "POST", path: path("/oauth2/token"), headers: form,
+      setupRequest: (req) => ({ ...req, body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: pool.shift() ?? "exhausted" }).toString() }),
+      onResponse: (status, body) => { if (status === 200) pool.push((JSON.parse(body) as { refresh_token: string }).refresh_token) },
+    },
+    {
+      method: "POST", path: path("/oauth2/token"), headers: form,
+      setupRequest: (req) => ({ ...req, body: new URLSearchParams(exchangeBody(ours.codes.pop() ?? "exhausted")).toString() }),
+    },
+  ]
+  const samples: Array<{ at: number; rssMb: number }> = []
+  const sample = (at: number) => samples.push({ at, rssMb: treeRssMb(server.pid) })
+  sample(0)
+  const started = Date.now()
+  const timer = setInterval(() => sample(Math.round((Date.now() - started) / 1000)), 30_000)
+  const result = await load({ url: `${ours.base}/oauth2/userinfo`, host: ours.host, seconds: minutes * 60, requests, connections: CONNECTIONS })
+  clearInterval(timer)
+  sample(Math.round((Date.now() - started) / 1000))
+  console.log(`soak: ${minutes} min, ${Math.round(result.rps)} answers/s (2xx), non-2xx ${result.non2xx}, errors ${result.errors}, p99 ${result.p99} ms`)
+  console.log(`server RSS (MB) by elapsed seconds: ${samples.map((x) => `${x.at}s ${x.rssMb}`).join(", ")}`)
+  console.log(`server RSS start (after warm-up seeding) ${samples[0]!.rssMb} MB, at 1 min ${samples[2]?.rssMb ?? "-"} MB, end ${samples.at(-1)!.rssMb} MB; codes left ${ours.codes.length}`)
+  await server.stop()
+  process.exit(0)
+}
+
 if (process.argv[2] === "--oidc-provider") await providerChild()
+else if (process.env["BENCH_SOAK_MINUTES"]) await soak(Number(process.env["BENCH_SOAK_MINUTES"]))
 else await main()

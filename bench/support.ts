@@ -12,6 +12,8 @@ export interface BenchServer {
   readonly port: number
   readonly env: Record<string, string>
   readonly stop: () => Promise<void>
+  /** The server's process (the root of its process tree). */
+  readonly pid: number
   /** CPU seconds used so far by the server process tree, and by the embedded Postgres (0 with DATABASE_URL). */
   readonly cpu: () => { readonly server: number; readonly postgres: number }
 }
@@ -42,7 +44,7 @@ export const startServer = async (options: { entry?: string; env?: Record<string
   await waitFor(port, `api.localhost:${port}`, "/readyz")
   const postmaster = pgDir === undefined ? undefined : postmasterPid(pgDir)
   return {
-    port, env,
+    port, env, pid: child.pid!,
     cpu: () => ({ server: treeCpuSeconds(child.pid!), postgres: postmaster === undefined ? 0 : treeCpuSeconds(postmaster) }),
     stop: async () => {
       await stopChild(child)
@@ -125,6 +127,32 @@ export const treeCpuSeconds = (rootPid: number): number => {
   let total = 0
   for (const [pid, s] of stats) if (inTree(pid)) total += s.cpu
   return total
+}
+
+/** Resident memory (VmRSS, MB) of a process and all its descendants. */
+export const treeRssMb = (rootPid: number): number => {
+  const parents = new Map<number, number>()
+  const rss = new Map<number, number>()
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const status = readFileSync(`/proc/${entry}/status`, "utf8")
+      parents.set(Number(entry), Number(/^PPid:\s+(\d+)/m.exec(status)?.[1] ?? 0))
+      rss.set(Number(entry), Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0))
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  let kb = 0
+  for (const [pid, value] of rss) {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; hops++, p = parents.get(p) ?? 0) {
+      if (p === rootPid) {
+        kb += value
+        break
+      }
+    }
+  }
+  return Math.round(kb / 1024)
 }
 
 /** The postmaster's pid of an embedded Postgres data directory. */
