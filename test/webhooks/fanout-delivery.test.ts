@@ -100,6 +100,44 @@ describe("the fan-out job", () => {
     expect(await countRows(app, "select 1 from webhook_deliveries where event_id = $1", [envelope.eventId])).toBe(hooks.length)
   })
 
+  it("re-run after every subscription was disabled or deleted: the pending first attempts end exhausted, unsent (none stays pending)", async () => {
+    const r = await receiver([{ status: 200 }])
+    const env = await freshEnvironment()
+    const [disabled, deleted] = await Promise.all([0, 1].map((i) => createWebhook(app, { environment_id: env, url: r.url(`/hook/${i}`), event_types: ["user.created"] })))
+    const envelope = await emitUserCreated(env)
+    // The dead run recorded both first attempts; then one webhook was disabled, the other deleted.
+    expect(await app.run(fanOut(envelope.eventId))).toHaveLength(2)
+    expect((await app.management(`/v1/webhooks/${disabled!.id}`, { method: "PATCH", body: { status: "disabled" } })).status).toBe(200)
+    expect((await app.management(`/v1/webhooks/${deleted!.id}`, { method: "DELETE" })).status).toBe(200)
+
+    const reports = await deliverEvent(envelope.eventId, sender())
+    expect(reports.map((x) => x.verdict).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([
+      { status: "exhausted", why: "webhook_deleted" }, { status: "exhausted", why: "webhook_disabled" },
+    ])
+    const records = await sqlRows<{ webhook_id: string; status: string; failure_reason: string; response_status_code: number | null }>(app,
+      "select webhook_id, status, failure_reason, response_status_code from webhook_deliveries where event_id = $1 order by webhook_id", [envelope.eventId])
+    expect(records).toEqual([
+      { webhook_id: disabled!.id, status: "exhausted", failure_reason: "webhook_disabled", response_status_code: null },
+      { webhook_id: deleted!.id, status: "exhausted", failure_reason: "webhook_deleted", response_status_code: null },
+    ].sort((a, b) => a.webhook_id.localeCompare(b.webhook_id)))
+    expect(r.received).toHaveLength(0)
+  })
+
+  it("re-run after the subscriptions changed: a new subscription gets its attempt and the earlier pending one is still settled", async () => {
+    const r = await receiver([{ status: 200 }])
+    const env = await freshEnvironment()
+    const before = await createWebhook(app, { environment_id: env, url: r.url("/before"), event_types: ["user.created"] })
+    const envelope = await emitUserCreated(env)
+    const [earlier] = await app.run(fanOut(envelope.eventId))
+    expect((await app.management(`/v1/webhooks/${before.id}`, { method: "PATCH", body: { status: "disabled" } })).status).toBe(200)
+    await createWebhook(app, { environment_id: env, url: r.url("/after"), event_types: ["user.created"] })
+
+    const reports = await deliverEvent(envelope.eventId, sender())
+    expect(reports.find((x) => x.deliveryId === earlier)!.verdict).toEqual({ status: "exhausted", why: "webhook_disabled" })
+    expect(await countRows(app, "select 1 from webhook_deliveries where event_id = $1 and status = 'pending'", [envelope.eventId])).toBe(0)
+    expect(r.received.map((x) => x.path)).toEqual(["/after"])
+  })
+
   it("a failed first attempt gets its retry record and job; final outcomes are settled, exhausted ones too", async () => {
     const ok = await receiver([{ status: 200 }])
     const down = await receiver([{ status: 503 }])
