@@ -41,7 +41,11 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
     Layer.succeed(CurrentMetrics, metrics),
     options.spanProcessor ? tracingLayer(async () => options.spanProcessor!) : TracingLive(config),
   )
-  const sql = SqlLive({ maxConnections: options.maxConnections ?? 10 }).pipe(Layer.provide(base))
+  const sql = SqlLive({
+    maxConnections: options.maxConnections ?? 10,
+    connectTimeoutMs: config.databaseConnectTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+  }).pipe(Layer.provide(base))
   const ids = IdsLive.pipe(Layer.provide(base))
   const foundation = Layer.mergeAll(base, sql, ids)
   const keys = KeysLive.pipe(Layer.provide(foundation))

@@ -60,10 +60,15 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     const crypto = yield* Crypto
     const context = yield* Effect.context<any>()
     const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
-    const concurrency = options.concurrency ?? (yield* Config).workerConcurrency
+    const config = yield* Config
+    const concurrency = options.concurrency ?? config.workerConcurrency
+    // The job queue's pool is bounded like the application's (src/platform/bounded-pg-client.ts):
+    // a database that stops answering fails graphile-worker's queries instead of holding them.
     const pgPool = yield* Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({ connectionString: url, max: concurrency + 2 })
-        .on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
+      Effect.sync(() => new pg.Pool({
+        connectionString: url, max: concurrency + 2,
+        connectionTimeoutMillis: config.databaseConnectTimeoutMs, query_timeout: config.databaseStatementTimeoutMs,
+      }).on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
       (pool) => Effect.promise(() => pool.end()))
     const metrics = yield* CurrentMetrics
     const reportPool = () => {
