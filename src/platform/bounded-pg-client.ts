@@ -1,5 +1,5 @@
 import { PgClient, type PgConnection, PgPool } from "@effect/sql-pg"
-import { Context, Effect, type Scope } from "effect"
+import { Context, Effect, Fiber, type Scope } from "effect"
 import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { Borrower, Connection } from "effect/sql/SqlConnection"
 
@@ -29,16 +29,33 @@ const timedOut = (what: string, ms: number) => new SqlError.SqlError({
   }),
 })
 
-const realSleep = (ms: number) => Effect.callback<void>((resume) => {
-  const timer = setTimeout(() => resume(Effect.void), ms)
-  return Effect.sync(() => clearTimeout(timer))
-})
-
-/** `effect`, failed with a StatementTimeoutError if it has not completed within `ms` (then interrupted). */
+/**
+ * `effect`, failed with a StatementTimeoutError if it has not completed within `ms` (it is then
+ * interrupted, and awaited: the driver ends the statement before the connection is reused). It
+ * runs in a child fiber watched by a plain timer: a race of two fibers costs about 35 µs more per
+ * statement (awaiting the losing timer fiber), this about 3 µs.
+ */
 export const withinDeadline = <A, E, R>(effect: Effect.Effect<A, E, R>, ms: number, what: string): Effect.Effect<A, E | SqlError.SqlError, R> =>
   Effect.flatMap(UnboundedStatements, (unbounded) => unbounded
     ? effect
-    : Effect.raceFirst(effect, Effect.andThen(realSleep(ms), Effect.fail(timedOut(what, ms)))))
+    : Effect.flatMap(Effect.forkChild(effect), (fiber) => Effect.callback<A, E | SqlError.SqlError>((resume) => {
+      let settled = false
+      const timer = setTimeout(() => {
+        settled = true
+        resume(Effect.andThen(Fiber.interrupt(fiber), Effect.fail(timedOut(what, ms))))
+      }, ms)
+      fiber.addObserver((exit) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        resume(exit)
+      })
+      // The caller interrupted while waiting: the statement goes with it.
+      return Effect.suspend(() => {
+        clearTimeout(timer)
+        return Fiber.interrupt(fiber)
+      })
+    })))
 
 type Rows = <A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>
 
