@@ -45,7 +45,11 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
     // withSpan and SQL statement cost 7-15% of the throughput (bench/tracing-overhead.ts).
     options.spanProcessor || config.otlpTracesUrl !== undefined ? Layer.empty : Layer.succeed(References.TracerEnabled, false),
   )
-  const sql = SqlLive({ maxConnections: options.maxConnections ?? 10 }).pipe(Layer.provide(base))
+  const sql = SqlLive({
+    maxConnections: options.maxConnections ?? 10,
+    connectTimeoutMs: config.databaseConnectTimeoutMs,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+  }).pipe(Layer.provide(base))
   const ids = IdsLive.pipe(Layer.provide(base))
   const hmacDataKeys = HmacDataKeysLive.pipe(Layer.provide(Layer.mergeAll(base, sql)))
   const foundation = Layer.mergeAll(base, sql, ids, hmacDataKeys)

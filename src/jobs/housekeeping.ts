@@ -11,6 +11,7 @@ import { pruneIdempotencyRecords } from "../management/http/idempotency-retentio
 import { pruneOutbox } from "../platform/events/retention.js"
 import { pruneEvents as pruneStripeEvents } from "../billing/repo.js"
 import { pruneDeliveries as pruneMailDeliveries } from "../bounces/repo.js"
+import { failAbandonedImports } from "../management/user-data-jobs/abandoned-imports.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
 
 /**
@@ -47,6 +48,8 @@ export const housekeeping = Effect.gen(function* () {
   // Bounces arrive within days of a send; delivery records (and their bounces) go after 30.
   const mail = yield* pruneMailDeliveries(new Date(now.getTime() - 30 * 24 * 3600_000))
   if (mail > 0) yield* Effect.logInfo("housekeeping: deleted mail delivery records older than 30 days", { count: mail })
+  const abandoned = yield* failAbandonedImports
+  if (abandoned > 0) yield* Effect.logWarning("housekeeping: failed user imports whose worker task used up its attempts", { count: abandoned })
   // Every worker process also does this on each heartbeat; here it covers a pool whose
   // processes all died and came back.
   const released = yield* releaseStaleWorkers(DEFAULT_HEARTBEAT.staleAfterMs)

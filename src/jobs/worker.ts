@@ -36,7 +36,15 @@ interface Running {
   readonly ids: ReadonlyArray<string>
   readonly lost: Promise<string>
   readonly markLost: (why: string) => void
+  /** performance.now() when it started. */
+  readonly startedAt: number
 }
+
+/** A runner lost sooner than this after its start counts as a quick loss (replacements back off). */
+const QUICK_LOSS_MS = 10_000
+
+/** Real time, not the Effect Clock: a back-off is scheduling, and a test's TestClock must not hold the job runner down. */
+const pause = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 export class Worker extends Context.Service<Worker, { readonly current: () => Runner }>()("jobs/Worker") {}
 
@@ -52,10 +60,15 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     const crypto = yield* Crypto
     const context = yield* Effect.context<any>()
     const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
-    const concurrency = options.concurrency ?? (yield* Config).workerConcurrency
+    const config = yield* Config
+    const concurrency = options.concurrency ?? config.workerConcurrency
+    // The job queue's pool is bounded like the application's (src/platform/bounded-pg-client.ts):
+    // a database that stops answering fails graphile-worker's queries instead of holding them.
     const pgPool = yield* Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({ connectionString: url, max: concurrency + 2 })
-        .on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
+      Effect.sync(() => new pg.Pool({
+        connectionString: url, max: concurrency + 2,
+        connectionTimeoutMillis: config.databaseConnectTimeoutMs, query_timeout: config.databaseStatementTimeoutMs,
+      }).on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
       (pool) => Effect.promise(() => pool.end()))
     const metrics = yield* CurrentMetrics
     const reportPool = () => {
@@ -93,7 +106,7 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
       let markLost: (why: string) => void = () => {}
       const lost = new Promise<string>((resolve) => { markLost = resolve })
       void runner.promise.then(() => markLost("stopped"), (e: unknown) => markLost(String(e)))
-      return { runner, ids, lost, markLost }
+      return { runner, ids, lost, markLost, startedAt: performance.now() }
     }
     // A runner is lost when it stops, when graphile-worker reports a fatal error of its pool
     // (a job it could not complete or fail: it then shuts itself down, and after repeated
@@ -111,8 +124,26 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     yield* Effect.addFinalizer(() => Effect.gen(function* () {
       stopping = true
       yield* Effect.promise(() => current.runner.stop().catch(() => {}))
+      // A retired runner's jobs are released before the row that names its ids goes.
+      yield* releaseWorkers(retired).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore)
       yield* forget(processId).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore)
     }))
+    /**
+     * Starts a runner to replace a lost one. Uninterruptible, and it checks `stopping` once the
+     * runner is up: a shutdown that began while graphile-worker was starting finds either the
+     * new runner in `current` (and stops it) or, if it already ran, the new runner stopped here;
+     * never a runner that nobody stops (it would take jobs after this process forgot its ids,
+     * and hold the job-queue pool open).
+     */
+    const replace = Effect.uninterruptible(Effect.tryPromise(async () => {
+      const next = await start()
+      if (stopping) {
+        await next.runner.stop().catch(() => {})
+        return false
+      }
+      current = next
+      return true
+    })).pipe(Effect.option)
     const retire = (old: Running) => Effect.promise(async () => {
       const within = (ms: number, work: Promise<unknown>) => Promise.race([
         work.then(() => true, () => true),
@@ -122,31 +153,39 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     })
     // The process stays up: a lost runner is replaced by a new one, started with backoff until
     // the database answers, and the jobs the old one had locked are released at once rather
-    // than after graphile-worker's 4-hour timeout (at least once: a job may run again).
+    // than after graphile-worker's 4-hour timeout (at least once: a job may run again). Runners
+    // lost again and again soon after starting (a job that can never be completed) are replaced
+    // with backoff too, rather than in a tight loop.
     const supervise = Effect.gen(function* () {
+      let quickLosses = 0
       for (;;) {
         const why = yield* Effect.promise(() => current.lost)
         if (stopping) return
         yield* Effect.logError("graphile-worker runner lost; starting a new one", { reason: why })
+        quickLosses = performance.now() - current.startedAt < QUICK_LOSS_MS ? quickLosses + 1 : 0
         // Its ids join `retired` only once it is stopped or given up on, so the heartbeat
         // never releases a job the old runner may still be finishing.
         yield* retire(current)
         retired = [...retired, ...current.ids]
+        if (quickLosses > 1) yield* pause(Math.min(10_000, 500 * 2 ** (quickLosses - 2)))
         for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 10_000)) {
           if (stopping) return
-          const next = yield* Effect.tryPromise(start).pipe(Effect.option)
-          if (next._tag === "Some") {
-            current = next.value
+          const replaced = yield* replace
+          if (replaced._tag === "Some") {
+            if (!replaced.value) return
             break
           }
-          // Real time, not the Effect Clock: a back-off is scheduling, and a test's TestClock
-          // must not hold the job runner down.
-          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, delayMs)))
+          yield* pause(delayMs)
         }
-        const releasing = retired
-        const released = yield* releaseWorkers(releasing).pipe(
+        // The new runner's ids are in the heartbeat row before the old one's jobs are released,
+        // so whatever it locks is released by another process if this one dies now.
+        const released = yield* Effect.gen(function* () {
+          const releasing = retired
+          yield* beat(processId, [...current.ids, ...releasing])
+          yield* releaseWorkers(releasing)
+          return releasing
+        }).pipe(
           Effect.provideService(SqlClient.SqlClient, sql),
-          Effect.as(releasing),
           Effect.catchCause((cause) => Effect.as(
             Effect.logError("releasing a lost runner's jobs failed; the heartbeat retries", cause), [] as ReadonlyArray<string>)))
         retired = retired.filter((id) => !released.includes(id))

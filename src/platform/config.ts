@@ -46,6 +46,13 @@ export interface AppConfig {
   readonly workerConcurrency: number
   /** Webhook sends in flight to one receiver origin per worker process (WEBHOOK_MAX_IN_FLIGHT_PER_TARGET). */
   readonly webhookMaxInFlightPerTarget: number
+  /** Connecting to Postgres gives up after this long (DATABASE_CONNECT_TIMEOUT_MS). */
+  readonly databaseConnectTimeoutMs: number
+  /**
+   * A statement not answered within this long, waiting for a pooled connection included, fails
+   * as a storage outage (503) and is cancelled (DATABASE_STATEMENT_TIMEOUT_MS).
+   */
+  readonly databaseStatementTimeoutMs: number
   /** Bearer token required at the Prometheus endpoint when set (METRICS_TOKEN). */
   readonly metricsToken: string | undefined
   /** A separate listener for `/metrics` only (METRICS_PORT); the Management host then stops serving it. */
@@ -255,6 +262,10 @@ export const parseConfig = (env: Env): AppConfig => {
     // most a quarter of them, so one that hangs cannot take every slot (tasks.ts defers the rest).
     workerConcurrency: positiveInt(env, "WORKER_CONCURRENCY", 16),
     webhookMaxInFlightPerTarget: positiveInt(env, "WEBHOOK_MAX_IN_FLIGHT_PER_TARGET", 4),
+    // A database that stops answering (frozen, partitioned) must not hold requests and jobs for
+    // ever: connects and statements are bounded (decisions: "Worker side at scale and under faults").
+    databaseConnectTimeoutMs: positiveInt(env, "DATABASE_CONNECT_TIMEOUT_MS", 5_000),
+    databaseStatementTimeoutMs: positiveInt(env, "DATABASE_STATEMENT_TIMEOUT_MS", 15_000),
     metricsToken,
     metricsPort: rawMetricsPort === undefined ? undefined : Number(rawMetricsPort),
     otlpTracesUrl,

@@ -2,8 +2,9 @@ import { readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
+import { makeBoundedPgClient, UnboundedStatements } from "./bounded-pg-client.js"
 import { splitStatements } from "./sql-split.js"
 
 /** The connection string the process uses; embedded Postgres provides one when DATABASE_URL is unset. */
@@ -24,8 +25,20 @@ export const sqlDirectoryLoader = (dir: string = SQL_DIR): Migrator.Loader =>
         SqlClient.SqlClient.use((sql) =>
           Effect.forEach(splitStatements(readFileSync(file, "utf8")), (statement) => sql.unsafe(statement), { discard: true })))] as const))
 
-export const runMigrations = Migrator.make({})({ loader: sqlDirectoryLoader(), table: "schema_migrations" })
+/** Migrations run with no statement bound (an index build on a large table may take minutes). */
+export const runMigrations = Migrator.make({})({ loader: sqlDirectoryLoader(), table: "schema_migrations" }).pipe(
+  Effect.provideService(UnboundedStatements, true))
 
-export const SqlLive = (options: { readonly maxConnections?: number } = {}) =>
-  Layer.unwrap(DatabaseUrl.useSync((url) =>
-    PgClient.layer({ url: Redacted.make(url), maxConnections: options.maxConnections ?? 10, applicationName: "authservice" })))
+export interface SqlOptions {
+  readonly maxConnections?: number | undefined
+  /** Connect time-out (default 5 s, @effect/sql-pg's). */
+  readonly connectTimeoutMs?: number | undefined
+  /** Bound of each statement and of the wait for a pooled connection (./bounded-pg-client.ts). */
+  readonly statementTimeoutMs: number
+}
+
+export const SqlLive = (options: SqlOptions) =>
+  Layer.unwrap(DatabaseUrl.useSync((url) => PgClient.layerFrom(makeBoundedPgClient({
+    url: Redacted.make(url), maxConnections: options.maxConnections ?? 10, applicationName: "authservice",
+    ...(options.connectTimeoutMs === undefined ? {} : { connectTimeout: Duration.millis(options.connectTimeoutMs) }),
+  }, options.statementTimeoutMs))))

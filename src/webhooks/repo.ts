@@ -114,17 +114,24 @@ export interface EventSubscriptionRow {
 /**
  * The active subscriptions of an outbox event, in one query: same Environment (or, for a
  * Workspace-level event without an Environment, every Environment of its Workspace) and
- * subscribed to its type. No row: the event is gone or nobody subscribes.
+ * subscribed to its type. `pendingFirstAttempts`: whether first attempts of the event were
+ * already recorded and are still pending (a re-run of its fan-out), whatever the state of
+ * their subscriptions now. Undefined: the event is gone.
  */
 export const subscriptionsOfEvent = (eventId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<EventSubscriptionRow>`select e.id as event_id, e.workspace_id, e.type, e.envelope, w.id as webhook_id, w.environment_id,
-      w.url, w.secret_sealed
+  sql<EventSubscriptionRow & { readonly webhook_id: string | null; readonly pending_first_attempts: boolean }>`select e.id as event_id,
+      e.workspace_id, e.type, e.envelope, w.id as webhook_id, w.environment_id, w.url, w.secret_sealed,
+      exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending' and d.attempt = 1)
+        as pending_first_attempts
     from event_outbox e
-      join webhooks w on w.workspace_id = e.workspace_id
+      left join webhooks w on w.workspace_id = e.workspace_id
         and (e.environment_id is null or w.environment_id = e.environment_id)
         and w.status = 'active' and w.deleted_at is null and e.type = any(w.event_types)
     where e.id = ${eventId}
-    order by w.id`)
+    order by w.id`).pipe(Effect.map((rows) => rows.length === 0 ? undefined : {
+    subscriptions: rows.filter((r): r is typeof r & { webhook_id: string } => r.webhook_id !== null) as ReadonlyArray<EventSubscriptionRow>,
+    pendingFirstAttempts: rows[0]!.pending_first_attempts,
+  }))
 
 export type NewDelivery = {
   readonly id: string
@@ -224,12 +231,13 @@ export const settleDeliveries = (rows: ReadonlyArray<Settlement>) => rows.length
 /**
  * One `webhooks.deliver` job per attempt record, due at `runAt` (computed from the Clock),
  * keyed by the record so an attempt never has two jobs; one statement for any number.
+ * `priority`: graphile-worker's (lower runs first; 0 unless given).
  */
-export const enqueueAttempts = (deliveryIds: ReadonlyArray<string>, runAt: Date, maxAttempts: number) => deliveryIds.length === 0
+export const enqueueAttempts = (deliveryIds: ReadonlyArray<string>, runAt: Date, maxAttempts: number, priority = 0) => deliveryIds.length === 0
   ? Effect.succeed(0)
   : SqlClient.SqlClient.use((sql) => sql<{ n: number }>`select count(*)::int as n from graphile_worker.add_jobs(array(
       select row('webhooks.deliver', json_build_object('deliveryId', id), null, ${runAt}::timestamptz, ${maxAttempts}::smallint,
-        'webhooks.deliver:' || id, null, null)::graphile_worker.job_spec
+        'webhooks.deliver:' || id, ${priority}::int, null)::graphile_worker.job_spec
       from unnest(${deliveryIds as Array<string>}::text[]) as id))`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
 
 /** Delivery history retention (spec: 90 days). */

@@ -1,4 +1,4 @@
-import { Clock, Effect, Random, Schema } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { canonicalJson } from "../platform/canonical-json.js"
 import { Crypto } from "../platform/crypto.js"
@@ -31,14 +31,15 @@ const FANOUT_SEND_CONCURRENCY = 16
 /**
  * Fan-out of one event: one `pending` attempt-1 record per active subscription of its type
  * in its Environment (one read, one insert). A re-run creates nothing twice. Returns the
- * records it created, each with what its send needs.
+ * records it created, each with what its send needs, and whether they are all the event's
+ * pending first attempts (a first run: nothing was recorded before and every insert landed).
  */
 const createFirstAttempts = (eventId: string) => Effect.gen(function* () {
   const ids = yield* Ids
   const now = new Date(yield* Clock.currentTimeMillis)
-  const subscriptions = yield* repo.subscriptionsOfEvent(eventId)
+  const read = yield* repo.subscriptionsOfEvent(eventId)
   const rows: Array<repo.AttemptRow> = []
-  for (const s of subscriptions) {
+  for (const s of read?.subscriptions ?? []) {
     rows.push({
       id: yield* ids.make("dlv"), workspace_id: s.workspace_id, environment_id: s.environment_id, webhook_id: s.webhook_id,
       event_id: s.event_id, event_type: s.type, attempt: 1, status: "pending", url: s.url, webhook_status: "active",
@@ -49,7 +50,8 @@ const createFirstAttempts = (eventId: string) => Effect.gen(function* () {
     id: r.id, workspace_id: r.workspace_id, environment_id: r.environment_id, webhook_id: r.webhook_id, event_id: r.event_id,
     event_type: r.event_type, attempt: 1, status: "pending" as const, occurred_at: now, scheduled_at: now,
   }))))
-  return { created: rows.filter((r) => inserted.has(r.id)), complete: inserted.size === rows.length }
+  const complete = inserted.size === rows.length && read?.pendingFirstAttempts !== true
+  return { created: rows.filter((r) => inserted.has(r.id)), complete }
 })
 
 /** Fan-out of one event (records only; see fanOutAndDeliver). Returns the ids it created. */
@@ -62,7 +64,9 @@ export const fanOut = (eventId: string) => createFirstAttempts(eventId).pipe(
  * event costs one job, not one per subscription (retries and deferred sends get a job of
  * their own), and its final outcomes are settled in one statement: three statements for an
  * event on its first run. A worker that dies mid-way leaves its job to be run again: the
- * re-run creates nothing twice and sends the first attempts still pending (at least once).
+ * re-run creates nothing twice and takes up every first attempt still pending, whatever its
+ * subscription's state now (one since disabled or deleted ends `exhausted`, as any due attempt
+ * of such a webhook does), so none stays `pending` for ever.
  */
 export const fanOutAndDeliver = (eventId: string) => Effect.gen(function* () {
   const { created, complete } = yield* createFirstAttempts(eventId)
@@ -83,11 +87,12 @@ export interface AttemptReport {
   readonly nextDeliveryId?: string | undefined
 }
 
-/** How long a send waits for a busy receiver's slot before it is deferred (a fast receiver frees one in ms). */
-const SLOT_WAIT_MS = 250
-
-/** A deferred send waits 0.5-1.5 s (jittered, so deferred sends to one receiver spread out). */
-const deferralMs = Effect.map(Random.next, (r) => 500 + Math.floor(r * 1000))
+/**
+ * graphile-worker priority of a postponed attempt's job (lower numbers run first; everything
+ * else is 0): due fan-outs and retries always run before the postponed attempts of a busy
+ * receiver, so however large that receiver's backlog, it never delays the others.
+ */
+export const POSTPONED_PRIORITY = 1
 
 /** What one attempt came to before its record is settled. */
 type Sent =
@@ -111,8 +116,6 @@ export const deliverAttempt = (deliveryId: string) => Effect.gen(function* () {
  * attempt later (bounded concurrency per receiver; not a send, so not counted).
  */
 const sendRow = (row: repo.AttemptRow) => Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const crypto = yield* Crypto
   const sender = yield* WebhookSender
   const deliveryId = row.id
   if (row.status !== "pending") {
@@ -128,14 +131,28 @@ const sendRow = (row: repo.AttemptRow) => Effect.gen(function* () {
     } satisfies Sent as Sent
   }
   const target = targetOf(row.url)
-  if (!(yield* Effect.promise(() => sender.slots.acquire(target, SLOT_WAIT_MS)))) {
-    const runAt = new Date((yield* Clock.currentTimeMillis) + (yield* deferralMs))
-    yield* sql.withTransaction(Effect.gen(function* () {
-      if (yield* repo.deferAttempt(row.id, runAt)) yield* repo.enqueueAttempts([row.id], runAt, JOB_MAX_ATTEMPTS)
-    }))
-    return { kind: "done", report: { deliveryId, attempt: row.attempt, verdict: { status: "deferred", runAt } } } satisfies Sent as Sent
-  }
-  const secret = (yield* crypto.open(secretSealContext(row.webhook_id), row.secret_sealed)).toString("utf8")
+  return yield* sender.slots.withSlot(target, sendNow(row, target), postpone(row, target))
+})
+
+/**
+ * A receiver whose slots are full gets the attempt later, at once (no job waits for a slow
+ * receiver): the record moves to the postponed time, with a job of its own at a low priority.
+ */
+const postpone = (row: repo.AttemptRow, target: string) => Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const sender = yield* WebhookSender
+  const runAt = new Date((yield* Clock.currentTimeMillis) + (yield* sender.backoff.postpone(target)))
+  yield* sql.withTransaction(Effect.gen(function* () {
+    if (yield* repo.deferAttempt(row.id, runAt)) yield* repo.enqueueAttempts([row.id], runAt, JOB_MAX_ATTEMPTS, POSTPONED_PRIORITY)
+  }))
+  return { kind: "done", report: { deliveryId: row.id, attempt: row.attempt, verdict: { status: "deferred", runAt } } } satisfies Sent as Sent
+})
+
+/** The send itself, holding one of the receiver's slots (released by withSlot whatever happens here). */
+const sendNow = (row: repo.AttemptRow, target: string) => Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const sender = yield* WebhookSender
+  const secret = (yield* crypto.open(secretSealContext(row.webhook_id), row.secret_sealed!)).toString("utf8")
   // Spec, Delivery rule 2: the body is the envelope with keys sorted recursively.
   const body = canonicalJson(row.envelope)
   const now = yield* Clock.currentTimeMillis
@@ -143,7 +160,8 @@ const sendRow = (row: repo.AttemptRow) => Effect.gen(function* () {
   const outcome = yield* sender.send({
     url: row.url, body,
     headers: deliveryHeaders({ eventId: row.event_id, timestampSeconds, signature: signatureOf(secret, timestampSeconds, body) }),
-  }).pipe(Effect.ensuring(Effect.sync(() => sender.slots.release(target))))
+  })
+  if (outcome.kind === "response") sender.backoff.answered(target)
   const verdict = yield* decide(row.attempt, outcome.kind === "response" ? { kind: "response", status: outcome.status } : { kind: "no_response" })
   yield* countWith((m) => m.webhookDeliveries.inc({ outcome: verdict.status }))
   yield* Effect.logInfo("webhook attempt", {
@@ -159,7 +177,7 @@ const sendRow = (row: repo.AttemptRow) => Effect.gen(function* () {
   }
   return verdict.status === "failed"
     ? { kind: "retry", row, settlement, verdict } satisfies Sent as Sent
-    : { kind: "final", report: { deliveryId, attempt: row.attempt, verdict }, settlement } satisfies Sent as Sent
+    : { kind: "final", report: { deliveryId: row.id, attempt: row.attempt, verdict }, settlement } satisfies Sent as Sent
 })
 
 /**

@@ -29,6 +29,14 @@ describe("configuration", () => {
     expect(c.listenHost).toBe("127.0.0.1")
   })
 
+  it("DATABASE_CONNECT_TIMEOUT_MS and DATABASE_STATEMENT_TIMEOUT_MS: 5 s and 15 s unless set, positive integers", () => {
+    expect([parseConfig({}).databaseConnectTimeoutMs, parseConfig({}).databaseStatementTimeoutMs]).toEqual([5_000, 15_000])
+    const set = parseConfig({ DATABASE_CONNECT_TIMEOUT_MS: "2000", DATABASE_STATEMENT_TIMEOUT_MS: "3000" })
+    expect([set.databaseConnectTimeoutMs, set.databaseStatementTimeoutMs]).toEqual([2_000, 3_000])
+    refuse({ DATABASE_STATEMENT_TIMEOUT_MS: "0" }, /^DATABASE_STATEMENT_TIMEOUT_MS must be a positive integer/)
+    refuse({ DATABASE_CONNECT_TIMEOUT_MS: "5s" }, /^DATABASE_CONNECT_TIMEOUT_MS must be a positive integer/)
+  })
+
   it("HOST: loopback in development, every interface in production unless set", () => {
     expect(parseConfig({ HOST: "0.0.0.0" }).listenHost).toBe("0.0.0.0")
     expect(parseConfig({ HOST: "::" }).listenHost).toBe("::")

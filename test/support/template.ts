@@ -27,7 +27,7 @@ export const prepareTemplate = async (serverUrl: string, templateDb: string) => 
   await adminQuery(serverUrl, `create database "${templateDb}"`)
   const url = databaseUrl(serverUrl, templateDb)
   await Effect.runPromise(runMigrations.pipe(
-    Effect.provide(SqlLive({ maxConnections: 1 }).pipe(Layer.provide(Layer.succeed(DatabaseUrl, url)))),
+    Effect.provide(SqlLive({ maxConnections: 1, statementTimeoutMs: 60_000 }).pipe(Layer.provide(Layer.succeed(DatabaseUrl, url)))),
     Effect.scoped,
   ))
   await Effect.runPromise(installWorkerSchema(url))

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { Events } from "../../src/platform/events/service.js"
 import { Tenancy } from "../../src/tenancy/service.js"
 import { makeSender, WebhookSender } from "../../src/webhooks/delivery/send.js"
-import { type AttemptReport, fanOut, fanOutAndDeliver } from "../../src/webhooks/tasks.js"
+import { type AttemptReport, fanOut, fanOutAndDeliver, POSTPONED_PRIORITY } from "../../src/webhooks/tasks.js"
 import { verifyWebhook } from "../../src/webhooks/verifier.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { type Behaviour, countRows, createWebhook, type Receiver, sqlRows, startReceiver, WEBHOOK_TEST_ENV } from "./support.js"
@@ -100,6 +100,44 @@ describe("the fan-out job", () => {
     expect(await countRows(app, "select 1 from webhook_deliveries where event_id = $1", [envelope.eventId])).toBe(hooks.length)
   })
 
+  it("re-run after every subscription was disabled or deleted: the pending first attempts end exhausted, unsent (none stays pending)", async () => {
+    const r = await receiver([{ status: 200 }])
+    const env = await freshEnvironment()
+    const [disabled, deleted] = await Promise.all([0, 1].map((i) => createWebhook(app, { environment_id: env, url: r.url(`/hook/${i}`), event_types: ["user.created"] })))
+    const envelope = await emitUserCreated(env)
+    // The dead run recorded both first attempts; then one webhook was disabled, the other deleted.
+    expect(await app.run(fanOut(envelope.eventId))).toHaveLength(2)
+    expect((await app.management(`/v1/webhooks/${disabled!.id}`, { method: "PATCH", body: { status: "disabled" } })).status).toBe(200)
+    expect((await app.management(`/v1/webhooks/${deleted!.id}`, { method: "DELETE" })).status).toBe(200)
+
+    const reports = await deliverEvent(envelope.eventId, sender())
+    expect(reports.map((x) => x.verdict).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([
+      { status: "exhausted", why: "webhook_deleted" }, { status: "exhausted", why: "webhook_disabled" },
+    ])
+    const records = await sqlRows<{ webhook_id: string; status: string; failure_reason: string; response_status_code: number | null }>(app,
+      "select webhook_id, status, failure_reason, response_status_code from webhook_deliveries where event_id = $1 order by webhook_id", [envelope.eventId])
+    expect(records).toEqual([
+      { webhook_id: disabled!.id, status: "exhausted", failure_reason: "webhook_disabled", response_status_code: null },
+      { webhook_id: deleted!.id, status: "exhausted", failure_reason: "webhook_deleted", response_status_code: null },
+    ].sort((a, b) => a.webhook_id.localeCompare(b.webhook_id)))
+    expect(r.received).toHaveLength(0)
+  })
+
+  it("re-run after the subscriptions changed: a new subscription gets its attempt and the earlier pending one is still settled", async () => {
+    const r = await receiver([{ status: 200 }])
+    const env = await freshEnvironment()
+    const before = await createWebhook(app, { environment_id: env, url: r.url("/before"), event_types: ["user.created"] })
+    const envelope = await emitUserCreated(env)
+    const [earlier] = await app.run(fanOut(envelope.eventId))
+    expect((await app.management(`/v1/webhooks/${before.id}`, { method: "PATCH", body: { status: "disabled" } })).status).toBe(200)
+    await createWebhook(app, { environment_id: env, url: r.url("/after"), event_types: ["user.created"] })
+
+    const reports = await deliverEvent(envelope.eventId, sender())
+    expect(reports.find((x) => x.deliveryId === earlier)!.verdict).toEqual({ status: "exhausted", why: "webhook_disabled" })
+    expect(await countRows(app, "select 1 from webhook_deliveries where event_id = $1 and status = 'pending'", [envelope.eventId])).toBe(0)
+    expect(r.received.map((x) => x.path)).toEqual(["/after"])
+  })
+
   it("a failed first attempt gets its retry record and job; final outcomes are settled, exhausted ones too", async () => {
     const ok = await receiver([{ status: 200 }])
     const down = await receiver([{ status: 503 }])
@@ -164,4 +202,57 @@ describe("bounded concurrency per receiver", () => {
     expect(firstReports.map((x) => x.verdict.status).sort()).toEqual(["delivered", "failed"])
     expect(s.slots.inFlight(new URL(slow.url()).origin)).toBe(0)
   }, 30_000)
+
+  it("postponements of a receiver that stays busy grow (1 s, 2 s, 4 s: doubling, jittered) and queue behind due jobs; its answer resets them", async () => {
+    const slow = await receiver([{ status: 200, afterMs: 1_500 }])
+    const env = await freshEnvironment()
+    const hook = await createWebhook(app, { environment_id: env, url: slow.url(), event_types: ["user.created"] })
+    const s = sender({ maxInFlightPerTarget: 1, timeoutMs: 5_000 })
+    const postponed = async () => {
+      const event = await emitUserCreated(env)
+      const [report] = await deliverEvent(event.eventId, s)
+      expect(report!.verdict.status).toBe("deferred")
+      const [job] = await sqlRows<{ run_at: Date; priority: number }>(app,
+        "select run_at, priority from graphile_worker.jobs where key = $1", [`webhooks.deliver:${report!.deliveryId}`])
+      // Not a send: still attempt 1, pending.
+      expect(await sqlRows(app, "select attempt, status from webhook_deliveries where id = $1", [report!.deliveryId])).toEqual([{ attempt: 1, status: "pending" }])
+      expect(job!.priority).toBe(POSTPONED_PRIORITY)
+      return job!.run_at.getTime() - app.now()
+    }
+
+    // The first event's send holds the only slot for 1.5 s.
+    const first = deliverEvent((await emitUserCreated(env)).eventId, s)
+    await slow.next()
+    const gaps = [await postponed(), await postponed(), await postponed()]
+    expect(gaps[0]).toBeGreaterThanOrEqual(500)
+    expect(gaps[0]).toBeLessThan(1_000)
+    expect(gaps[1]).toBeGreaterThanOrEqual(1_000)
+    expect(gaps[1]).toBeLessThan(2_000)
+    expect(gaps[2]).toBeGreaterThanOrEqual(2_000)
+    expect(gaps[2]).toBeLessThan(4_000)
+    expect((await first).map((x) => x.verdict.status)).toEqual(["delivered"])
+
+    // It answered: the next send takes the slot again, and the one after is postponed by the first step again.
+    const third = deliverEvent((await emitUserCreated(env)).eventId, s)
+    await slow.next()
+    const reset = await postponed()
+    expect(reset).toBeGreaterThanOrEqual(500)
+    expect(reset).toBeLessThan(1_000)
+    expect((await third).map((x) => x.verdict.status)).toEqual(["delivered"])
+    expect(await countRows(app, "select 1 from webhook_deliveries where webhook_id = $1 and attempt > 1", [hook.id])).toBe(0)
+  }, 30_000)
+
+  it("a send that fails after taking its receiver's slot (a secret that cannot be opened) gives the slot back", async () => {
+    const r = await receiver([{ status: 200 }])
+    const env = await freshEnvironment()
+    const hook = await createWebhook(app, { environment_id: env, url: r.url(), event_types: ["user.created"] })
+    const envelope = await emitUserCreated(env)
+    // A sealed secret bound to another row: opening it fails between taking the slot and sending.
+    const [other] = await sqlRows<{ secret_sealed: string }>(app, "select secret_sealed from webhooks where id <> $1 and secret_sealed is not null limit 1", [hook.id])
+    await sqlRows(app, "update webhooks set secret_sealed = $1 where id = $2", [other!.secret_sealed, hook.id])
+    const s = sender({ maxInFlightPerTarget: 1 })
+    await expect(deliverEvent(envelope.eventId, s)).rejects.toBeDefined()
+    expect(s.slots.inFlight(new URL(r.url()).origin)).toBe(0)
+    expect(r.received).toHaveLength(0)
+  })
 })

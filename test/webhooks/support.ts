@@ -8,7 +8,7 @@ import type { TestApp } from "../support/app.js"
 
 /** What the receiver does with one request. */
 export type Behaviour =
-  | { readonly status: number }
+  | { readonly status: number; /** Answers after this long (a slow receiver). */ readonly afterMs?: number }
   /** Never answers; the request stays open until the client gives up (time-out) or the receiver closes. */
   | { readonly hold: true }
 
@@ -41,7 +41,9 @@ export const startReceiver = async (script: ReadonlyArray<Behaviour> = [{ status
         held.push(res)
         return
       }
-      res.writeHead(step.status, { "content-type": "text/plain" }).end("ok")
+      const answer = () => res.writeHead(step.status, { "content-type": "text/plain" }).end("ok")
+      if (step.afterMs) setTimeout(answer, step.afterMs)
+      else answer()
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))

@@ -90,6 +90,21 @@ export const finishImport = (id: string, end: {
       source_url_sealed = null
     where id = ${id} and status = 'processing' returning ${importColumns(sql)}`).pipe(Effect.map((rows) => rows[0]))
 
+/**
+ * Fails every `processing` import whose worker task can no longer run it: its graphile-worker
+ * job (key `user_import.run:<id>`) is gone, or has used its attempts and is not running. A job
+ * still queued, retrying or locked by a worker (live, or dead and awaiting the heartbeat's
+ * release) keeps its import. The sealed source is wiped. Returns the ended jobs and their creators.
+ */
+export const failAbandonedImports = (end: { readonly failureCode: string; readonly failureMessage: string; readonly at: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql<ImportJobRow & { readonly created_by_type: string; readonly created_by_id: string | null }>`update user_import_jobs i
+    set status = 'failed', failure_code = ${end.failureCode}, failure_message = ${end.failureMessage}, completed_at = ${end.at},
+      source_url_sealed = null
+    where i.status = 'processing'
+      and not exists (select 1 from graphile_worker.jobs j
+        where j.key = 'user_import.run:' || i.id and (j.attempts < j.max_attempts or j.locked_at is not null))
+    returning ${importColumns(sql)}, created_by_type, created_by_id`)
+
 const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<Array<A>> => {
   const out: Array<Array<A>> = []
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))

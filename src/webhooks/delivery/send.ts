@@ -4,6 +4,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { Config } from "../../platform/config.js"
 import { checkWebhookUrl } from "../url-policy.js"
 import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "./guarded-lookup.js"
+import { makeReceiverBackoff, type ReceiverBackoff } from "./receiver-backoff.js"
 import { makeTargetSlots, type TargetSlots } from "./target-slots.js"
 
 /** Total time of one send: connect, request, response headers and the (bounded) body. */
@@ -49,6 +50,8 @@ export class WebhookSender extends Context.Service<WebhookSender, {
   readonly options: SenderOptions
   /** Per-receiver slots of the delivery worker (the synchronous test route does not use them). */
   readonly slots: TargetSlots
+  /** Postponements of attempts to a busy receiver (the delivery worker's). */
+  readonly backoff: ReceiverBackoff
 }>()("webhooks/WebhookSender") {}
 
 export const makeSender = (options: SenderOptions) => {
@@ -127,7 +130,7 @@ export const makeSender = (options: SenderOptions) => {
     agents["http:"].destroy()
     agents["https:"].destroy()
   }
-  return { sender: WebhookSender.of({ send, options, slots: makeTargetSlots(maxInFlight) }), close }
+  return { sender: WebhookSender.of({ send, options, slots: makeTargetSlots(maxInFlight), backoff: makeReceiverBackoff() }), close }
 }
 
 /** A sender whose keep-alive sockets are closed with its scope. */

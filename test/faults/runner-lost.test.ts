@@ -1,0 +1,119 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pg from "pg"
+import { afterAll, beforeAll, expect, it } from "vitest"
+import { addJob } from "../../src/platform/jobs.js"
+import { type TestApp, startApp } from "../support/app.js"
+import { type Child, killGroup, startEntry, stopChild, until } from "./support.js"
+
+// graphile-worker shuts its runner down when it cannot complete a job (pool:fatalError: "queue
+// is in an inconsistent state"), and after repeated failures that shutdown can hang with the
+// job still locked. A real worker process replaces such a runner within a bounded time and
+// releases what the old one had locked; a stop that comes while the replacement is starting
+// stops it too and leaves nothing locked. The fault is made deterministic with a trigger that
+// makes graphile-worker's completion (a DELETE of the job row) fail while a flag is set.
+
+let app: TestApp
+let db: pg.Client
+let worker: Child | undefined
+
+beforeAll(async () => {
+  app = await startApp()
+  db = new pg.Client({ connectionString: app.databaseUrl })
+  await db.connect()
+  await db.query(`create table test_faults (name text primary key)`)
+  await db.query(`create function test_fail_job_completion() returns trigger language plpgsql as $$
+    begin
+      if exists (select 1 from test_faults where name = 'complete') then raise exception 'injected fault: job completion fails'; end if;
+      return old;
+    end $$`)
+  await db.query(`create trigger test_fail_job_completion before delete on graphile_worker._private_jobs
+    for each row execute function test_fail_job_completion()`)
+}, 60_000)
+
+afterAll(async () => {
+  if (worker) await stopChild(worker)
+  await db?.end()
+  await app?.close()
+}, 60_000)
+
+const startWorker = () => startEntry("src/worker.ts", {
+  DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
+  DATA_DIR: mkdtempSync(join(tmpdir(), "authservice-runner-lost-")), WORKER_CONCURRENCY: "2",
+}, /worker: running/)
+
+const faultOn = () => db.query(`insert into test_faults values ('complete') on conflict do nothing`)
+const faultOff = () => db.query(`delete from test_faults`)
+/** A job that runs in milliseconds (a delivery that does not exist is skipped). */
+const quickJob = (n: number) => app.run(addJob("webhooks.deliver", { deliveryId: `dlv_${String(n).padStart(32, "q")}` }))
+const jobRow = async (id: string) => (await db.query<{ locked_by: string | null; attempts: number }>(
+  `select locked_by, attempts from graphile_worker.jobs where id = $1::bigint`, [id])).rows[0]
+const lockedJobs = async () => (await db.query(`select id from graphile_worker.jobs where locked_by is not null`)).rows
+const heartbeatIds = async () => (await db.query<{ worker_ids: Array<string> }>(`select worker_ids from worker_heartbeats`)).rows.flatMap((r) => r.worker_ids)
+const occurrences = (text: string, needle: string) => text.split(needle).length - 1
+
+it("a runner that cannot complete a job is replaced: the process stays up, the new runner takes jobs, the old one's locked job is released and run", async () => {
+  worker = await startWorker()
+  await faultOn()
+  const stuck = await quickJob(1)
+  await until("the runner to be reported lost", async () => worker!.output().includes("graphile-worker runner lost") ? true : undefined, 30_000)
+  // While the fault lasts the job is run again and again by new runners (with backoff) and left
+  // locked; the runner holding it is named in the heartbeat row (lost or not), so another
+  // process would release it if this one died.
+  await until("the job's holder in the heartbeat row", async () => (await db.query(
+    `select 1 from graphile_worker.jobs j, worker_heartbeats h where j.id = $1::bigint and j.locked_by = any(h.worker_ids)`, [stuck])).rows.length > 0
+    ? true : undefined, 30_000)
+  await faultOff()
+
+  // Within the bounded stop (5 s) or kill (6 s), a new runner; the old runner's job released and run again.
+  const recovered = Date.now()
+  await until("the stuck job to run again and complete", async () => (await jobRow(stuck)) === undefined ? true : undefined, 30_000).catch((e) => {
+    console.log("worker output:", worker!.output().slice(-4000))
+    throw e
+  })
+  expect(Date.now() - recovered).toBeLessThan(30_000)
+  expect(worker.output()).toContain("graphile-worker runner started again")
+  const next = await quickJob(2)
+  await until("the new runner to take a new job", async () => (await jobRow(next)) === undefined ? true : undefined, 15_000)
+
+  expect(worker.process.exitCode).toBeNull()
+  expect(await lockedJobs()).toEqual([])
+  // Once released, the lost runners' ids leave the row: the pool and its 2 workers remain.
+  await until("the heartbeat row to name only the live runner", async () => (await heartbeatIds()).length === 3 ? true : undefined, 15_000)
+}, 120_000)
+
+it("a stop that comes while the replacement runner is starting stops it too: the process exits and leaves nothing locked", async () => {
+  worker ??= await startWorker()
+  // Hold graphile-worker's migrations table: a new runner's start waits on it (its first query).
+  const holder = new pg.Client({ connectionString: app.databaseUrl })
+  await holder.connect()
+  try {
+    await holder.query("begin")
+    await holder.query("lock table graphile_worker.migrations in access exclusive mode")
+    const before = occurrences(worker.output(), "graphile-worker runner lost")
+    await faultOn()
+    const stuck = await quickJob(3)
+    await until("the runner to be reported lost", async () => occurrences(worker!.output(), "graphile-worker runner lost") > before ? true : undefined, 30_000)
+    await until("the replacement to be starting (waiting on the lock)", async () => (await db.query(
+      `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%migrations%' and pid <> pg_backend_pid()`)).rows.length > 0 ? true : undefined, 30_000)
+
+    killGroup(worker, "SIGTERM")
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    await faultOff()
+    await holder.query("rollback")
+    const stopping = Date.now()
+    await until("the worker to exit", async () => worker!.process.exitCode !== null || worker!.process.signalCode !== null ? true : undefined, 20_000).catch((e) => {
+      console.log("worker output:", worker!.output().slice(-4000))
+      throw e
+    })
+    expect(Date.now() - stopping).toBeLessThan(20_000)
+    expect(worker.process.exitCode).toBe(0)
+    // The lost runner's job is not left locked for graphile-worker's 4 hours, and the process forgot its row.
+    expect(await lockedJobs()).toEqual([])
+    expect((await jobRow(stuck))?.locked_by ?? null).toBeNull()
+    expect(await heartbeatIds()).toEqual([])
+  } finally {
+    await holder.end().catch(() => {})
+  }
+}, 120_000)
