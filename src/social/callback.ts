@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { CurrentEnvironment } from "../http/current-environment.js"
-import { InvalidRequestBody } from "../http/errors.js"
+import { InvalidRequest, InvalidRequestBody } from "../http/errors.js"
 import { bodyText } from "../http/route.js"
 import { ConnectionNotFound } from "../management/connections/errors.js"
 import type { Provider } from "../management/connections/schema.js"
@@ -21,6 +21,18 @@ import { verifyState } from "./state.js"
  * smuggled in twice.
  */
 export const callbackParams = Effect.gen(function* () {
+  const params = yield* readCallbackParams
+  // No parameter may hold U+0000 (RFC 6749 Appendix A; Postgres cannot store it, and a
+  // provider's `error` is recorded): refused before the state is used, so nothing changes.
+  for (const [name, value] of params) {
+    if (name.includes("\u0000") || value.includes("\u0000")) {
+      return yield* new InvalidRequest({ detail: "Callback parameters must not contain the NUL character" })
+    }
+  }
+  return params
+})
+
+const readCallbackParams = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   if (request.method === "GET") {
     const q = request.url.indexOf("?")

@@ -166,6 +166,24 @@ describe("callback state", () => {
     expect(await transactionStatus(app, id)).toBe("authenticated")
   })
 
+  it("a parameter holding a NUL (a provider error included) is 400 invalid_request; the state is not used up (found by fuzzing: it was a 500)", async () => {
+    fake.setUser("google", { sub: "nul-1", email: uniqueEmail("nul"), email_verified: true })
+    const id = await createTransaction(app, b, client)
+    const location = new URL(await toCallback(id))
+    const state = location.searchParams.get("state")!
+    for (const body of [{ state, error: "\u0000" }, { state, code: "a\u0000b" }, { state, error: "access_denied", error_description: "x\u0000" }]) {
+      const res = await app.request(location.host, location.pathname, { method: "POST", body })
+      expect([res.status, res.json.code], JSON.stringify(body)).toEqual([400, "invalid_request"])
+    }
+    const form = await app.request(location.host, location.pathname, {
+      method: "POST", body: `state=${encodeURIComponent(state)}&error=%00`, headers: { "content-type": "application/x-www-form-urlencoded" },
+    })
+    expect([form.status, form.json.code]).toEqual([400, "invalid_request"])
+    expect(await transactionStatus(app, id)).toBe("challenge_issued")
+    expect((await requestUrl(app, location.href)).status).toBe(302)
+    expect(await transactionStatus(app, id)).toBe("authenticated")
+  })
+
   it("a connection deleted and recreated since the start: 404 connection_not_found, the transaction stays challenge_issued", async () => {
     const env2 = await makeEnvironment(app, b.workspace_id, b.project_id)
     const b2 = { ...b, environment_id: env2, interaction_domain: `env-${env2.slice(4)}.login.localhost:${app.port}` }
