@@ -216,7 +216,9 @@ export interface Settlement {
 
 /**
  * settleDelivery for many final outcomes in one statement (the sends of one fan-out), with the
- * same condition per record. Returns the ids it settled.
+ * same condition per record. Returns the ids it settled. The ids are also given as an array: the
+ * planner cannot count a function's rows and would otherwise scan every pending record (a
+ * burst has tens of thousands) instead of looking each one up by its primary key.
  */
 export const settleDeliveries = (rows: ReadonlyArray<Settlement>) => rows.length === 0
   ? Effect.succeed([] as ReadonlyArray<string>)
@@ -226,7 +228,8 @@ export const settleDeliveries = (rows: ReadonlyArray<Settlement>) => rows.length
       from jsonb_to_recordset(${JSON.stringify(rows.map((r) => ({
           id: r.id, status: r.status, code: r.responseStatusCode, ms: r.durationMs, reason: r.failureReason, sent_at: r.sentAt,
         })))}::jsonb) as v(id text, status text, code int, ms int, reason text, sent_at timestamptz)
-      where d.id = v.id and d.status = 'pending' returning d.id`).pipe(Effect.map((r) => r.map((x) => x.id)))
+      where d.id = any(${rows.map((r) => r.id)}::text[]) and d.id = v.id and d.status = 'pending' returning d.id`)
+    .pipe(Effect.map((r) => r.map((x) => x.id)))
 
 /**
  * One `webhooks.deliver` job per attempt record, due at `runAt` (computed from the Clock),

@@ -6,7 +6,7 @@ import { Effect } from "effect"
  * other job slots stay free for every other receiver. A send that finds its receiver's slots
  * full is deferred at once (see tasks.ts): a job never waits for a slow receiver while it holds
  * a job slot. The one exception is a receiver that is answering promptly: when every send it
- * holds began less than `promptMs` ago, a slot frees within milliseconds, so the send waits up
+ * holds began less than `promptMs` ago, a slot frees soon, so the send waits up
  * to `promptMs` for one (a burst to one healthy receiver keeps flowing instead of turning into
  * deferred jobs).
  *
@@ -27,7 +27,7 @@ export interface TargetSlots {
 }
 
 /** A receiver whose sends all began within this many ms is answering promptly (real time: scheduling, not a decision). */
-export const PROMPT_MS = 50
+export const PROMPT_MS = 250
 
 interface Ticket {
   readonly origin: string
