@@ -1,14 +1,13 @@
 import { Clock, Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { canonicalJson } from "../platform/canonical-json.js"
-import { Crypto } from "../platform/crypto.js"
 import { Ids } from "../platform/ids.js"
 import { WebhookSender } from "./delivery/send.js"
 import { deliveryHeaders, signatureOf } from "./delivery/signing.js"
+import { webhookSigningKey } from "./delivery/signing-keys.js"
 import { targetOf } from "./delivery/target-slots.js"
 import * as repo from "./repo.js"
 import { decide, type Verdict } from "./schedule.js"
-import { secretSealContext } from "./service.js"
 import { countWith } from "../platform/observability/metrics.js"
 
 // The graphile-worker tasks of webhook delivery (spec: Events, Delivery). Delivery is at
@@ -150,9 +149,8 @@ const postpone = (row: repo.AttemptRow, target: string) => Effect.gen(function* 
 
 /** The send itself, holding one of the receiver's slots (released by withSlot whatever happens here). */
 const sendNow = (row: repo.AttemptRow, target: string) => Effect.gen(function* () {
-  const crypto = yield* Crypto
   const sender = yield* WebhookSender
-  const secret = (yield* crypto.open(secretSealContext(row.webhook_id), row.secret_sealed!)).toString("utf8")
+  const secret = yield* webhookSigningKey(row.webhook_id, row.secret_sealed!)
   // Spec, Delivery rule 2: the body is the envelope with keys sorted recursively.
   const body = canonicalJson(row.envelope)
   const now = yield* Clock.currentTimeMillis

@@ -221,14 +221,18 @@ describe("delivery rules", () => {
   })
 
   it("after rotate-secret new sends are signed with the new secret; a verifier holding both secrets accepts them", async () => {
-    const r = await receiver([{ status: 200 }])
+    const r = await receiver([{ status: 200 }, { status: 200 }])
     const env = await freshEnvironment()
     const w = await createWebhook(app, { environment_id: env, url: r.url(), event_types: ["user.created"] })
+    // A send before the rotation (the worker then holds the old secret's signing key).
+    const before = await emitUserCreated(env, "k")
+    await attempt((await app.run(fanOut(before.eventId)))[0]!)
+    expectSigned(r.received[0]!, w.secret, before.eventId, app.now())
     const rotated = (await app.management(`/v1/webhooks/${w.id}/rotate-secret`, { method: "POST" })).json
     const envelope = await emitUserCreated(env, "g")
     const [id] = await app.run(fanOut(envelope.eventId))
     await attempt(id!)
-    const req = r.received[0]!
+    const req = r.received[1]!
     expectSigned(req, rotated.secret, envelope.eventId, app.now())
     expect(verifyWebhook({ headers: req.headers, rawBody: req.rawBody, secrets: [w.secret, rotated.secret], now: app.now() }).ok).toBe(true)
     expect(verifyWebhook({ headers: req.headers, rawBody: req.rawBody, secrets: [w.secret], now: app.now() }))
