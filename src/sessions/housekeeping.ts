@@ -8,7 +8,8 @@ const BATCH = 500
  * Ends sessions past their idle or absolute expiry with `session.revoked` reason
  * `session_expired`. Refreshes stretch a session's expiries to its refresh family's, so a
  * session found here has no live family either. One batch per run, skipping rows another
- * worker holds; the event is emitted in the same transaction as the change.
+ * worker holds; the event is emitted in the same transaction as the change. Idle expiry is
+ * found by its hour first (`idle_expires_hour`, sql/0165: the index a refresh does not touch).
  */
 export const sweepExpiredSessions = (now: Date) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -18,7 +19,8 @@ export const sweepExpiredSessions = (now: Date) => Effect.gen(function* () {
       update login_sessions set revoked_at = ${now}, revoked_reason = 'session_expired'
       where id in (
         select id from login_sessions
-        where revoked_at is null and (idle_expires_at <= ${now} or absolute_expires_at <= ${now})
+        where revoked_at is null
+          and ((idle_expires_hour <= ${Math.floor(now.getTime() / 3_600_000)} and idle_expires_at <= ${now}) or absolute_expires_at <= ${now})
         limit ${BATCH} for update skip locked)
       returning id, user_id, workspace_id, environment_id`
     for (const session of ended) {

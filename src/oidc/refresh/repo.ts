@@ -184,8 +184,12 @@ export const restoreSessionLimits = (environmentId: string, sessionId: string, i
       absolute_expires_at = least(absolute_expires_at, created_at + make_interval(secs => ${absoluteMs / 1000}))
     where environment_id = ${environmentId} and id = ${sessionId}`)
 
-/** Housekeeping: purge sealed grace responses whose 5-second window has passed. */
+/**
+ * Housekeeping: purge sealed grace responses whose 5-second window has passed. Found by the
+ * minute their window ends (`grace_until_minute`, sql/0165: the index a rotation does not
+ * touch), then by the exact time.
+ */
 export const purgeExpiredGrace = (now: Date) => SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update refresh_families
   set grace_generation = null, grace_response_sealed = null, grace_until = null
-  where grace_response_sealed is not null and grace_until < ${now}
+  where grace_until_minute <= ${Math.floor(now.getTime() / 60_000)} and grace_until < ${now}
   returning id`)
