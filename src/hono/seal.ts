@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto"
+import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes } from "node:crypto"
 
 /**
  * Cookie sealing: AES-256-GCM (authenticated encryption, so a cookie can be neither read nor
@@ -23,8 +23,9 @@ export interface Sealer {
   readonly open: (purpose: string, sealed: string, now: number) => Record<string, unknown> | undefined
 }
 
+/** A KeyObject, not a Buffer: node:crypto opens and seals several times faster with one (src/platform/crypto.ts). */
 const deriveKey = (secret: string) =>
-  Buffer.from(hkdfSync("sha256", Buffer.from(secret, "utf8"), Buffer.alloc(0), "authservice/hono cookie v1", 32))
+  createSecretKey(Buffer.from(hkdfSync("sha256", Buffer.from(secret, "utf8"), Buffer.alloc(0), "authservice/hono cookie v1", 32)))
 
 export const makeSealer = (secrets: ReadonlyArray<string>): Sealer => {
   if (secrets.length === 0) throw new TypeError("cookieSecret: give at least one secret")

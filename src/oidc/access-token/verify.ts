@@ -5,6 +5,7 @@ import { Keys } from "../../platform/keys/service.js"
 import { AccessTokenRejected, UserUnavailable } from "./errors.js"
 import { readLiveState } from "./live-cache.js"
 import type { LiveState } from "./repo.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** The claims of one of our access tokens (spec: Authentication rule 8), as verified. */
 export interface AccessTokenClaims {
@@ -117,7 +118,7 @@ export const verifyAccessToken = (token: string, options: VerifyAccessTokenOptio
     return yield* reject("The session of this access token has expired")
   }
   return { claims, rawAud: p["aud"] as string | ReadonlyArray<string>, live } satisfies VerifiedAccessToken
-}).pipe(Effect.withSpan("oidc.verifyAccessToken"))
+}).pipe(withCallSpan("oidc.verifyAccessToken"))
 
 /** Audience rules of the spec's decisions: UserInfo and introspection accept any audience; /me needs the issuer. */
 export const anyAudience = () => true

@@ -6,6 +6,7 @@ import { Events } from "../../platform/events/service.js"
 import { Ids } from "../../platform/ids.js"
 import { insertSession } from "../../sessions/repo.js"
 import { recordMonthlyActiveUser } from "../../usage/mau.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Spec, Limits: authorization code 60 s; login session 7 days idle / 30 days absolute. */
 export const CODE_TTL_MS = 60_000
@@ -81,4 +82,4 @@ export const issueAuthorizationCode = (login: CompletedLogin) => Effect.gen(func
   })
   yield* recordMonthlyActiveUser({ workspaceId: login.workspaceId, environmentId: login.environmentId, userId: login.userId })
   return { code, sessionId }
-}).pipe(Effect.orDie, Effect.withSpan("oidc.issueAuthorizationCode"))
+}).pipe(Effect.orDie, withCallSpan("oidc.issueAuthorizationCode"))

@@ -14,6 +14,7 @@ import { type CodeState, consumeCodeAndIssue, readClientAndCode } from "./code-r
 import { accessDenied, invalidGrant, invalidRequest, invalidScope } from "./errors.js"
 import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /**
  * A replayed code (RFC 6749 4.1.2, docs/architecture.md): revoke the refresh family and the login
@@ -91,4 +92,4 @@ export const authorizationCodeGrant = (ctx: GrantContext) => Effect.gen(function
   return JSON.stringify(tokenResponseBody({
     accessToken: tokens.accessToken, idToken: tokens.idToken, refreshToken: family?.refreshToken, scopes: row.scopes,
   }))
-}).pipe(Effect.withSpan("oidc.token.authorization_code"))
+}).pipe(withCallSpan("oidc.token.authorization_code"))

@@ -22,6 +22,7 @@ import type { GrantContext } from "./grant.js"
 import { tokenResponseBody } from "./response.js"
 import { refreshSucceededEvent } from "./refresh-events.js"
 import { countWith } from "../../platform/observability/metrics.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 interface RefreshRequest {
   readonly token: ParsedRefreshToken
@@ -154,4 +155,4 @@ export const refreshTokenGrant = (ctx: GrantContext) => Effect.gen(function* () 
   const token = parseRefreshToken(presented)
   if (!token) return yield* invalidGrant("The refresh token is invalid")
   return yield* attempt(ctx, { token, scopes, resources }, false)
-}).pipe(Effect.withSpan("oidc.token.refresh_token"))
+}).pipe(withCallSpan("oidc.token.refresh_token"))

@@ -3,6 +3,7 @@ import { Crypto } from "../../platform/crypto.js"
 import { Keys } from "../../platform/keys/service.js"
 import { type ProfileSource, scopedUserClaims, unixSeconds } from "./claims.js"
 import { signEs256 } from "./jws.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Spec, Limits: access token and ID token 300 seconds (`expires_in` 300). */
 export const ACCESS_TOKEN_TTL_S = 300
@@ -80,4 +81,4 @@ export const mintTokens = (grant: TokenGrant, nowMs: number) => Effect.gen(funct
     }, key)
     : undefined
   return { accessToken, idToken }
-}).pipe(Effect.withSpan("oidc.mintTokens"))
+}).pipe(withCallSpan("oidc.mintTokens"))

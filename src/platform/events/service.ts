@@ -6,6 +6,7 @@ import { countWith } from "../observability/metrics.js"
 import { type Actor, CurrentRequest } from "../request-context.js"
 import { appendToOutbox, type OutboxRow } from "./repo.js"
 import { type EventPayload, type EventType, Envelope, strict } from "./schema.js"
+import { withCallSpan } from "../observability/span.js"
 
 export interface EmitInput<T extends EventType> {
   readonly type: T
@@ -91,7 +92,7 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
       yield* appendToOutbox(row)
       yield* written(row)
       return envelope
-    }).pipe(Effect.orDie, Effect.withSpan("Events.emit", { attributes: { type: input.type } })),
+    }).pipe(Effect.orDie, withCallSpan("Events.emit", { attributes: { type: input.type } })),
     emitMany: (inputs) => Effect.gen(function* () {
       if (inputs.length === 0) return []
       const sql = yield* SqlClient.SqlClient
@@ -107,6 +108,6 @@ export const EventsLive = Layer.effect(Events, Effect.gen(function* () {
         order by v.at, v.id`
       yield* enqueueFanoutsIfSubscribed(rows.map((r) => ({ eventId: r.id, workspaceId: r.workspace_id, environmentId: r.environment_id, type: r.type, runAt: r.at })))
       return rows.map((r) => r.envelope)
-    }).pipe(Effect.orDie, Effect.withSpan("Events.emitMany", { attributes: { count: inputs.length } })),
+    }).pipe(Effect.orDie, withCallSpan("Events.emitMany", { attributes: { count: inputs.length } })),
   })
 }))
