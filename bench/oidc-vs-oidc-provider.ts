@@ -6,7 +6,7 @@
 // HTTP stack on this machine).
 //
 // Run: npx tsx bench/oidc-vs-oidc-provider.ts   (not part of the suite)
-// Knobs: BENCH_SECONDS (5 per run), BENCH_ROUNDS (3, interleaved; medians reported), BENCH_CODES (30000
+// Knobs: BENCH_SECONDS (5 per run), BENCH_ROUNDS (3, interleaved; medians reported), BENCH_CODES (60000
 // per server), BENCH_SCENARIOS (jwks,discovery,userinfo,introspect,refresh,code), BENCH_ONLY
 // (authservice or oidc-provider), BENCH_PEER_POSTGRES=1 (also run oidc-provider on a Postgres
 // adapter), BENCH_PROFILE=1 (our server under --cpu-prof, profiles in /tmp/authservice-prof),
@@ -32,7 +32,7 @@ import { bootstrap, type LoadResult, load, startServer, stopChild, treeCpuSecond
 
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 5)
 const CONNECTIONS = 32
-const CODES = Number(process.env["BENCH_CODES"] ?? 30_000)
+const CODES = Number(process.env["BENCH_CODES"] ?? 60_000)
 const RESOURCE = "https://api.example.com"
 const REDIRECT = "https://app.example.com/cb"
 const VERIFIER = process.env["BENCH_VERIFIER"] ?? randomBytes(48).toString("base64url")
@@ -148,7 +148,7 @@ async function providerChild() {
   const client = await provider.Client.find("bench")
   const codes: Array<string> = []
   const now = Math.floor(Date.now() / 1000)
-  for (let i = 0; i < Number(process.env["BENCH_CODES"] ?? 30_000); i++) {
+  for (let i = 0; i < Number(process.env["BENCH_CODES"] ?? 60_000); i++) {
     const grant = new provider.Grant({ accountId: "usr_bench", clientId: "bench" })
     grant.addOIDCScope("openid offline_access email profile")
     grant.addResourceScope(RESOURCE, "api")
