@@ -66,7 +66,7 @@ export const makeCrypto = (keyring: Keyring) => {
   }
 
   return {
-    randomBytes: (size: number) => Effect.sync(() => new Uint8Array(randomBytesPooled(size))),
+    randomBytes: (size: number): Effect.Effect<Uint8Array> => Effect.sync(() => randomBytesPooled(size)),
     /** A random secret as unpadded base64url (default 32 bytes = 256 bits). */
     randomToken: (size = 32) => Effect.sync(() => randomBytesPooled(size).toString("base64url")),
     sha256Hex,
