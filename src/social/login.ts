@@ -14,7 +14,7 @@ import { Events } from "../platform/events/service.js"
 import { Ids } from "../platform/ids.js"
 import { ipPrefixHash } from "../platform/ip-prefix.js"
 import { CurrentRequest } from "../platform/request-context.js"
-import { lockUser, userByEmail } from "../users/repo.js"
+import { lockUser, normalizeEmail } from "../users/repo.js"
 import { Users } from "../users/service.js"
 import { type ExchangeFailure, redeemCallback } from "./exchange.js"
 import type { SocialProfile } from "./profile.js"
@@ -186,14 +186,19 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
       })
     }
     const profile = result.profile
-    // 1. A known identity signs in (the subject decides, never the email).
-    const identity = yield* repo.identityBySubject(txn.environment_id, provider, profile.subject).pipe(Effect.orDie)
-    if (identity) {
+    const named = (emailNormalized: string | null) =>
+      repo.accountsNamedBy(txn.environment_id, provider, profile.subject, emailNormalized).pipe(Effect.orDie)
+    /** An identity of this subject signs in its user (the subject decides, never the email). */
+    const signIn = (identity: NonNullable<repo.AccountsNamed["identity"]>) => Effect.gen(function* () {
       const user = yield* lockUser(txn.environment_id, identity.user_id).pipe(Effect.orDie)
       if (!user || user.status !== "active") return yield* fail("user_blocked", { identity_id: identity.id }, identity.user_id)
       yield* repo.touchIdentity(txn.environment_id, identity.id, profile.email ?? null, now).pipe(Effect.orDie)
       return yield* authenticated(user.id, { identity_id: identity.id })
-    }
+    })
+    const emailNormalized = profile.email === undefined ? null : normalizeEmail(profile.email)
+    // 1. A known identity signs in.
+    const known = yield* named(emailNormalized)
+    if (known.identity) return yield* signIn(known.identity)
     // 2. No address: nothing to create an account for (users have an email).
     if (profile.email === undefined) return yield* fail("social_provider_error", { failure: "no_email" })
     // 3. The address belongs to an existing user: never link by email alone (spec: Social
@@ -219,8 +224,7 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
       })
       return { kind: "link_required" } as LoginOutcome
     })
-    const existing = yield* userByEmail(txn.environment_id, profile.email).pipe(Effect.orDie)
-    if (existing) return yield* pendingLink({ userId: existing.id }, profile.email)
+    if (known.emailUserId) return yield* pendingLink({ userId: known.emailUserId }, profile.email)
     if (env.record.newUserCreationBlocked) return yield* fail("new_user_creation_blocked", {})
     if (!profile.emailVerified) return yield* pendingLink({ addressUnverified: true }, profile.email)
     // 5. A new address the provider verified: a new user with this identity.
@@ -229,14 +233,13 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
       locale: profile.locale, method: "social", actor: { type: "end_user" },
     })
     if (!created) {
-      // The address was registered a moment ago: by a concurrent first login of this same
-      // provider account (then its identity is visible now: sign in as that user), or by
-      // someone else (the same rule as 3).
-      const raced = yield* repo.identityBySubject(txn.environment_id, provider, profile.subject).pipe(Effect.orDie)
-      if (raced) return yield* authenticated(raced.user_id, { identity_id: raced.id })
-      const registered = yield* userByEmail(txn.environment_id, profile.email).pipe(Effect.orDie)
-      if (!registered) return yield* Effect.die(new Error("user vanished during social login"))
-      return yield* pendingLink({ userId: registered.id }, profile.email)
+      // The INSERT waited for a concurrent registration of this address and found it
+      // committed: by a concurrent first login of this same provider account (its identity is
+      // visible now, in this new snapshot: sign in through it), or by someone else (rule 3).
+      const raced = yield* named(emailNormalized)
+      if (raced.identity) return yield* signIn(raced.identity)
+      if (!raced.emailUserId) return yield* Effect.die(new Error("user vanished during social login"))
+      return yield* pendingLink({ userId: raced.emailUserId }, profile.email)
     }
     const identityId = yield* ids.make("idn")
     const inserted = yield* repo.insertIdentity({

@@ -90,6 +90,29 @@ export const identityBySubject = (environmentId: string, provider: string, subje
     where environment_id = ${environmentId} and provider = ${provider} and provider_subject = ${subject}`)
   .pipe(Effect.map((rows) => rows[0]))
 
+/** Who a provider's answer names: the identity of its subject, and the user of its address. */
+export interface AccountsNamed {
+  readonly identity: { readonly id: string; readonly user_id: string } | undefined
+  readonly emailUserId: string | undefined
+}
+
+/**
+ * identityBySubject and the user of `emailNormalized` in ONE statement, so one snapshot: a
+ * concurrent first login commits its user and identity together, so both are seen or
+ * neither. Two reads would let that commit fall between them, and the address would look
+ * like another account's (link_required) though it is this provider account's own.
+ */
+export const accountsNamedBy = (environmentId: string, provider: string, subject: string, emailNormalized: string | null) =>
+  SqlClient.SqlClient.use((sql) => sql<{ identity_id: string | null; identity_user_id: string | null; email_user_id: string | null }>`
+    select i.id as identity_id, i.user_id as identity_user_id, u.id as email_user_id
+    from (select) as one
+    left join identities i on i.environment_id = ${environmentId} and i.provider = ${provider} and i.provider_subject = ${subject}
+    left join users u on u.environment_id = ${environmentId} and u.email_normalized = ${emailNormalized}`)
+    .pipe(Effect.map(([row]): AccountsNamed => ({
+      identity: row?.identity_id && row.identity_user_id ? { id: row.identity_id, user_id: row.identity_user_id } : undefined,
+      emailUserId: row?.email_user_id ?? undefined,
+    })))
+
 export const userHasProviderIdentity = (environmentId: string, userId: string, provider: string) => SqlClient.SqlClient.use((sql) =>
   sql<{ found: boolean }>`select exists (select 1 from identities
     where environment_id = ${environmentId} and user_id = ${userId} and provider = ${provider}) as found`)

@@ -1,3 +1,4 @@
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { countRows, createClient, createTransaction, type LoginClientInfo, query, transactionStatus, uniqueEmail } from "../login/support.js"
@@ -212,19 +213,92 @@ describe("callback state", () => {
 })
 
 describe("races", () => {
+  // Each pair's callbacks arrive at once; one login creates the user and its identity, and the
+  // other must then sign in through that identity, whichever step it has reached when the
+  // first commits (its identity lookup, its email lookup or its own INSERT). Several pairs
+  // make each interleaving likely.
   it("two first logins of the same provider account at once: one user, one identity, both authenticated", async () => {
-    const email = uniqueEmail("race")
-    fake.setUser("google", { sub: "race-1", email, email_verified: true })
-    const [t1, t2] = [await createTransaction(app, b, client), await createTransaction(app, b, client)]
-    const [c1, c2] = [await toCallback(t1), await toCallback(t2)]
-    const results = await Promise.all([requestUrl(app, c1), requestUrl(app, c2)])
-    expect(results.map((r) => r.status)).toEqual([302, 302])
-    expect([await transactionStatus(app, t1), await transactionStatus(app, t2)]).toEqual(["authenticated", "authenticated"])
+    const pairs: Array<{ email: string; subject: string; callbacks: Array<string>; transactions: Array<string> }> = []
+    for (let i = 0; i < 8; i++) {
+      const email = uniqueEmail(`race${i}`)
+      const subject = `race-${i}-${email}`
+      fake.setUser("google", { sub: subject, email, email_verified: true })
+      const transactions = [await createTransaction(app, b, client), await createTransaction(app, b, client)]
+      const callbacks = [await toCallback(transactions[0]!), await toCallback(transactions[1]!)]
+      pairs.push({ email, subject, callbacks, transactions })
+    }
+    const results = await Promise.all(pairs.flatMap((pair) => pair.callbacks.map((url) => requestUrl(app, url))))
+    expect(results.map((r) => r.status)).toEqual(results.map(() => 302))
+    const userCreated = await eventsOf(app, b.environment_id, "user.created")
+    const linked = await eventsOf(app, b.environment_id, "identity.linked")
+    for (const pair of pairs) {
+      expect(await Promise.all(pair.transactions.map((t) => transactionStatus(app, t)))).toEqual(["authenticated", "authenticated"])
+      const users = await query<{ id: string }>(app, "select id from users where email_normalized = $1", [pair.email])
+      expect(users).toHaveLength(1)
+      const identities = await query<{ user_id: string }>(app, "select user_id from identities where provider_subject = $1", [pair.subject])
+      expect(identities.map((row) => row.user_id)).toEqual([users[0]!.id])
+      const signedIn = await query<{ user_id: string }>(app, "select user_id from auth_transactions where id = any($1)", [pair.transactions])
+      expect(signedIn.map((row) => row.user_id)).toEqual([users[0]!.id, users[0]!.id])
+      expect(linked.filter((e) => e.payload.userId === users[0]!.id)).toHaveLength(1)
+      expect(userCreated.filter((e) => e.payload.userId === users[0]!.id)).toHaveLength(1)
+    }
+  })
+})
+
+describe("races, interleaved on purpose", () => {
+  /**
+   * Another connection registers the address (and, when `subject` is given, links this
+   * provider account to it) in a transaction held open until the callback's own INSERT of
+   * the user waits on it; then commits. The callback must then read what was committed.
+   */
+  const whileRegistering = async (email: string, subject: string | undefined, callback: string) => {
+    const db = new pg.Client({ connectionString: app.databaseUrl })
+    await db.connect()
+    try {
+      const userId = `usr_race${Date.now()}${Math.random().toString(36).slice(2, 8)}`
+      await db.query("begin")
+      await db.query(`insert into users (id, workspace_id, environment_id, email, email_normalized, email_verified, user_handle, created_at, updated_at)
+        values ($1, $2, $3, $4, lower($4), true, $1, now(), now())`, [userId, b.workspace_id, b.environment_id, email])
+      if (subject !== undefined) {
+        await db.query(`insert into identities (id, workspace_id, environment_id, user_id, connection_id, provider, provider_subject, email, linked_at)
+          select 'idn_' || $1, $2, $3, $1, id, 'google', $4, $5, now() from connections where environment_id = $3 and provider_key = 'google' and deleted_at is null`,
+          [userId, b.workspace_id, b.environment_id, subject, email])
+      }
+      const response = requestUrl(app, callback)
+      for (let waiting = false; !waiting;) {
+        // pg_stat_activity is a snapshot kept for the reader's transaction: clear it each time
+        await db.query("select pg_stat_clear_snapshot()")
+        const rows = await db.query(`select 1 from pg_stat_activity
+          where pg_backend_pid() = any(pg_blocking_pids(pid)) and query like 'insert into users %'`)
+        waiting = rows.rowCount === 1
+      }
+      await db.query("commit")
+      return { userId, response: await response }
+    } finally {
+      await db.end()
+    }
+  }
+
+  it("the same provider account's first login commits while this one's INSERT waits: this one signs in through its identity", async () => {
+    const email = uniqueEmail("held")
+    fake.setUser("google", { sub: "held-1", email, email_verified: true })
+    const id = await createTransaction(app, b, client)
+    const { userId, response } = await whileRegistering(email, "held-1", await toCallback(id))
+    expect(response.status, response.text).toBe(302)
+    expect(await transactionStatus(app, id)).toBe("authenticated")
+    expect(await query(app, "select user_id from auth_transactions where id = $1", [id])).toEqual([{ user_id: userId }])
     expect(await countRows(app, "users", "email_normalized = $1", [email])).toBe(1)
-    expect(await countRows(app, "identities", "provider_subject = 'race-1'")).toBe(1)
-    const [user] = await query<{ id: string }>(app, "select id from users where email_normalized = $1", [email])
-    expect((await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user!.id)).toHaveLength(1)
-    expect((await eventsOf(app, b.environment_id, "user.created")).filter((e) => e.payload.userId === user!.id)).toHaveLength(1)
+  })
+
+  it("someone else registers the address while this INSERT waits: link_required for that account, no identity", async () => {
+    const email = uniqueEmail("held-other")
+    fake.setUser("google", { sub: "held-2", email, email_verified: true })
+    const id = await createTransaction(app, b, client)
+    const { userId, response } = await whileRegistering(email, undefined, await toCallback(id))
+    expect(response.status, response.text).toBe(302)
+    expect(await transactionStatus(app, id)).toBe("link_required")
+    expect(await query(app, "select user_id from social_pending_links where transaction_id = $1", [id])).toEqual([{ user_id: userId }])
+    expect(await countRows(app, "identities", "provider_subject = 'held-2'")).toBe(0)
   })
 })
 
