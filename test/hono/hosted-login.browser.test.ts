@@ -105,7 +105,8 @@ describe("Chromium through mountAuthRoutes and Hosted Login", () => {
       // the protected page starts a new sign-in: Hosted Login asks for the email again
       await page.goto(`${rp.origin}/profile`)
       expect(new URL(page.url()).host).toBe(b.interaction_domain)
-      await expect(page.getByLabel("Email address").isVisible()).resolves.toBe(true)
+      // the page renders its form after load: wait for it rather than sample it once
+      await page.getByLabel("Email address").waitFor({ state: "visible", timeout: 15_000 })
     } finally {
       await context.close()
     }
