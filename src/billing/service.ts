@@ -7,6 +7,7 @@ import { BillingNotConfigured } from "./errors.js"
 import { Billing, type ProviderEvent } from "./provider.js"
 import * as repo from "./repo.js"
 import type { BillingState } from "./schema.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /** Decisions, "Billing grace period": 7 days from the first failed payment not yet made good. */
 export const BILLING_GRACE_MS = 7 * 24 * 3600_000
@@ -73,7 +74,7 @@ export const checkoutCustomer = (body: CheckoutBody) => Effect.gen(function* () 
   yield* requireHttps("cancel_url", body.cancel_url)
   yield* configuredBilling
   return yield* ensureCustomer(caller.workspaceId)
-}).pipe(Effect.withSpan("billing.checkoutCustomer"))
+}).pipe(withCallSpan("billing.checkoutCustomer"))
 
 /** Second step, in the request's (idempotent) transaction: the session for that customer. */
 export const openCheckoutSession = (customerId: string, body: CheckoutBody) => Effect.gen(function* () {
@@ -84,7 +85,7 @@ export const openCheckoutSession = (customerId: string, body: CheckoutBody) => E
   })
   yield* auditBilling(caller.workspaceId, "billing.checkout_session_created", { expires_at: session.expiresAt.toISOString() })
   return { checkout_url: session.url, expires_at: session.expiresAt.toISOString() }
-}).pipe(Effect.withSpan("billing.openCheckoutSession"))
+}).pipe(withCallSpan("billing.openCheckoutSession"))
 
 /** First step of POST /billing/portal-session, as checkoutCustomer. */
 export const portalCustomer = (body: PortalBody) => Effect.gen(function* () {
@@ -92,7 +93,7 @@ export const portalCustomer = (body: PortalBody) => Effect.gen(function* () {
   yield* requireHttps("return_url", body.return_url)
   yield* configuredBilling
   return yield* ensureCustomer(caller.workspaceId)
-}).pipe(Effect.withSpan("billing.portalCustomer"))
+}).pipe(withCallSpan("billing.portalCustomer"))
 
 export const openPortalSession = (customerId: string, body: PortalBody) => Effect.gen(function* () {
   const caller = yield* workspaceCaller
@@ -100,7 +101,7 @@ export const openPortalSession = (customerId: string, body: PortalBody) => Effec
   const session = yield* billing.createPortalSession({ customerId, returnUrl: body.return_url })
   yield* auditBilling(caller.workspaceId, "billing.portal_session_created", {})
   return { portal_url: session.url }
-}).pipe(Effect.withSpan("billing.openPortalSession"))
+}).pipe(withCallSpan("billing.openPortalSession"))
 
 const idOf = (value: unknown): string | undefined =>
   typeof value === "string" ? value : typeof value === "object" && value !== null && typeof (value as { id?: unknown }).id === "string"
@@ -226,7 +227,7 @@ export const receiveProviderEvent = (rawBody: string, signature: string | undefi
     }
     return { received: true as const, duplicate: !fresh, applied: update !== undefined }
   }))
-}).pipe(Effect.withSpan("billing.receiveProviderEvent"))
+}).pipe(withCallSpan("billing.receiveProviderEvent"))
 
 const STATUS: Readonly<Record<string, BillingState["status"]>> = {
   active: "active", trialing: "active", past_due: "past_due", unpaid: "past_due",

@@ -12,6 +12,7 @@ import { recipientHashes } from "./recipient.js"
 import * as repo from "./repo.js"
 import { SesNotification } from "./schema.js"
 import { confirmSubscription, type SnsMessage, verifySnsMessage } from "./sns.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 export interface Bounce {
   /** How the report names our delivery, most specific first: the first one we know is it. */
@@ -68,7 +69,7 @@ export const recordBounce = (bounce: Bounce) => Effect.gen(function* () {
     })
     return { matched: true, deliveryId: delivery.id, duplicate: false, suppressed } satisfies BounceOutcome
   }))
-}).pipe(Effect.withSpan("bounces.recordBounce"))
+}).pipe(withCallSpan("bounces.recordBounce"))
 
 /**
  * SES intake exists only when BOUNCE_SNS_TOPIC_ARNS names its topics (or `*` in development):

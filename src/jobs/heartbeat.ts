@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /**
  * Worker liveness. graphile-worker frees the jobs of a worker that died (SIGKILL, OOM, lost
@@ -47,7 +48,7 @@ export const releaseStaleWorkers = (staleAfterMs: number) => Effect.gen(function
     if (workerIds.length > 0) yield* sql`select graphile_worker.force_unlock_workers(${workerIds as Array<string>}::text[])`
     return workerIds
   }))
-}).pipe(Effect.withSpan("jobs.releaseStaleWorkers"))
+}).pipe(withCallSpan("jobs.releaseStaleWorkers"))
 
 /**
  * Releases the jobs locked by the given worker ids of this very process: a runner that

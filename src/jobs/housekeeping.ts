@@ -13,6 +13,7 @@ import { pruneEvents as pruneStripeEvents } from "../billing/repo.js"
 import { pruneDeliveries as pruneMailDeliveries } from "../bounces/repo.js"
 import { failAbandonedImports } from "../management/user-data-jobs/abandoned-imports.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /**
  * Periodic clean-up, run by the worker's crontab. Each capability adds its own sweep
@@ -54,4 +55,4 @@ export const housekeeping = Effect.gen(function* () {
   // processes all died and came back.
   const released = yield* releaseStaleWorkers(DEFAULT_HEARTBEAT.staleAfterMs)
   if (released.length > 0) yield* Effect.logWarning("housekeeping: released the jobs of workers that stopped beating", { worker_ids: released })
-}).pipe(Effect.orDie, Effect.withSpan("jobs.housekeeping"))
+}).pipe(Effect.orDie, withCallSpan("jobs.housekeeping"))

@@ -10,6 +10,7 @@ import { CurrentMetrics } from "../platform/observability/metrics.js"
 import { workerLogger } from "../platform/worker-logger.js"
 import { beat, DEFAULT_HEARTBEAT, forget, type HeartbeatOptions, releaseStaleWorkers, releaseWorkers } from "./heartbeat.js"
 import { crontab, tasks } from "./tasks.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /**
  * One job attempt: a root span (its own trace: jobs outlive the request that enqueued them),
@@ -28,7 +29,7 @@ const attempt = <E, R>(task: string, jobId: string, attemptNo: number, run: Effe
   if (Exit.isSuccess(exit)) yield* Effect.logInfo("job", line)
   else yield* Effect.logWarning("job", line, exit.cause)
   return yield* exit
-}).pipe(Effect.withSpan(`job ${task}`, { kind: "consumer", root: true, attributes: { "job.task": task, "job.id": jobId, "job.attempt": attemptNo } }))
+}).pipe(withCallSpan(`job ${task}`, { kind: "consumer", root: true, attributes: { "job.task": task, "job.id": jobId, "job.attempt": attemptNo } }))
 
 interface Running {
   readonly runner: Runner

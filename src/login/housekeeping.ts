@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { deleteEndedWindows } from "./rate-limit/repo.js"
 import { expireDue } from "./transactions/repo.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /** Finished transactions and their challenges are kept this long for investigation, then deleted. */
 export const LOGIN_RETENTION_MS = 24 * 3600_000
@@ -21,4 +22,4 @@ export const sweepLogin = (now: Date) => Effect.gen(function* () {
     return (yield* sql<{ id: string }>`delete from auth_transactions where expires_at < ${before} returning id`).length
   }))
   return { expired, deleted }
-}).pipe(Effect.orDie, Effect.withSpan("login.sweep"))
+}).pipe(Effect.orDie, withCallSpan("login.sweep"))

@@ -10,6 +10,7 @@ import { type AccessTokenClaims, audienceIncludes, verifyAccessToken } from "../
 import { type UserRow, userById } from "../users/repo.js"
 import { BearerTokenMissing } from "./errors.js"
 import { unavailableOnSqlError } from "./unavailable.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 // Authentication of the self-service `/me` routes (spec, Authentication: "/me endpoints:
 // OIDC access token in Authorization: Bearer; ID tokens and Hosted Login cookies are not
@@ -79,7 +80,7 @@ export const authenticateMe = Effect.gen(function* () {
   return {
     claims, user, userId: claims.sub, sessionId: claims.sid, clientId: claims.client_id, authTimeMs: claims.auth_time * 1000,
   } satisfies Me
-}).pipe(Effect.withSpan("me.authenticate"))
+}).pipe(withCallSpan("me.authenticate"))
 
 /** Wraps a /me handler: authenticates first, then runs it with `CurrentMe`. */
 export const withMe = <R>(handler: Route<R>["handler"]) =>

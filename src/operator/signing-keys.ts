@@ -2,6 +2,7 @@ import { Clock, Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Keys } from "../platform/keys/service.js"
 import * as repo from "../platform/keys/repo.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 export class UnknownEnvironment extends Schema.TaggedError<UnknownEnvironment>()("UnknownEnvironment", {
   message: Schema.String,
@@ -49,4 +50,4 @@ export const rotateSigningKey = (environmentId: string, publishAheadMs: number) 
     yield* keys.promote(environmentId, staged.kid)
     return { environment_id: environmentId, action: "rotated", active_kid: staged.kid, next_kid: null, promotable_at: null } satisfies SigningKeyRotation
   }))
-}).pipe(Effect.withSpan("operator.rotateSigningKey"))
+}).pipe(withCallSpan("operator.rotateSigningKey"))

@@ -18,6 +18,7 @@ import * as repo from "./repo.js"
 import { chooseRpId, type RpRequest } from "./rp.js"
 import type { AuthenticationCredential, RegistrationCredential } from "./schema.js"
 import * as webauthn from "./webauthn.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 // The passkey ceremonies (spec: "Passkey (WebAuthn)"), independent of where they are driven
 // from: a login transaction or a `/me` session. Callers pass the ceremony's scope; this
@@ -141,7 +142,7 @@ export const PasskeysLive = Layer.effect(Passkeys, Effect.gen(function* () {
         userDisplayName: user.name ?? user.email, challenge,
         exclude: existing.filter((p) => p.rp_id === rpId).map((p) => ({ credentialId: p.credential_id, transports: p.transports })),
       })
-    }).pipe(Effect.withSpan("Passkeys.creationOptions"))
+    }).pipe(withCallSpan("Passkeys.creationOptions"))
 
   const verifyRegistration = (scope: CeremonyScope, user: UserRow, input: {
     readonly credential: RegistrationCredential
@@ -186,7 +187,7 @@ export const PasskeysLive = Layer.effect(Passkeys, Effect.gen(function* () {
         workspaceId: scope.env.workspaceId, environmentId: scope.env.id, actor, action: "passkey.registration_failed",
         subjectType: "user", subjectId: user.id, result: "failure", details: { reason: error.detail ?? "verification failed" },
       }))),
-      Effect.withSpan("Passkeys.verifyRegistration"),
+      withCallSpan("Passkeys.verifyRegistration"),
     )
   }
 
@@ -198,7 +199,7 @@ export const PasskeysLive = Layer.effect(Passkeys, Effect.gen(function* () {
       // address or its credentials exist (decisions.md, Passkeys).
       const challenge = yield* issueChallenge(scope, "authentication", rpId, null)
       return yield* webauthn.requestOptions({ rpId, challenge })
-    }).pipe(Effect.withSpan("Passkeys.requestOptions"))
+    }).pipe(withCallSpan("Passkeys.requestOptions"))
 
   const verifyAuthentication = <A, E, R>(scope: CeremonyScope, credential: AuthenticationCredential,
     onVerified: (verified: VerifiedAssertion) => Effect.Effect<A, E, R>) => {
@@ -249,7 +250,7 @@ export const PasskeysLive = Layer.effect(Passkeys, Effect.gen(function* () {
     })
     return attempt.pipe(
       Effect.tapError((error) => error instanceof WebAuthnVerificationFailed ? recordLoginFailure(scope, claimedUserId, error) : Effect.void),
-      Effect.withSpan("Passkeys.verifyAuthentication"),
+      withCallSpan("Passkeys.verifyAuthentication"),
     ) as Effect.Effect<A, WebAuthnVerificationFailed | E, Exclude<R, SqlClient.SqlClient>>
   }
 

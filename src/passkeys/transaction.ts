@@ -14,6 +14,7 @@ import { ReauthenticationRequired, WebAuthnVerificationFailed } from "./errors.j
 import { completePendingLink } from "../social/linking.js"
 import type { AuthenticationCredential, AuthenticationOptionsBody, RegistrationOptionsBody, RegistrationVerifyBody } from "./schema.js"
 import { type CeremonyScope, Passkeys } from "./service.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 // The passkey ceremonies of a login transaction (spec: Passkey (WebAuthn) routes under
 // /auth/transactions/{transactionId}/passkeys). Registration never changes the
@@ -59,7 +60,7 @@ export const transactionRegistrationOptions = (transactionId: string, body: Regi
   const sql = yield* SqlClient.SqlClient
   return yield* sql.withTransaction(passkeys.creationOptions(yield* scopeOf(txn), user, body))
     .pipe(Effect.catchTag("SqlError", Effect.die))
-}).pipe(Effect.withSpan("passkeys.transactionRegistrationOptions"))
+}).pipe(withCallSpan("passkeys.transactionRegistrationOptions"))
 
 export const transactionRegistrationVerify = (transactionId: string, body: RegistrationVerifyBody) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)
@@ -71,7 +72,7 @@ export const transactionRegistrationVerify = (transactionId: string, body: Regis
   // Registration leaves the transaction as it was (docs/architecture.md): its status is read back, not changed.
   const now = yield* transactions.transactionById(txn.environment_id, txn.id).pipe(Effect.orDie)
   return { passkey, transaction: now ?? txn }
-}).pipe(Effect.withSpan("passkeys.transactionRegistrationVerify"))
+}).pipe(withCallSpan("passkeys.transactionRegistrationVerify"))
 
 /**
  * Request options. The first method call moves `created` -> `interaction_started` (commits
@@ -100,7 +101,7 @@ export const transactionAuthenticationOptions = (transactionId: string, body: Au
     }
     return yield* passkeys.requestOptions(scope, body)
   })).pipe(Effect.catchTag("SqlError", Effect.die))
-}).pipe(Effect.withSpan("passkeys.transactionAuthenticationOptions"))
+}).pipe(withCallSpan("passkeys.transactionAuthenticationOptions"))
 
 type VerifyOutcome = { readonly kind: "authenticated" } | { readonly kind: "blocked" } | { readonly kind: "wrong_account" }
 
@@ -158,4 +159,4 @@ export const transactionAuthenticationVerify = (transactionId: string, credentia
       return yield* new WebAuthnVerificationFailed({ detail: "This passkey belongs to another account than the one being linked" })
     }
     return { transaction_id: txn.id, status: "authenticated" as const }
-  }).pipe(Effect.withSpan("passkeys.transactionAuthenticationVerify"))
+  }).pipe(withCallSpan("passkeys.transactionAuthenticationVerify"))

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { createTransport } from "nodemailer"
 import { Config } from "./config.js"
 import { maskEmail } from "./events/schema.js"
+import { withCallSpan } from "./observability/span.js"
 
 export interface MailMessage {
   readonly to: string
@@ -83,7 +84,7 @@ export const makeSmtpMailer = (smtpUrl: string, from: string) => {
       Effect.map((info): MailSent => ({
         messageId: String(info.messageId ?? ""), response: typeof info.response === "string" ? info.response : undefined,
       })),
-      Effect.withSpan("Mailer.send"),
+      withCallSpan("Mailer.send"),
     ),
   })
 }

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Events } from "../platform/events/service.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 const BATCH = 500
 
@@ -31,4 +32,4 @@ export const sweepExpiredSessions = (now: Date) => Effect.gen(function* () {
     }
     return ended.length
   }))
-}).pipe(Effect.orDie, Effect.withSpan("sessions.sweepExpired"))
+}).pipe(Effect.orDie, withCallSpan("sessions.sweepExpired"))

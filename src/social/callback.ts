@@ -13,6 +13,7 @@ import { callbackTransaction, finishSocialLogin } from "./login.js"
 import { requireUsableConnection } from "./redirect.js"
 import * as repo from "./repo.js"
 import { verifyState } from "./state.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /**
  * The callback's parameters (spec: Social login, "GET query, or POST form / JSON body"):
@@ -83,4 +84,4 @@ export const handleCallback = (provider: Provider) => Effect.gen(function* () {
   // Hosted Login: finish in the browser bound to the transaction (./bound-browser.ts).
   if (txn.source === "authorize") return yield* deferToBoundBrowser(row, state, params)
   return yield* finishSocialLogin(txn, row, connection, state, params)
-}).pipe(Effect.withSpan("social.callback"))
+}).pipe(withCallSpan("social.callback"))

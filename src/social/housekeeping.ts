@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /** Used or expired states are kept a day for investigation (as login transactions), then deleted. */
 export const SOCIAL_STATE_RETENTION_MS = 24 * 3600_000
@@ -12,4 +13,4 @@ export const sweepSocial = (now: Date) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const before = new Date(now.getTime() - SOCIAL_STATE_RETENTION_MS)
   return (yield* sql<{ id: string }>`delete from social_states where expires_at < ${before} returning id`).length
-}).pipe(Effect.orDie, Effect.withSpan("social.sweep"))
+}).pipe(Effect.orDie, withCallSpan("social.sweep"))

@@ -14,6 +14,7 @@ import { lockUser } from "../users/repo.js"
 import { redeemCallback } from "./exchange.js"
 import { prepareRedirect, requireUsableConnection } from "./redirect.js"
 import * as repo from "./repo.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /**
  * `POST /me/identities/{provider}/link` (spec: /me rules 1 and 2). In order: a fresh session
@@ -43,7 +44,7 @@ export const startLink = (provider: Provider, redirectUri: string) => unavailabl
     })
   })).pipe(Effect.catchTag("SqlError", Effect.die))
   return { authorization_url: redirect.url }
-})).pipe(Effect.withSpan("social.startLink"))
+})).pipe(withCallSpan("social.startLink"))
 
 /** The result query parameters added to the link's redirect URI (docs/decisions.md). */
 export type LinkResult =
@@ -108,4 +109,4 @@ export const finishLink = (stateRow: repo.SocialStateRow, connection: Connection
       return { linked: true, identityId } as LinkResult
     })).pipe(Effect.catchTag("SqlError", Effect.die))
     return linkReturnUrl(redirectUri, provider, result)
-  }).pipe(Effect.withSpan("social.finishLink"))
+  }).pipe(withCallSpan("social.finishLink"))

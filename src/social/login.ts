@@ -21,6 +21,7 @@ import type { SocialProfile } from "./profile.js"
 import { prepareRedirect, requireUsableConnection } from "./redirect.js"
 import * as repo from "./repo.js"
 import { SOCIAL_RETURN_PATH } from "./urls.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /** Statuses from which a social login can start (as an Email OTP start or passkey options). */
 const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
@@ -72,7 +73,7 @@ export const startSocialLogin = (transactionId: string, provider: Provider) => E
     })
   })).pipe(Effect.catchTag("SqlError", Effect.die))
   return { authorization_url: redirect.url }
-}).pipe(Effect.withSpan("social.startLogin"))
+}).pipe(withCallSpan("social.startLogin"))
 
 /** What a login callback did to its transaction. */
 type LoginOutcome =
@@ -128,7 +129,7 @@ export const finishSocialLogin = (txn: transactions.TransactionRow, stateRow: re
     const redeemed = yield* redeemCallback(connection, stateRow, state, params)
     const outcome = yield* recordLogin(txn, connection, redeemed.ok ? { profile: redeemed.profile } : { failure: redeemed.failure })
     return loginReturnUrl(txn, outcome.kind, env.urls.interactionOrigin)
-  }).pipe(Effect.withSpan("social.finishLogin"))
+  }).pipe(withCallSpan("social.finishLogin"))
 
 const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow,
   result: { readonly profile: SocialProfile } | { readonly failure: ExchangeFailure }) => Effect.gen(function* () {

@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import { Events } from "../platform/events/service.js"
 import { billingMonthOf, FREE_TIER_MAU, reachedThresholds } from "./limits.js"
 import * as repo from "./repo.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 export interface MonthlyActiveUser {
   readonly workspaceId: string
@@ -37,4 +38,4 @@ export const recordMonthlyActiveUser = (input: MonthlyActiveUser) => Effect.gen(
       payload: { billingMonth, thresholdPercent: percent, currentMau, freeTierLimit: FREE_TIER_MAU },
     })
   }
-}).pipe(Effect.orDie, Effect.withSpan("usage.recordMonthlyActiveUser")) as Effect.Effect<void, never, SqlClient.SqlClient | Events>
+}).pipe(Effect.orDie, withCallSpan("usage.recordMonthlyActiveUser")) as Effect.Effect<void, never, SqlClient.SqlClient | Events>

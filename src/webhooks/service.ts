@@ -12,6 +12,7 @@ import { WebhookSender } from "./delivery/send.js"
 import { InvalidEventTypes, InvalidWebhookUrl, WebhookNotFound } from "./errors.js"
 import * as repo from "./repo.js"
 import { checkWebhookUrl, redactUrl } from "./url-policy.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /** The synthetic type sent only by the test route; never subscribable (spec: Events, Payloads). */
 export const TEST_EVENT_TYPE = "webhook.test"
@@ -96,7 +97,7 @@ export const WebhooksLive = Layer.effect(Webhooks, Effect.gen(function* () {
       }).pipe(Effect.orDie)
       yield* record(input, input.environmentId, "webhook.created", id, { url: redactUrl(url), event_types: eventTypes })
       return { webhook, secret }
-    }).pipe(Effect.withSpan("Webhooks.create")),
+    }).pipe(withCallSpan("Webhooks.create")),
 
     get: (scope, id, options = {}) => repo.webhookById(scope.workspaceId, id, options).pipe(
       Effect.orDie,
@@ -123,14 +124,14 @@ export const WebhooksLive = Layer.effect(Webhooks, Effect.gen(function* () {
         ...(changed.includes("status") ? { status } : {}),
       })
       return row
-    }).pipe(Effect.withSpan("Webhooks.update")),
+    }).pipe(withCallSpan("Webhooks.update")),
 
     remove: (scope, current) => Effect.gen(function* () {
       const now = new Date(yield* Clock.currentTimeMillis)
       const deleted = yield* repo.deleteWebhook(scope.workspaceId, current.id, now).pipe(Effect.orDie)
       if (!deleted) return yield* new WebhookNotFound({ detail: "Webhook not found" })
       yield* record(scope, current.environment_id, "webhook.deleted", current.id)
-    }).pipe(Effect.withSpan("Webhooks.remove")),
+    }).pipe(withCallSpan("Webhooks.remove")),
 
     rotateSecret: (scope, current) => Effect.gen(function* () {
       const { secret, sealed } = yield* newSecret(current.id)
@@ -139,7 +140,7 @@ export const WebhooksLive = Layer.effect(Webhooks, Effect.gen(function* () {
       if (!webhook) return yield* new WebhookNotFound({ detail: "Webhook not found" })
       yield* record(scope, current.environment_id, "webhook.secret_rotated", current.id)
       return { webhook, secret }
-    }).pipe(Effect.withSpan("Webhooks.rotateSecret")),
+    }).pipe(withCallSpan("Webhooks.rotateSecret")),
 
     test: (scope, webhook, eventType) => Effect.gen(function* () {
       const request = yield* CurrentRequest
@@ -169,6 +170,6 @@ export const WebhooksLive = Layer.effect(Webhooks, Effect.gen(function* () {
         ...(outcome.kind === "failure" ? { failure: outcome.reason } : {}),
       })
       return result
-    }).pipe(Effect.withSpan("Webhooks.test")),
+    }).pipe(withCallSpan("Webhooks.test")),
   })
 }))

@@ -9,6 +9,7 @@ import { targetOf } from "./delivery/target-slots.js"
 import * as repo from "./repo.js"
 import { decide, type Verdict } from "./schedule.js"
 import { countWith } from "../platform/observability/metrics.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 // The graphile-worker tasks of webhook delivery (spec: Events, Delivery). Delivery is at
 // least once: a job that dies mid-send is run again and sends again; the attempt records
@@ -56,7 +57,7 @@ const createFirstAttempts = (eventId: string) => Effect.gen(function* () {
 /** Fan-out of one event (records only; see fanOutAndDeliver). Returns the ids it created. */
 export const fanOut = (eventId: string) => createFirstAttempts(eventId).pipe(
   Effect.map(({ created }) => created.map((r) => r.id)),
-  Effect.orDie, Effect.withSpan("webhooks.fanOut", { attributes: { eventId } }))
+  Effect.orDie, withCallSpan("webhooks.fanOut", { attributes: { eventId } }))
 
 /**
  * The fan-out job: creates the event's first attempts and sends them in the same job, so an
@@ -72,7 +73,7 @@ export const fanOutAndDeliver = (eventId: string) => Effect.gen(function* () {
   const pending = complete ? created : yield* repo.pendingFirstAttempts(eventId)
   const sent = yield* Effect.forEach(pending, sendRow, { concurrency: FANOUT_SEND_CONCURRENCY })
   return yield* settle(sent)
-}).pipe(Effect.orDie, Effect.withSpan("webhooks.fanOutAndDeliver", { attributes: { eventId } }))
+}).pipe(Effect.orDie, withCallSpan("webhooks.fanOutAndDeliver", { attributes: { eventId } }))
 
 export interface AttemptReport {
   readonly deliveryId: string
@@ -107,7 +108,7 @@ export const deliverAttempt = (deliveryId: string) => Effect.gen(function* () {
   const row = yield* repo.attemptById(deliveryId)
   if (!row) return { deliveryId, attempt: 0, verdict: { status: "skipped" } } satisfies AttemptReport as AttemptReport
   return (yield* settle([yield* sendRow(row)]))[0]!
-}).pipe(Effect.orDie, Effect.withSpan("webhooks.deliverAttempt", { attributes: { deliveryId } }))
+}).pipe(Effect.orDie, withCallSpan("webhooks.deliverAttempt", { attributes: { deliveryId } }))
 
 /**
  * Sends one pending attempt, outside any transaction. A disabled or deleted webhook gets no
@@ -210,7 +211,7 @@ export const DELIVERY_RETENTION_MS = 90 * 24 * 3600_000
 export const pruneDeliveries = Effect.gen(function* () {
   const now = yield* Clock.currentTimeMillis
   return yield* repo.deleteDeliveriesBefore(new Date(now - DELIVERY_RETENTION_MS))
-}).pipe(Effect.orDie, Effect.withSpan("webhooks.pruneDeliveries"))
+}).pipe(Effect.orDie, withCallSpan("webhooks.pruneDeliveries"))
 
 const FanoutPayload = Schema.Struct({ eventId: Schema.String })
 const DeliverPayload = Schema.Struct({ deliveryId: Schema.String })

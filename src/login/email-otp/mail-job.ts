@@ -5,6 +5,7 @@ import { addJob } from "../../platform/jobs.js"
 import { countWith } from "../../platform/observability/metrics.js"
 import { isCurrentGeneration } from "./repo.js"
 import { recordProviderReply, trackDelivery } from "../../bounces/deliveries.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** The graphile-worker task that mails login codes (registered in src/jobs/tasks.ts). */
 export const SEND_LOGIN_CODE_TASK = "send_login_code"
@@ -81,4 +82,4 @@ export const sendLoginCode = (payload: unknown) => Effect.gen(function* () {
   // Sent: failing to note the provider's id must not fail the job (a retry would mail the code again).
   yield* recordProviderReply(message, sent.response).pipe(
     Effect.catch((e) => Effect.logWarning("mail sent, but its provider message id was not recorded", { cause: String(e) })))
-}).pipe(Effect.orDie, Effect.withSpan("jobs.sendLoginCode"))
+}).pipe(Effect.orDie, withCallSpan("jobs.sendLoginCode"))

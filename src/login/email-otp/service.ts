@@ -26,6 +26,7 @@ import { enqueueLoginCodeMail } from "./mail-job.js"
 import * as repo from "./repo.js"
 import { markEmailVerified } from "./users.js"
 import { accountForAddressProof, completePendingLink, pendingLinkProofAddress } from "../../social/linking.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Spec, Limits: Email OTP lifetime 5 minutes; max 5 wrong verifies (the 5th invalidates); resend >= 30 s apart. */
 export const CHALLENGE_TTL_MS = 5 * 60_000
@@ -146,7 +147,7 @@ export const startEmailOtp = (transactionId: string, rawEmail: string) => Effect
     return challenge
   })).pipe(Effect.catchTag("SqlError", Effect.die))
   return challenge
-}).pipe(Effect.withSpan("login.startEmailOtp"))
+}).pipe(withCallSpan("login.startEmailOtp"))
 
 /**
  * `POST .../email/resend` (spec: Email OTP rule 2; Email OTP challenge: "Resend:
@@ -222,7 +223,7 @@ export const resendEmailOtp = (transactionId: string, challengeId: string) => Ef
     })
     return renewed!
   })).pipe(Effect.catchTag("SqlError", Effect.die))
-}).pipe(Effect.withSpan("login.resendEmailOtp"))
+}).pipe(withCallSpan("login.resendEmailOtp"))
 
 type VerifyOutcome =
   | { readonly kind: "authenticated" }
@@ -379,4 +380,4 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
     case "ceiling":
       return yield* outcome.refusal
   }
-}).pipe(Effect.withSpan("login.verifyEmailOtp"))
+}).pipe(withCallSpan("login.verifyEmailOtp"))

@@ -6,6 +6,7 @@ import { countWith } from "../../platform/observability/metrics.js"
 import { ipv6Networks } from "../../platform/ip-prefix.js"
 import { type AddressLimits, addressSubject, type Limit } from "./limits.js"
 import * as repo from "./repo.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 const refuse = (limit: Limit, retryAfterSeconds: number) =>
   countWith((m) => m.rateLimited.inc({ bucket: limit.bucket })).pipe(Effect.andThen(new RateLimited({ retryAfterSeconds })))
@@ -38,7 +39,7 @@ const count = (environmentId: string, limit: Limit, subject: string) => Effect.g
 export const consume = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
   const counted = yield* count(environmentId, limit, subject)
   if (counted.hits > limit.limit) return yield* refuse(limit, counted.retryAfterSeconds)
-}).pipe(Effect.withSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
+}).pipe(withCallSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
 
 /**
  * Counts one hit per client address (`addressSubject`: IPv4 address, IPv6 /64) and, for IPv6,

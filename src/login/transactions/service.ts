@@ -19,6 +19,7 @@ import { stillRegistered } from "../rules.js"
 import { requestBindingHash } from "./binding.js"
 import { AccessDenied, AuthTransactionExpired, AuthTransactionNotFound, InvalidTransactionState, TransactionNotAuthenticated } from "./errors.js"
 import * as repo from "./repo.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Spec, Limits: login transaction lifetime 10 minutes. */
 export const TRANSACTION_TTL_MS = 10 * 60_000
@@ -80,7 +81,7 @@ export const createTransaction = (input: CreateTransactionInput) => Effect.gen(f
     return row
   })).pipe(Effect.orDie)
   return { row, handoffToken }
-}).pipe(Effect.withSpan("login.createTransaction"))
+}).pipe(withCallSpan("login.createTransaction"))
 
 const isPastExpiry = (row: repo.TransactionRow, now: number) => row.expires_at.getTime() <= now
 
@@ -168,7 +169,7 @@ export const cancelTransaction = (transactionId: string) => Effect.gen(function*
       Effect.fail(new InvalidTransactionState({ detail: "Only an active transaction can be cancelled" })))
   }
   return updated
-}).pipe(Effect.withSpan("login.cancelTransaction"))
+}).pipe(withCallSpan("login.cancelTransaction"))
 
 type CompleteOutcome =
   | { readonly kind: "issued"; readonly code: string; readonly row: repo.TransactionRow }
@@ -232,7 +233,7 @@ export const completeTransaction = (transactionId: string) => Effect.gen(functio
   }))
   if (outcome.kind === "blocked") return yield* new AccessDenied({ detail: "The user is blocked" })
   return outcome
-}).pipe(Effect.withSpan("login.completeTransaction"))
+}).pipe(withCallSpan("login.completeTransaction"))
 
 /**
  * `code_issued` -> `consumed` when the authorization code is exchanged (docs/architecture.md). For the

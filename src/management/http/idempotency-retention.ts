@@ -1,5 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /**
  * Housekeeping: deletes idempotency records past their 24 hours (spec, common rule 2;
@@ -13,4 +14,4 @@ export const pruneIdempotencyRecords = Effect.gen(function* () {
   const rows = yield* sql<{ n: number }>`with gone as (delete from idempotency_keys where expires_at <= ${now} returning 1)
     select count(*)::int as n from gone`
   return rows[0]?.n ?? 0
-}).pipe(Effect.withSpan("management.pruneIdempotencyRecords"))
+}).pipe(withCallSpan("management.pruneIdempotencyRecords"))

@@ -4,6 +4,7 @@ import { Audit } from "../../platform/audit.js"
 import type { Actor } from "../../platform/request-context.js"
 import { importAuditDetails } from "./import-service.js"
 import * as repo from "./repo.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /**
  * An import whose worker task used up its graphile-worker attempts (every run died: a crash, a
@@ -32,4 +33,4 @@ export const failAbandonedImports = Effect.gen(function* () {
     }
     return ended.length
   }))
-}).pipe(Effect.withSpan("userImport.failAbandoned"))
+}).pipe(withCallSpan("userImport.failAbandoned"))

@@ -11,6 +11,7 @@ import { presentIdentity, presentPasskey, presentSession, presentUser } from "..
 import { ExportExpired, ExportNotReady } from "./errors.js"
 import * as repo from "./repo.js"
 import { reachableJob } from "./reachable.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** How long a completed export can be downloaded (decisions: "Export download"). */
 export const EXPORT_DOWNLOAD_TTL_MS = 15 * 60_000
@@ -118,7 +119,7 @@ export const runExport = (env: EnvironmentRecord, targetUserId: string) => Effec
     subjectType: "user", subjectId: targetUserId, details: { job_id: job.id, size_bytes: job.artifact_bytes },
   })
   return job
-}).pipe(Effect.withSpan("userExport.run"))
+}).pipe(withCallSpan("userExport.run"))
 
 export const getExportJob = (jobId: string) => reachableJob(repo.exportJobById, jobId)
 

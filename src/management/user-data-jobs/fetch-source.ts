@@ -4,6 +4,7 @@ import { request as httpsRequest } from "node:https"
 import { Effect } from "effect"
 import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "../../webhooks/delivery/guarded-lookup.js"
 import { checkWebhookUrl } from "../../webhooks/url-policy.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /**
  * Fetching an import's `source_url` (spec: Import / export jobs, "the fetch ... runs inside
@@ -147,7 +148,7 @@ export const fetchSource = (rawUrl: string, options: FetchOptions) => Effect.gen
   // The body stream enforces maxBytes itself: reading "one byte more than it" reads it all.
   const read = yield* readHead(opened.body, options.maxBytes + 1, Math.max(1, options.timeoutMs - (performance.now() - started)), options.timeoutMs)
   return read.ok ? { ok: true as const, body: read.head } : read
-}).pipe(Effect.withSpan("userImport.fetchSource"))
+}).pipe(withCallSpan("userImport.fetchSource"))
 
 export type HeadOutcome =
   | { readonly ok: true; readonly complete: boolean; readonly head: Buffer }

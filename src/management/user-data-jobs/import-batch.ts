@@ -4,6 +4,7 @@ import { normalizeEmail } from "../../users/repo.js"
 import { Users } from "../../users/service.js"
 import type { ImportUser, ParsedRow, RowError } from "./parse-source.js"
 import * as repo from "./repo.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /**
  * One batch of an import (decisions: "User import at scale"): its users in one multi-row
@@ -89,4 +90,4 @@ export const importBatch = (target: ImportTarget, rows: ReadonlyArray<SourceRow>
     const advanced = yield* repo.advanceImport(target.jobId, rowsDone, outcome).pipe(Effect.orDie)
     if (!advanced) return yield* new ImportSuperseded({ jobId: target.jobId })
     return outcome
-  }).pipe(Effect.withSpan("userImport.batch", { attributes: { rows: rows.length } }))
+  }).pipe(withCallSpan("userImport.batch", { attributes: { rows: rows.length } }))

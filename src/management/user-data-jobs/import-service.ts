@@ -15,6 +15,7 @@ import { IMPORT_BATCH_ROWS, importBatch, type SourceRow } from "./import-batch.j
 import { MAX_CSV_ROWS, parseJsonSource } from "./parse-source.js"
 import * as repo from "./repo.js"
 import { reachableJob } from "./reachable.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /**
  * POST /user-import-jobs (decisions: "User import at scale"). A JSON source, and a CSV source
@@ -97,7 +98,7 @@ export const prepareSource = (format: "json" | "csv", sourceUrl: string, allowPr
   const read = yield* readHead(opened.body, INLINE_CSV_BYTES, Math.max(1, SOURCE_TIMEOUT_MS - (performance.now() - startedMs)), SOURCE_TIMEOUT_MS)
   if (!read.ok) return { kind: "failed", code: read.code, message: read.message } satisfies PreparedSource
   return yield* (read.complete ? collectCsv(read.head) : checkCsvHead(read.head))
-}).pipe(Effect.withSpan("userImport.prepareSource"))
+}).pipe(withCallSpan("userImport.prepareSource"))
 
 export interface ImportRequest {
   readonly env: EnvironmentRecord
@@ -141,7 +142,7 @@ export const runImport = (input: ImportRequest) => Effect.gen(function* () {
     details: importAuditDetails(job),
   })
   return job
-}).pipe(Effect.withSpan("userImport.run"))
+}).pipe(withCallSpan("userImport.run"))
 
 /** The job's counts and redacted URL for its audit records (never an email). */
 export const importAuditDetails = (job: repo.ImportJobRow) => ({

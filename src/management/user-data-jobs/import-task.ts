@@ -10,6 +10,7 @@ import { IMPORT_BATCH_ROWS, importBatch, type ImportTarget, type SourceRow, tria
 import { importAuditDetails, MAX_CSV_SOURCE_BYTES, sourceSealContext } from "./import-service.js"
 import { MAX_CSV_ROWS } from "./parse-source.js"
 import * as repo from "./repo.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /**
  * The worker task `user_import.run` (decisions: "User import at scale"): imports a large CSV
@@ -127,4 +128,4 @@ export const runImportTask = (payload: unknown) => Effect.gen(function* () {
       details: importAuditDetails(ended),
     })
   })).pipe(Effect.catchTag("SqlError", Effect.die))
-}).pipe(Effect.withSpan("userImport.task"))
+}).pipe(withCallSpan("userImport.task"))

@@ -3,6 +3,7 @@ import { addJob } from "../../platform/jobs.js"
 import { Crypto, type SealContext } from "../../platform/crypto.js"
 import { maskEmail } from "../../platform/events/schema.js"
 import { Mailer } from "../../platform/mailer.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** The graphile-worker task that tells the old address of an email change (registered in src/jobs/tasks.ts). */
 export const SEND_EMAIL_CHANGE_NOTICE_TASK = "send_email_change_notice"
@@ -38,4 +39,4 @@ export const sendEmailChangeNotice = (payload: unknown) => Effect.gen(function* 
   const opened = yield* crypto.open(sealContext(job.user_id, job.security_version), job.sealed)
   const content = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(Sealed))(opened.toString("utf8"))
   yield* (yield* Mailer).send(emailChangeNoticeMessage(content.to, content.new_email))
-}).pipe(Effect.orDie, Effect.withSpan("jobs.sendEmailChangeNotice"))
+}).pipe(Effect.orDie, withCallSpan("jobs.sendEmailChangeNotice"))

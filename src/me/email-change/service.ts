@@ -26,6 +26,7 @@ import { actorOf, lockMe } from "../lock.js"
 import { unavailableOnSqlError } from "../unavailable.js"
 import { enqueueEmailChangeNotice } from "./notice-job.js"
 import * as repo from "./repo.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 // Email change (spec: Self-service /me, email change rows; /me rule 3; Limits: email-change
 // challenge 5 minutes, Email OTP 6 digits, 5 wrong verifies): start mails a code to the
@@ -102,7 +103,7 @@ export const startEmailChange = (newEmail: string) => Effect.gen(function* () {
     yield* audit(me, "user.email_change_started", { challenge_id: row.id, masked_new_email: maskEmail(newEmail) })
     return challengeInfo(row)
   })))
-}).pipe(Effect.withSpan("me.startEmailChange"))
+}).pipe(withCallSpan("me.startEmailChange"))
 
 type Checked =
   | { readonly kind: "right"; readonly row: repo.EmailChangeChallengeRow; readonly now: number }
@@ -183,7 +184,7 @@ export const verifyOldEmail = (challengeId: string, code: string) => Effect.gen(
   if (outcome.kind === "issued") return challengeInfo(outcome.next)
   if (outcome.kind === "taken") return yield* emailTaken()
   return yield* refuse(outcome)
-}).pipe(Effect.withSpan("me.verifyOldEmail"))
+}).pipe(withCallSpan("me.verifyOldEmail"))
 
 /**
  * POST /me/email/change/verify-new: proves the new address and switches, in one SQL
@@ -245,6 +246,6 @@ export const verifyNewEmail = (challengeId: string, code: string) => Effect.gen(
   if (outcome.kind === "switched") return { email: outcome.email, email_verified: true as const }
   if (outcome.kind === "taken") return yield* emailTaken()
   return yield* refuse(outcome)
-}).pipe(Effect.withSpan("me.verifyNewEmail"))
+}).pipe(withCallSpan("me.verifyNewEmail"))
 
 const isUniqueViolation = (e: unknown) => SqlError.isSqlError(e) && e.reason._tag === "UniqueViolation"

@@ -10,6 +10,7 @@ import { IdentityNotFound, LastFactorDeletionRequiresConfirmation } from "../err
 import { actorOf, lockMe } from "../lock.js"
 import { authenticationMethodCount } from "../methods.js"
 import { unavailableOnSqlError } from "../unavailable.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 // The user's linked social identities (spec: Self-service /me, identity routes; rule 4).
 // Identities are created by social login and linking; here they are listed and unlinked.
@@ -53,4 +54,4 @@ export const unlinkMyIdentity = (identityId: string) => Effect.gen(function* () 
     })
     return identity
   })))
-}).pipe(Effect.withSpan("me.unlinkIdentity"))
+}).pipe(withCallSpan("me.unlinkIdentity"))

@@ -13,6 +13,7 @@ import { CurrentMe, type Me } from "../auth.js"
 import { requireFresh } from "../fresh.js"
 import { LastFactorDeletionRequiresConfirmation, PasskeyNotFound } from "../errors.js"
 import { authenticationMethodCount } from "../methods.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 // The user's own passkeys (spec: Self-service /me, passkey routes; rules 1, 4, 6).
 
@@ -39,7 +40,7 @@ export const myRegistrationOptions = (body: RegistrationOptionsBody) => Effect.g
   const passkeys = yield* Passkeys
   const sql = yield* SqlClient.SqlClient
   return yield* sql.withTransaction(passkeys.creationOptions(yield* scopeOf(me), me.user, body)).pipe(Effect.catchTag("SqlError", Effect.die))
-}).pipe(Effect.withSpan("me.passkeyRegistrationOptions"))
+}).pipe(withCallSpan("me.passkeyRegistrationOptions"))
 
 export const myRegistrationVerify = (body: RegistrationVerifyBody) => Effect.gen(function* () {
   const me = yield* CurrentMe
@@ -48,7 +49,7 @@ export const myRegistrationVerify = (body: RegistrationVerifyBody) => Effect.gen
   return yield* passkeys.verifyRegistration(yield* scopeOf(me), me.user, {
     credential: body.credential, ...(body.name === undefined ? {} : { name: body.name }),
   })
-}).pipe(Effect.withSpan("me.passkeyRegistrationVerify"))
+}).pipe(withCallSpan("me.passkeyRegistrationVerify"))
 
 /**
  * DELETE /me/passkeys/{passkeyId}. The user row is locked first, so concurrent deletions
@@ -83,4 +84,4 @@ export const deleteMyPasskey = (passkeyId: string) => Effect.gen(function* () {
     })
     return deleted
   })).pipe(Effect.catchTag("SqlError", Effect.die))
-}).pipe(Effect.withSpan("me.deletePasskey"))
+}).pipe(withCallSpan("me.deletePasskey"))

@@ -12,6 +12,7 @@ import { actorOf, lockMe } from "../lock.js"
 import { requireFresh } from "../fresh.js"
 import { unavailableOnSqlError } from "../unavailable.js"
 import type { UpdateProfileBody } from "./schema.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 // GET / PATCH / DELETE /me (spec: Self-service /me; States and transitions: DELETE /me moves
 // the user to pending_deletion).
@@ -53,7 +54,7 @@ export const updateProfile = (body: UpdateProfileBody) => Effect.gen(function* (
     })
     return updated
   })))
-}).pipe(Effect.withSpan("me.updateProfile"))
+}).pipe(withCallSpan("me.updateProfile"))
 
 /**
  * DELETE /me (spec: /me rule 1, fresh session): `Users.requestDeletion` with reason
@@ -78,4 +79,4 @@ export const deleteMe = Effect.gen(function* () {
     })
     return updated
   })))
-}).pipe(Effect.withSpan("me.delete"))
+}).pipe(withCallSpan("me.delete"))

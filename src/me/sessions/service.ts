@@ -9,6 +9,7 @@ import { Users } from "../../users/service.js"
 import { CurrentMe, type Me } from "../auth.js"
 import { actorOf } from "../lock.js"
 import { unavailableOnSqlError } from "../unavailable.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 // The user's login sessions (spec: Self-service /me, session routes; rule 5). Revocation is
 // `Users.revokeSessions`: the sessions AND the refresh families behind them end, with one
@@ -50,11 +51,11 @@ export const revokeMySession = (sessionId: string) => Effect.gen(function* () {
     yield* revoke(me, sessionId)
     return session
   })))
-}).pipe(Effect.withSpan("me.revokeSession"))
+}).pipe(withCallSpan("me.revokeSession"))
 
 /** DELETE /me/sessions: every live session of the user, the current one included. */
 export const revokeAllMySessions = Effect.gen(function* () {
   const me = yield* CurrentMe
   const sql = yield* SqlClient.SqlClient
   return yield* unavailableOnSqlError(sql.withTransaction(revoke(me, undefined)))
-}).pipe(Effect.withSpan("me.revokeAllSessions"))
+}).pipe(withCallSpan("me.revokeAllSessions"))

@@ -9,6 +9,7 @@ import { createTransaction, limitTransactionCreation } from "../../login/transac
 import { RETURNABLE_ERRORS } from "../../hosted-login/error-return.js"
 import { hostedLoginErrorUrl, hostedLoginHandoffUrl } from "../../hosted-login/urls.js"
 import { parseAuthorizeQuery } from "./params.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 const NO_STORE = { "cache-control": "no-store", "referrer-policy": "no-referrer" }
 
@@ -49,7 +50,7 @@ export const authorize = Effect.gen(function* () {
     resources: r.resources, responseMode: "redirect", source: "authorize",
   })
   return redirect(hostedLoginHandoffUrl(env.urls.interactionOrigin, handoffToken!))
-}).pipe(Effect.withSpan("oidc.authorize"))
+}).pipe(withCallSpan("oidc.authorize"))
 
 export const authorizeRoutes = [
   route("GET", "/oauth2/authorize", authorize),

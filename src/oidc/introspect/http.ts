@@ -9,6 +9,7 @@ import { failuresAsServerError, invalidRequest } from "../token/errors.js"
 import { readParams } from "../token/params.js"
 import { NO_STORE } from "../token/response.js"
 import { introspectionCaller } from "./caller.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 const inactive = () => HttpServerResponse.jsonUnsafe({ active: false }, { headers: NO_STORE })
 
@@ -56,7 +57,7 @@ export const introspectionEndpoint = Effect.gen(function* () {
     amr: c.amr,
     acr: c.acr,
   }, { headers: NO_STORE })
-}).pipe(Effect.withSpan("oidc.introspect"))
+}).pipe(withCallSpan("oidc.introspect"))
 
 export const introspectionRoutes = [
   route("POST", "/oauth2/introspect", introspectionEndpoint),

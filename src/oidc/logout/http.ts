@@ -9,6 +9,7 @@ import { clientById } from "../token/client-repo.js"
 import { fromQuery, type OAuthParams, readParams } from "../token/params.js"
 import { verifyIdTokenHint } from "./id-token-hint.js"
 import { logoutRedirectLocation } from "./redirect.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 const refuse = (detail: string) => new InvalidRequest({ detail })
 
@@ -64,7 +65,7 @@ const logout = (readParameters: Effect.Effect<OAuthParams, InvalidRequest, any>)
     return Effect.logError("logout failed", cause).pipe(
       Effect.andThen(Effect.fail(new ServiceUnavailable({ detail: "Logout could not be completed; retry later" }))))
   }),
-  Effect.withSpan("oidc.logout"))
+  withCallSpan("oidc.logout"))
 
 const fromRequestQuery = Effect.map(Effect.service(RouteMatch), (m) => fromQuery(m.query))
 const fromRequestBody = readParams.pipe(Effect.mapError((e) => refuse(e.description)))

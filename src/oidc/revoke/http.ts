@@ -9,6 +9,7 @@ import { parseRefreshToken } from "../refresh/token-format.js"
 import { failuresAsServerError, invalidRequest } from "../token/errors.js"
 import { readParams } from "../token/params.js"
 import { NO_STORE } from "../token/response.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /**
  * POST /oauth2/revoke (spec: Revoke; RFC 7009). No client authentication. The token's
@@ -30,7 +31,7 @@ export const revocationEndpoint = Effect.gen(function* () {
     }
   }
   return HttpServerResponse.jsonUnsafe({}, { headers: NO_STORE })
-}).pipe(failuresAsServerError, Effect.withSpan("oidc.revoke"))
+}).pipe(failuresAsServerError, withCallSpan("oidc.revoke"))
 
 export const revocationRoutes = [
   route("POST", "/oauth2/revoke", revocationEndpoint),

@@ -8,6 +8,7 @@ import { refreshTokenGrant } from "./grant-refresh-token.js"
 import { readParams } from "./params.js"
 import { tokenResponse } from "./response.js"
 import { countWith } from "../../platform/observability/metrics.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Spec, Token: the two grants; every other grant_type is invalid_request (spec, Errors). */
 const GRANTS = {
@@ -30,7 +31,7 @@ export const tokenEndpoint = Effect.gen(function* () {
   const body = yield* grant({ params, presented, environmentId: env.record.id, issuer: env.urls.issuer })
   yield* countWith((m) => m.tokensIssued.inc({ grant: grantType }))
   return tokenResponse(body)
-}).pipe(failuresAsServerError, Effect.withSpan("oidc.token"))
+}).pipe(failuresAsServerError, withCallSpan("oidc.token"))
 
 export const tokenRoutes = [
   route("POST", "/oauth2/token", tokenEndpoint),

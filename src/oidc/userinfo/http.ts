@@ -7,6 +7,7 @@ import { bearerToken } from "../access-token/bearer.js"
 import { rememberAnswer, userinfoAnswerKey } from "../access-token/remembered-answers.js"
 import { anyAudience, verifyAccessToken } from "../access-token/verify.js"
 import { scopedUserClaims } from "../tokens/claims.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 const REALM = "userinfo"
 
@@ -33,7 +34,7 @@ export const userinfoEndpoint = Effect.gen(function* () {
   return HttpServerResponse.jsonUnsafe({ sub: claims.sub, ...scopedUserClaims(claims.scopes, live) }, {
     headers: { "cache-control": "no-store", pragma: "no-cache" },
   })
-}).pipe(Effect.withSpan("oidc.userinfo"))
+}).pipe(withCallSpan("oidc.userinfo"))
 
 export const userinfoRoutes = [
   route("GET", "/oauth2/userinfo", userinfoEndpoint),

@@ -3,6 +3,7 @@ import { Crypto, keyId } from "../../platform/crypto.js"
 import { MasterKeyRotationRefused } from "./errors.js"
 import * as repo from "./repo.js"
 import { SEALED_VALUES, type SealedValues } from "./sealed-values.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 export interface RotationReport {
   readonly from_key_id: string
@@ -80,4 +81,4 @@ export const rotateMasterKey = (options: { readonly batchSize: number }) => Effe
   const completed = Object.keys(remaining).length === 0
   if (completed && state.previous_check_value !== null) yield* repo.finishRotation(currentCheck, previousCheck)
   return { from_key_id: keyId(previous), to_key_id: crypto.currentKeyId, completed, resealed, remaining } satisfies RotationReport
-}).pipe(Effect.withSpan("operator.rotateMasterKey"))
+}).pipe(withCallSpan("operator.rotateMasterKey"))

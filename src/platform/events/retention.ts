@@ -1,5 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { withCallSpan } from "../observability/span.js"
 
 /**
  * How long an outbox event is kept (decisions, "Outbox retention"). Delivery history
@@ -25,4 +26,4 @@ export const pruneOutbox = Effect.gen(function* () {
       returning 1)
     select count(*)::int as n from gone`
   return rows[0]?.n ?? 0
-}).pipe(Effect.withSpan("events.pruneOutbox"))
+}).pipe(withCallSpan("events.pruneOutbox"))

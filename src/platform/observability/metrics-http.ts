@@ -8,6 +8,7 @@ import { Config } from "../config.js"
 import { MetricsTokenRequired } from "./errors.js"
 import { type AppMetrics, CurrentMetrics } from "./metrics.js"
 import { readGauges } from "./metrics-repo.js"
+import { withCallSpan } from "./span.js"
 
 const digest = (value: string) => createHash("sha256").update(value).digest()
 
@@ -55,7 +56,7 @@ export const scrape = Effect.gen(function* () {
   yield* readDatabaseGauges(metrics, now)
   for (const report of metrics.beforeScrape) report()
   return { body: yield* Effect.promise(() => metrics.registry.metrics()), contentType: metrics.registry.contentType }
-}).pipe(Effect.withSpan("metrics.scrape"))
+}).pipe(withCallSpan("metrics.scrape"))
 
 const challenge = new MetricsTokenRequired({ wwwAuthenticate: `Bearer realm="metrics"` })
 

@@ -1,9 +1,10 @@
-import { Effect } from "effect"
+import { Effect, type Tracer } from "effect"
 
 /**
- * `Effect.withSpan` for code that builds its effect on every call (a grant, a token mint, an
- * event): without `captureStackTrace: false` each call makes an Error to record where the span
- * was defined, which the span's name already says (issue 13: 2% of a refresh's CPU).
+ * `Effect.withSpan` without the stack trace, the one way this codebase opens a span. Most
+ * of our spans wrap an effect built on every call (a grant, a token mint, an event, a job),
+ * and by default each call then makes an Error to record where the span was defined, which
+ * the span's name already says (issue 13: 2% of a refresh's CPU).
  */
-export const withCallSpan = (name: string, options?: { readonly attributes?: Record<string, unknown> }) =>
+export const withCallSpan = (name: string, options?: Tracer.SpanOptionsNoTrace) =>
   Effect.withSpan(name, options, { captureStackTrace: false })

@@ -6,7 +6,7 @@ export const SERVICE_NAME = "authservice"
 
 /**
  * Effect's tracer backed by an OpenTelemetry provider that hands finished spans to the
- * processor. Every `Effect.withSpan` of ours, the HTTP server's span per request and the
+ * processor. Every span of ours (`withCallSpan`), the HTTP server's span per request and the
  * SQL client's span per statement then become OpenTelemetry spans (one trace per request or
  * job). The provider flushes on shutdown, so the spans of a drained request are not lost.
  * The OpenTelemetry modules are imported only here, when tracing is on: a process without it
@@ -41,7 +41,7 @@ const otlpProcessor = (url: string) => async (): Promise<SpanProcessor> => {
  * OTLP/HTTP export when configured; otherwise nothing is installed: Effect keeps its native
  * tracer, and the HTTP server skips its per-request span entirely (effect/http HttpEffect
  * only traces when a real tracer is present). The native tracer still makes the spans of our
- * Effect.withSpan calls and of each SQL statement in memory: bench/tracing-overhead.ts measured
+ * withCallSpan calls and of each SQL statement in memory: bench/tracing-overhead.ts measured
  * that at 7-15% of the throughput of userinfo, a Management list and a Public API write against
  * the tracer switched off (docs/decisions.md, "After review"). The service name is
  * OTEL_SERVICE_NAME when set.

@@ -5,6 +5,7 @@ import { recipientHashes } from "../../bounces/recipient.js"
 import { Config } from "../../platform/config.js"
 import { Crypto } from "../../platform/crypto.js"
 import * as repo from "./repo.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 const DAY_MS = 24 * 3600_000
 const BATCH = 50
@@ -92,4 +93,4 @@ export const purgeDeletedUsers = (options: PurgeOptions = {}) => Effect.gen(func
     if (batch.taken < BATCH) break
   }
   return { cutoff, userIds, auditRecordsRedacted, failedUserIds } satisfies PurgeReport
-}).pipe(Effect.orDie, Effect.withSpan("users.purgeDeletedUsers"))
+}).pipe(Effect.orDie, withCallSpan("users.purgeDeletedUsers"))

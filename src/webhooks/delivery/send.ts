@@ -6,6 +6,7 @@ import { checkWebhookUrl } from "../url-policy.js"
 import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "./guarded-lookup.js"
 import { makeReceiverBackoff, type ReceiverBackoff } from "./receiver-backoff.js"
 import { makeTargetSlots, type TargetSlots } from "./target-slots.js"
+import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Total time of one send: connect, request, response headers and the (bounded) body. */
 export const DEFAULT_SEND_TIMEOUT_MS = 10_000
@@ -124,7 +125,7 @@ export const makeSender = (options: SenderOptions) => {
     const raw: RawOutcome = verdict.ok ? yield* post(verdict.url, input) : { kind: "failure", reason: "blocked_address" }
     const durationMs = Math.max(0, Math.round(Number((yield* Clock.currentTimeNanos) - started) / 1e6))
     return { ...raw, durationMs } as SendOutcome
-  }).pipe(Effect.withSpan("webhooks.send"))
+  }).pipe(withCallSpan("webhooks.send"))
 
   const close = () => {
     agents["http:"].destroy()
