@@ -240,20 +240,25 @@ async function main() {
 }
 
 /**
- * A bare node:http server answering our JWKS and discovery paths with the bytes our server sent
- * (same content-type and cache-control), in its own process like the others.
+ * A bare node:http server answering our JWKS and discovery paths with the bytes our server sent:
+ * the body and every header of ours (an `x-request-id` of the same length, fixed; Node adds
+ * Date, Connection and Keep-Alive to both), in its own process like the others.
  */
 async function startBare(ours: Target): Promise<Target> {
-  const bodies: Record<string, string> = {}
-  for (const p of ["/oauth2/jwks", "/.well-known/openid-configuration"]) bodies[p] = await get(ours, p)
+  const answers: Record<string, { body: string; headers: Record<string, string> }> = {}
+  for (const p of ["/oauth2/jwks", "/.well-known/openid-configuration"]) {
+    const { text, headers } = await getWithHeaders(ours, p)
+    const { date: _date, connection: _connection, "keep-alive": _keepAlive, ...own } = headers
+    answers[p] = { body: text, headers: own }
+  }
   const port = await freePort()
   const child = spawn(process.execPath, ["-e", `
-    const bodies = ${JSON.stringify(bodies)}
+    const answers = ${JSON.stringify(answers)}
     require("node:http").createServer((req, res) => {
-      const body = bodies[req.url]
-      if (body === undefined) { res.writeHead(404); res.end(); return }
-      res.writeHead(200, { "content-type": "application/json", "cache-control": "public, max-age=60", "content-length": Buffer.byteLength(body) })
-      res.end(body)
+      const answer = answers[req.url]
+      if (answer === undefined) { res.writeHead(404); res.end(); return }
+      res.writeHead(200, answer.headers)
+      res.end(answer.body)
     }).listen(${port})`], { stdio: "inherit" })
   children.push(child)
   await waitFor(port, `127.0.0.1:${port}`, "/oauth2/jwks")
@@ -383,7 +388,11 @@ const post = (t: Target, path: string, body: Record<string, string>) => new Prom
 })
 
 /** GET through node:http with the target's Host; the body text of a 200. */
-const get = (t: Target, path: string, bearer?: string) => new Promise<string>((resolve, reject) => {
+const get = (t: Target, path: string, bearer?: string) => getWithHeaders(t, path, bearer).then((r) => r.text)
+
+/** GET with the answer's headers too (the bare server copies them). */
+const getWithHeaders = (t: Target, path: string, bearer?: string) =>
+  new Promise<{ readonly text: string; readonly headers: Record<string, string> }>((resolve, reject) => {
   const url = new URL(`${t.base}${path}`)
   const req = httpRequest({
     host: url.hostname, port: url.port, path: url.pathname, method: "GET",
@@ -394,7 +403,7 @@ const get = (t: Target, path: string, bearer?: string) => new Promise<string>((r
     res.on("end", () => {
       const text = Buffer.concat(chunks).toString("utf8")
       if (res.statusCode !== 200) reject(new Error(`${t.name} GET ${path}: ${res.statusCode} ${text}`))
-      else resolve(text)
+      else resolve({ text, headers: res.headers as Record<string, string> })
     })
   })
   req.on("error", reject)
@@ -407,6 +416,7 @@ interface Prepared { refreshTokens: Array<string>; readonly accessToken: string 
 
 /** One refresh token per connection and an access token for introspection and userinfo, through the real endpoints. */
 async function prepare(t: Target): Promise<Prepared> {
+  if (t.codes.length < 8 * CONNECTIONS + 1) throw new Error(`BENCH_CODES must be at least ${8 * CONNECTIONS + 1}: the setup alone uses that many`)
   let refreshTokens: Array<string> = []
   for (let i = 0; i < 8 * CONNECTIONS; i++) refreshTokens.push((await post(t, "/oauth2/token", exchangeBody(t.codes.pop()!)))["refresh_token"]!)
   const accessToken = t.introspectable ?? (await post(t, "/oauth2/token", exchangeBody(t.codes.pop()!)))["access_token"]!
