@@ -59,11 +59,16 @@ const resend = (b: Bootstrapped, txn: string, challenge_id: string, ip: string) 
 const verify = (b: Bootstrapped, txn: string, challenge_id: string, code: string, ip: string) =>
   publicApi(app, b, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id, code }, headers: from(ip) })
 
-/** A start from `ip` on a new transaction; 202 expected. */
+/**
+ * A start from `ip` on a new transaction; 202 expected. Its mail (if any) is delivered before
+ * this returns: the worker sends mails concurrently, so without that the mails of two starts
+ * in a row could arrive in either order and "the newest mail" would be a guess.
+ */
 const startedFrom = async (b: Bootstrapped, client: LoginClientInfo, email: string, ip: string) => {
   const txn = await txnFrom(b, client, ip)
   const res = await start(b, txn, email, ip)
   expectNormalAnswer(res)
+  await loginMailsSettled(app)
   return { txn, challenge: res.json.challenge_id as string }
 }
 
