@@ -19,7 +19,7 @@ export interface BounceConfig {
   readonly snsUrlPrefix: string | undefined
   /**
    * BOUNCE_SNS_TOPIC_ARNS: the SNS topics whose SES bounce notifications are accepted; unset:
-   * SES intake is off (its route answers 404); `*` (development and tests only): any topic.
+   * SES intake is off (its route answers 404); `*` (development and tests only): every topic.
    */
   readonly snsTopicArns: ReadonlyArray<string> | "any" | undefined
 }

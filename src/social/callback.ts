@@ -58,7 +58,7 @@ const readCallbackParams = Effect.gen(function* () {
 
 /**
  * `GET|POST /auth/social/{provider}/callback`. The state is checked first (signature under
- * the Environment's derived key, expiry, then single use in one conditional UPDATE): any
+ * the Environment's derived key, expiry, then single use in one conditional UPDATE): every
  * failure is 400 `state_mismatch` and changes nothing else. Then the login transaction or
  * the link named by the state row continues; the answer is a redirect.
  */

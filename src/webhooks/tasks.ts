@@ -65,7 +65,7 @@ export const fanOut = (eventId: string) => createFirstAttempts(eventId).pipe(
  * their own), and its final outcomes are settled in one statement: three statements for an
  * event on its first run. A worker that dies mid-way leaves its job to be run again: the
  * re-run creates nothing twice and takes up every first attempt still pending, whatever its
- * subscription's state now (one since disabled or deleted ends `exhausted`, as any due attempt
+ * subscription's state now (one since disabled or deleted ends `exhausted`, as every due attempt
  * of such a webhook does), so none stays `pending` for ever.
  */
 export const fanOutAndDeliver = (eventId: string) => Effect.gen(function* () {

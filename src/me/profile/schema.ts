@@ -23,7 +23,7 @@ export const Profile = Schema.Struct({
 })
 export type Profile = typeof Profile.Type
 
-/** PATCH /me: any of the four profile fields; `null` clears one. `email` has its own routes. */
+/** PATCH /me: some or all of the four profile fields; `null` clears one. `email` has its own routes. */
 export const UpdateProfileBody = Schema.Struct({
   name: Schema.optionalKey(Schema.NullOr(Name)),
   avatar_url: Schema.optionalKey(Schema.NullOr(AvatarUrl)),
