@@ -20,6 +20,7 @@ import { UsersLive } from "./users/service.js"
 import { WebhookSenderLive } from "./webhooks/delivery/send.js"
 import { WebhooksLive } from "./webhooks/service.js"
 import { BillingLive } from "./billing/provider.js"
+import { ProviderDiscoveryCacheLive } from "./social/provider-discovery-cache.js"
 
 /**
  * Every service of the application, built on one database URL. The server, the worker,
@@ -56,7 +57,8 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
   const keys = KeysLive.pipe(Layer.provide(foundation))
   const platform = Layer.mergeAll(EventsLive, AuditLive, keys, TenancyLive.pipe(Layer.provide(keys))).pipe(Layer.provideMerge(foundation))
   // Feature services, each built on the platform services.
-  const features = Layer.mergeAll(UsersLive, BillingLive, DnsResolverLive, PasskeysLive, MailerLive, WebhooksLive.pipe(Layer.provideMerge(WebhookSenderLive)))
+  const features = Layer.mergeAll(UsersLive, BillingLive, DnsResolverLive, PasskeysLive, MailerLive, WebhooksLive.pipe(Layer.provideMerge(WebhookSenderLive)),
+    ProviderDiscoveryCacheLive)
   return features.pipe(Layer.provideMerge(platform))
 }
 

@@ -55,8 +55,12 @@ app.get("/profile/api", requireSession(auth, { onUnauthenticated: "redirect" }),
   return c.html(layout(html`<h1>GET /api/me: ${res.status}</h1><pre id="api">${await res.text()}</pre>`))
 })
 
-// Any access token of this issuer (add `audience` to accept only tokens issued for this API).
-app.use("/api/*", bearerTokenMiddleware({ issuer: settings.issuer }))
-app.get("/api/me", (c) => c.json({ sub: c.get("accessTokenSubject"), scope: c.get("accessTokenScope") }))
+// Access tokens requested without `resource` (as the session's are) carry the issuer as their
+// audience; an API with its own identifier sets that instead. `audience` is required.
+app.use("/api/*", bearerTokenMiddleware({ issuer: settings.issuer, audience: settings.issuer }))
+// An impersonation token (a Workspace member acting as the user) is marked: say so.
+app.get("/api/me", (c) => c.json({
+  sub: c.get("accessTokenSubject"), scope: c.get("accessTokenScope"), impersonator: c.get("accessTokenImpersonator") ?? null,
+}))
 
 serve({ fetch: app.fetch, port }, () => console.log(`Hono example listening on ${origin}`))

@@ -21,7 +21,7 @@ export class Billing extends Context.Service<Billing, {
   readonly createCustomer: (workspace: { readonly id: string; readonly name: string }) => Effect.Effect<string, BillingNotConfigured | BillingProviderFailed>
   readonly createCheckoutSession: (input: {
     readonly workspaceId: string; readonly customerId: string; readonly successUrl: string; readonly cancelUrl: string
-  }) => Effect.Effect<{ readonly url: string; readonly expiresAt: Date }, BillingNotConfigured | BillingProviderFailed>
+  }) => Effect.Effect<{ readonly id: string; readonly url: string; readonly expiresAt: Date }, BillingNotConfigured | BillingProviderFailed>
   readonly createPortalSession: (input: { readonly customerId: string; readonly returnUrl: string }) =>
     Effect.Effect<{ readonly url: string }, BillingNotConfigured | BillingProviderFailed>
   /** Verifies a webhook's signature against the raw body (timestamps judged by `nowMs`). */

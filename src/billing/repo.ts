@@ -63,6 +63,31 @@ export const updateSubscription = (workspaceId: string, u: SubscriptionUpdate, n
       past_due_since = ${u.pastDueSince}, last_event_at = greatest(last_event_at, ${u.eventAt}), updated_at = ${now}
     where workspace_id = ${workspaceId}`)
 
+/** A checkout session we opened for a Workspace and its customer (sql/0178), in the request's transaction. */
+export const insertCheckoutSession = (r: { id: string; workspaceId: string; customerId: string; now: Date; expiresAt: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql`insert into billing_checkout_sessions (id, workspace_id, stripe_customer_id, created_at, expires_at)
+    values (${r.id}, ${r.workspaceId}, ${r.customerId}, ${r.now}, ${r.expiresAt})`)
+
+export interface CheckoutSessionRow {
+  readonly workspace_id: string
+  readonly stripe_customer_id: string
+}
+
+/** The Workspace and customer we opened a checkout session for; undefined for a session we did not open. */
+export const checkoutSessionOf = (sessionId: string) => SqlClient.SqlClient.use((sql) =>
+  sql<CheckoutSessionRow>`select workspace_id, stripe_customer_id from billing_checkout_sessions where id = ${sessionId}`)
+  .pipe(Effect.map((rows) => rows[0]))
+
+/** The ids among these that name a Workspace (a webhook's metadata may name any id). */
+export const existingWorkspaces = (ids: ReadonlyArray<string>) => SqlClient.SqlClient.use((sql) =>
+  ids.length === 0 ? Effect.succeed([] as Array<string>)
+    : sql<{ id: string }>`select id from workspaces where id in ${sql.in(ids)} order by id`.pipe(Effect.map((rows) => rows.map((r) => r.id))))
+
+/** Housekeeping: a checkout session completes before it expires (at most 24 h); Stripe retries for 3 days. */
+export const pruneCheckoutSessions = (cutoff: Date) => SqlClient.SqlClient.use((sql) =>
+  sql<{ n: number }>`with gone as (delete from billing_checkout_sessions where expires_at < ${cutoff} returning 1)
+    select count(*)::int as n from gone`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+
 /** Housekeeping: Stripe retries an event for 3 days; ids older than 30 days are forgotten. */
 export const pruneEvents = (cutoff: Date) => SqlClient.SqlClient.use((sql) =>
   sql<{ n: number }>`with gone as (delete from stripe_events where received_at < ${cutoff} returning 1)

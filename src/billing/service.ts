@@ -76,13 +76,20 @@ export const checkoutCustomer = (body: CheckoutBody) => Effect.gen(function* () 
   return yield* ensureCustomer(caller.workspaceId)
 }).pipe(withCallSpan("billing.checkoutCustomer"))
 
-/** Second step, in the request's (idempotent) transaction: the session for that customer. */
+/**
+ * Second step, in the request's (idempotent) transaction: the session for that customer,
+ * recorded with the Workspace and customer (decisions, "Stripe webhook": only a completion of
+ * a session we opened counts). The row commits exactly when the URL reaches the caller.
+ */
 export const openCheckoutSession = (customerId: string, body: CheckoutBody) => Effect.gen(function* () {
   const caller = yield* workspaceCaller
   const billing = yield* configuredBilling
   const session = yield* billing.createCheckoutSession({
     workspaceId: caller.workspaceId, customerId, successUrl: body.success_url, cancelUrl: body.cancel_url,
   })
+  yield* repo.insertCheckoutSession({
+    id: session.id, workspaceId: caller.workspaceId, customerId, now: new Date(yield* Clock.currentTimeMillis), expiresAt: session.expiresAt,
+  }).pipe(Effect.orDie)
   yield* auditBilling(caller.workspaceId, "billing.checkout_session_created", { expires_at: session.expiresAt.toISOString() })
   return { checkout_url: session.url, expires_at: session.expiresAt.toISOString() }
 }).pipe(withCallSpan("billing.openCheckoutSession"))
@@ -113,54 +120,91 @@ const recordOf = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === "object" && value !== null ? value as Record<string, unknown> : undefined
 
 /**
- * The Workspace id we put on what we create at Stripe: `metadata.workspace_id` of the customer,
- * the checkout session and its subscription (subscription_data), `client_reference_id` of the
- * session; an invoice carries its subscription's metadata under `parent.subscription_details`
- * (older API versions: `subscription_details`).
+ * The Workspace ids an event's object names through what we put on our Stripe objects
+ * (`metadata.workspace_id` of the customer, the checkout session and its subscription,
+ * `client_reference_id` of a session, an invoice's subscription metadata under
+ * `parent.subscription_details`, older API versions `subscription_details`). Used only to say
+ * whom an ignored event was about (audit), never to choose where an event applies: a payer
+ * chooses `client_reference_id` on a Payment Link or pricing table of the same Stripe account.
  */
-const workspaceNamedBy = (o: Record<string, unknown>): string | undefined => {
+const workspacesNamedBy = (o: Record<string, unknown>): Array<string> => {
   const candidates = [
     recordOf(o["metadata"])?.["workspace_id"],
     o["client_reference_id"],
     recordOf(recordOf(recordOf(o["parent"])?.["subscription_details"])?.["metadata"])?.["workspace_id"],
     recordOf(recordOf(o["subscription_details"])?.["metadata"])?.["workspace_id"],
   ]
-  return candidates.find((c): c is string => typeof c === "string" && c !== "")
+  return [...new Set(candidates.filter((c): c is string => typeof c === "string" && c !== "" && c.length <= 255))]
 }
 
 /** An invoice's subscription: `parent.subscription_details.subscription` (API 2025-03-31 on), else the older top-level field. */
 const invoiceSubscription = (o: Record<string, unknown>) =>
   idOf(recordOf(recordOf(o["parent"])?.["subscription_details"])?.["subscription"]) ?? idOf(o["subscription"])
 
+type BillingRowLocked = NonNullable<Effect.Success<ReturnType<typeof repo.lockBillingByCustomer>>>
+
+/** Why an event changed nothing (audited as `billing.stripe_event_ignored`). */
+type IgnoredReason = "customer_not_recorded" | "checkout_session_not_ours" | "checkout_session_other_customer"
+
+type EventTarget =
+  | { readonly row: BillingRowLocked }
+  | { readonly ignored: IgnoredReason; readonly about: ReadonlyArray<string> }
+
+const applyTo = (row: BillingRowLocked): EventTarget => ({ row })
+const ignore = (ignored: IgnoredReason, about: ReadonlyArray<string>): EventTarget => ({ ignored, about })
+
 /**
- * The Workspace an event is about, locked: the one whose customer it names, else the one our
- * metadata names (decisions, "Stripe webhook"), which then adopts the customer if it has none
- * recorded (its id was lost with a transaction). A Workspace that already has another customer
- * keeps it and ignores the event: one customer per Workspace, and sessions use the recorded one.
+ * The Workspace an event applies to, locked: the one whose recorded customer it names (we
+ * record a customer before any session is opened for it, so every subscription of ours names a
+ * recorded customer). A checkout completion must moreover be of a session we opened, for that
+ * Workspace and that customer (sql/0178): Stripe signs every event of the account, including
+ * completions of Payment Links and pricing tables, whose `client_reference_id` the payer
+ * chooses. Nothing is ever adopted from what an event says (decisions, "Stripe webhook").
  */
-const workspaceOfEvent = (event: ProviderEvent, now: Date) => Effect.gen(function* () {
-  const customerId = idOf(event.object["customer"])
-  const known = customerId === undefined ? undefined : yield* repo.lockBillingByCustomer(customerId)
-  if (known !== undefined) return known
-  const named = workspaceNamedBy(event.object)
-  if (named === undefined) return undefined
-  const row = yield* repo.lockBilling(named, now)
-  if (row === undefined || customerId === undefined) return row
-  if (row.stripe_customer_id === null) {
-    yield* repo.setCustomer(row.workspace_id, customerId, now)
-    yield* Effect.logWarning("billing: adopted a Stripe customer named by its metadata (its id had not been recorded)", {
-      workspace_id: row.workspace_id, stripe_customer_id: customerId, stripe_event_id: event.id,
-    })
-    return { ...row, stripe_customer_id: customerId }
+const eventTarget = (event: ProviderEvent) => Effect.gen(function* () {
+  const o = event.object
+  const customerId = idOf(o["customer"])
+  const row = customerId === undefined ? undefined : yield* repo.lockBillingByCustomer(customerId)
+  const named = workspacesNamedBy(o)
+  if (event.type === "checkout.session.completed") {
+    const sessionId = idOf(o["id"])
+    const opened = sessionId === undefined ? undefined : yield* repo.checkoutSessionOf(sessionId)
+    const about = [...(row ? [row.workspace_id] : []), ...(opened ? [opened.workspace_id] : []), ...named]
+    if (opened === undefined) return ignore("checkout_session_not_ours", about)
+    if (row === undefined || row.workspace_id !== opened.workspace_id || opened.stripe_customer_id !== customerId) {
+      return ignore("checkout_session_other_customer", about)
+    }
+    return applyTo(row)
   }
-  yield* Effect.logWarning("billing: ignored an event of a second Stripe customer of a Workspace", {
-    workspace_id: row.workspace_id, recorded_customer_id: row.stripe_customer_id, stripe_customer_id: customerId, stripe_event_id: event.id,
-  })
-  return undefined
+  return row === undefined ? ignore("customer_not_recorded", named) : applyTo(row)
+})
+
+/**
+ * An event we ignore although it names one of our Workspaces: a warning, and an audit record
+ * (result `failure`, actor `system`) in each Workspace it names, so an Owner sees an attempt to
+ * attach a foreign customer or checkout to their billing. An event naming none of our
+ * Workspaces (another product on the same Stripe account) is only acknowledged.
+ */
+const recordIgnored = (event: ProviderEvent, reason: IgnoredReason, about: ReadonlyArray<string>) => Effect.gen(function* () {
+  const workspaces = yield* repo.existingWorkspaces([...new Set(about)])
+  if (workspaces.length === 0) return
+  const details = {
+    stripe_event_id: event.id, stripe_event_type: event.type, reason,
+    stripe_customer_id: idOf(event.object["customer"]) ?? null,
+    ...(event.type === "checkout.session.completed" ? { checkout_session_id: idOf(event.object["id"]) ?? null } : {}),
+  }
+  yield* Effect.logWarning("billing: ignored a Stripe event naming one of our Workspaces", { ...details, workspace_ids: workspaces })
+  const audit = yield* Audit
+  for (const workspaceId of workspaces) {
+    yield* audit.append({
+      workspaceId, actor: { type: "system" }, action: "billing.stripe_event_ignored", result: "failure",
+      subjectType: "workspace", subjectId: workspaceId, details,
+    })
+  }
 })
 
 /** The new subscription state an event implies, or undefined when it changes nothing. */
-const nextState = (row: NonNullable<Effect.Success<ReturnType<typeof repo.lockBillingByCustomer>>>, event: ProviderEvent): repo.SubscriptionUpdate | undefined => {
+const nextState = (row: BillingRowLocked, event: ProviderEvent): repo.SubscriptionUpdate | undefined => {
   const eventAt = new Date(event.created * 1000)
   // Stripe does not promise order: an event older than the newest applied one changes nothing.
   const stale = row.last_event_at !== null && eventAt.getTime() < row.last_event_at.getTime()
@@ -205,7 +249,8 @@ const nextState = (row: NonNullable<Effect.Success<ReturnType<typeof repo.lockBi
 /**
  * Stripe's webhook (decisions, "Billing"): verified with the `stripe` package's signature check
  * (400 on failure, nothing recorded), recorded once by event id (a redelivery changes nothing),
- * then applied to the Workspace of its customer in the same transaction.
+ * then applied to the Workspace of its recorded customer (a checkout completion: of a session
+ * we opened for it) in the same transaction; anything else is acknowledged and ignored.
  */
 export const receiveProviderEvent = (rawBody: string, signature: string | undefined) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -214,7 +259,9 @@ export const receiveProviderEvent = (rawBody: string, signature: string | undefi
   const event = yield* billing.verifyWebhook(rawBody, signature, nowMs)
   return yield* sql.withTransaction(Effect.gen(function* () {
     const fresh = yield* repo.recordEvent({ id: event.id, type: event.type, now: new Date(nowMs) })
-    const row = fresh ? yield* workspaceOfEvent(event, new Date(nowMs)) : undefined
+    const target = fresh ? yield* eventTarget(event) : undefined
+    if (target !== undefined && "ignored" in target) yield* recordIgnored(event, target.ignored, target.about)
+    const row = target !== undefined && "row" in target ? target.row : undefined
     if (row !== undefined) yield* repo.setEventWorkspace(event.id, row.workspace_id)
     const update = row === undefined ? undefined : nextState(row, event)
     if (update !== undefined) {

@@ -45,7 +45,7 @@ export const makeStripeBilling = (config: StripeConfig): typeof Billing.Service 
     }).pipe(
       Effect.flatMap((s) => s.url === null
         ? Effect.fail(new Error("checkout session without url"))
-        : Effect.succeed({ url: s.url, expiresAt: new Date(s.expires_at * 1000) })),
+        : Effect.succeed({ id: s.id, url: s.url, expiresAt: new Date(s.expires_at * 1000) })),
       Effect.catch(failed("open a checkout session"))),
     createPortalSession: (input) => Effect.tryPromise({
       try: () => stripe.billingPortal.sessions.create({ customer: input.customerId, return_url: input.returnUrl }),

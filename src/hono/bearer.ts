@@ -3,13 +3,18 @@ import { createRemoteJWKSet, customFetch, decodeJwt, decodeProtectedHeader, erro
 import { IssuerUnavailableError, isIssuerUnavailable } from "./errors.js"
 import { isLocalHost } from "./origin.js"
 import { problem, temporarilyUnavailable } from "./problem.js"
-import type { AccessTokenClaims, BearerVariables } from "./types.js"
+import type { AccessTokenActor, AccessTokenClaims, BearerVariables } from "./types.js"
 
 export interface BearerTokenOptions {
   /** The Environment's issuer; its discovery document names the JWKS. */
   readonly issuer: string
-  /** This API's identifier; when given, `aud` must contain it. */
-  readonly audience?: string | ReadonlyArray<string>
+  /**
+   * This API's identifier: `aud` must contain it (or one of the list). Required: a token the
+   * issuer minted for another API (or the issuer itself) must not open this one. `false`
+   * accepts any audience of the issuer, a choice that must be written down (decisions, Hono
+   * helpers, "Bearer tokens"). A token without `resource` has the issuer as its audience.
+   */
+  readonly audience: string | ReadonlyArray<string> | false
   /** Fetch for discovery and JWKS. Default global fetch. */
   readonly fetch?: typeof fetch
   /** `realm` of the WWW-Authenticate challenge (RFC 6750 3). Default `api`. */
@@ -26,7 +31,9 @@ export interface BearerTokenOptions {
  * RFC 9068 JWT access tokens, verified locally against the issuer's JWKS (spec: Token
  * format): ES256 fixed here, never taken from the token header (RFC 8725 3.1); header `typ`
  * `at+jwt` (RFC 9068 4), so an ID token (`typ` `JWT`) is not accepted as an access token;
- * `iss`, `aud` when configured, `exp`. The JWKS is cached and refetched when a token names
+ * `iss`, `aud` (unless `audience: false`), `exp`. A token with the RFC 8693 `act` claim (an
+ * impersonation: someone else acts as the subject) passes, marked in `accessTokenAct` and
+ * `accessTokenImpersonator` so the API can refuse or audit it. The JWKS is cached and refetched when a token names
  * an unknown `kid` (key rotation), at most once per cooldown, so garbage `kid`s cannot make
  * us hammer the issuer.
  */
@@ -64,14 +71,35 @@ const refusedWithoutKeys = (token: string) => {
   }
 }
 
+/** The audience rule, refused at construction unless it is a non-empty identifier (list) or an explicit `false`. */
+const audienceOf = (value: unknown): string | Array<string> | undefined => {
+  if (value === false) return undefined
+  if (typeof value === "string" && value !== "") return value
+  if (Array.isArray(value) && value.length > 0 && value.every((a) => typeof a === "string" && a !== "")) return [...value] as Array<string>
+  throw new TypeError("bearerTokenMiddleware: set `audience` to this API's identifier (the `resource` its clients ask tokens for; " +
+    "the issuer URL for tokens requested without one), or `audience: false` to accept tokens minted for any audience of the issuer")
+}
+
+/**
+ * RFC 8693 4.1 `act`: the party acting for the subject. The issuer puts it on impersonation
+ * tokens (a Workspace member acting as the user); an object whose `sub` names the actor.
+ * Undefined without the claim; `null` when the claim is there but malformed (refused).
+ */
+const actorOf = (claims: AccessTokenClaims): AccessTokenActor | undefined | null => {
+  const act = claims["act"]
+  if (act === undefined) return undefined
+  if (typeof act !== "object" || act === null || Array.isArray(act) || typeof (act as { sub?: unknown }).sub !== "string") return null
+  return act as AccessTokenActor
+}
+
 export const bearerTokenMiddleware = (options: BearerTokenOptions): MiddlewareHandler<{ Variables: BearerVariables }> => {
   const issuerUrl = new URL(options.issuer)
   if (issuerUrl.protocol !== "https:" && !(issuerUrl.protocol === "http:" && isLocalHost(issuerUrl.hostname))) {
     throw new TypeError("bearerTokenMiddleware: issuer must use https (http is accepted only for localhost)")
   }
+  const audience = audienceOf((options as { audience?: unknown }).audience)
   const fetchImpl = options.fetch ?? fetch
   const challenge = `Bearer realm=${quoted(options.realm ?? "api")}, error="invalid_token"`
-  const audience = options.audience === undefined ? undefined : typeof options.audience === "string" ? options.audience : [...options.audience]
   const now = options.now ?? Date.now
 
   // Discovery (OIDC Discovery 1.0 4) once; a failure is not cached.
@@ -113,9 +141,13 @@ export const bearerTokenMiddleware = (options: BearerTokenOptions): MiddlewareHa
         currentDate: new Date(now()),
       })
       const claims = payload as unknown as AccessTokenClaims
+      const actor = actorOf(claims)
+      if (actor === null) return refuse()
       c.set("accessTokenClaims", claims)
       c.set("accessTokenSubject", claims.sub)
       c.set("accessTokenScope", typeof claims.scope === "string" ? claims.scope.split(" ").filter(Boolean) : [])
+      c.set("accessTokenAct", actor)
+      c.set("accessTokenImpersonator", actor?.sub)
     } catch (e) {
       if (isTokenError(e)) return refuse()
       if (isIssuerUnavailable(e) || e instanceof Error) {

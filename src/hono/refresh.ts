@@ -1,5 +1,6 @@
 import * as oidc from "openid-client"
 import { IssuerUnavailableError } from "./errors.js"
+import { tokenEndpointRefusal } from "./refusal.js"
 import { sessionFromTokens, type StoredSession } from "./session.js"
 
 /**
@@ -10,10 +11,11 @@ import { sessionFromTokens, type StoredSession } from "./session.js"
  * request that still carries the old cookie (sent before the browser stored the new one)
  * gets the same new session rather than a second rotation.
  *
- * Outcomes: the new session; `undefined` when the issuer says the grant is dead
- * (`invalid_grant`, RFC 6749 5.2: revoked, expired, reused, logged out), which ends the
- * session; anything else (network, timeout, 5xx, a response that cannot be used) throws
- * IssuerUnavailableError, a temporary failure (503), so an outage never signs users out.
+ * Outcomes: the new session; `undefined` when the token endpoint refuses for good (an OAuth
+ * error with a 4xx status, see refusal.ts: the grant is revoked, expired or reused, the user
+ * is blocked, the client's secret was rotated, ...), which ends the session; anything else
+ * (network, timeout, 5xx, 429, `temporarily_unavailable`, a response that cannot be used)
+ * throws IssuerUnavailableError, a temporary failure (503), so an outage never signs users out.
  */
 const RETAIN_MS = 10_000
 
@@ -28,8 +30,6 @@ interface Entry {
   readonly promise: Promise<StoredSession | undefined>
   settledAt?: number
 }
-
-const isInvalidGrant = (e: unknown) => e instanceof oidc.ResponseBodyError && e.error === "invalid_grant"
 
 export const makeRefresher = (deps: {
   readonly configuration: () => Promise<oidc.Configuration>
@@ -47,7 +47,7 @@ export const makeRefresher = (deps: {
       const tokens = await oidc.refreshTokenGrant(config, refreshToken)
       return sessionFromTokens(tokens, deps.now(), { sid: session.sid, session, requestedScope })
     } catch (e) {
-      if (isInvalidGrant(e)) return undefined
+      if (await tokenEndpointRefusal(e) !== undefined) return undefined
       throw new IssuerUnavailableError("the token endpoint could not refresh the session", { cause: e })
     }
   }

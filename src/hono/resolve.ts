@@ -5,7 +5,8 @@ import { clearSession, hasSessionCookie, readSession, type StoredSession, writeS
 /**
  * The request's session, refreshed when its access token expires within
  * `refreshBeforeExpirySeconds`. Adds Set-Cookie when the session was refreshed (new
- * tokens) or ended (unreadable cookie, or `invalid_grant`). Throws IssuerUnavailableError
+ * tokens) or ended (unreadable cookie, or the token endpoint refused the refresh for good:
+ * refusal.ts). Throws IssuerUnavailableError
  * when the refresh failed for a temporary reason; the cookie is then left as it was.
  */
 export const resolveSession = async (c: Context, auth: Auth): Promise<StoredSession | undefined> => {

@@ -7,6 +7,7 @@ import { isAcceptableLogoutGet, isSameOriginPost } from "./csrf.js"
 import { isIssuerUnavailable } from "./errors.js"
 import { safeReturnTo } from "./origin.js"
 import { problem, temporarilyUnavailable } from "./problem.js"
+import { tokenEndpointRefusal } from "./refusal.js"
 import { clearSession, readSession, sessionFromTokens, writeSession } from "./session.js"
 
 export interface MountAuthRoutesOptions {
@@ -115,7 +116,8 @@ const callback = (auth: Auth) => async (c: Context) => {
     })
   } catch (e) {
     if (e instanceof oidc.AuthorizationResponseError) return problem(c, "login_failed", { detail: e.error })
-    if (e instanceof oidc.ResponseBodyError && e.status < 500) return problem(c, "login_failed", { detail: e.error })
+    const refused = await tokenEndpointRefusal(e)
+    if (refused !== undefined) return problem(c, "login_failed", { detail: refused })
     if (e instanceof oidc.ClientError && e.code !== undefined && !/^OAUTH_RESPONSE_IS_NOT_(JSON|CONFORM)$/.test(e.code)) {
       // a response that fails validation (ID token signature, nonce, ...) is a refusal, not an outage
       return problem(c, "login_failed", { detail: e.message })

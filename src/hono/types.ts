@@ -44,6 +44,18 @@ export interface AccessTokenClaims {
   readonly iat?: number
   readonly scope?: string
   readonly client_id?: string
+  readonly act?: AccessTokenActor
+  readonly [claim: string]: unknown
+}
+
+/**
+ * RFC 8693 4.1 `act`: who acts for the subject. The issuer sets it on impersonation tokens
+ * (`{ sub: <Dashboard user id>, actor_type: "workspace_member" }`); a nested `act` names an
+ * earlier actor of a delegation chain.
+ */
+export interface AccessTokenActor {
+  readonly sub: string
+  readonly act?: AccessTokenActor
   readonly [claim: string]: unknown
 }
 
@@ -52,4 +64,8 @@ export interface BearerVariables {
   accessTokenSubject: string | undefined
   /** The `scope` claim split on spaces (RFC 9068 2.2.3). */
   accessTokenScope: ReadonlyArray<string> | undefined
+  /** The token's `act` claim: set only when someone else acts as the subject (an impersonation). */
+  accessTokenAct: AccessTokenActor | undefined
+  /** `act.sub`: who is impersonating the subject, or undefined for the user's own token. */
+  accessTokenImpersonator: string | undefined
 }

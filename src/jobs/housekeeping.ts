@@ -9,7 +9,7 @@ import { deleteExpiredKeys } from "../platform/keys/repo.js"
 import { pruneDeliveries } from "../webhooks/tasks.js"
 import { pruneIdempotencyRecords } from "../management/http/idempotency-retention.js"
 import { pruneOutbox } from "../platform/events/retention.js"
-import { pruneEvents as pruneStripeEvents } from "../billing/repo.js"
+import { pruneCheckoutSessions, pruneEvents as pruneStripeEvents } from "../billing/repo.js"
 import { pruneDeliveries as pruneMailDeliveries } from "../bounces/repo.js"
 import { failAbandonedImports } from "../management/user-data-jobs/abandoned-imports.js"
 import { DEFAULT_HEARTBEAT, releaseStaleWorkers } from "./heartbeat.js"
@@ -46,6 +46,9 @@ export const housekeeping = Effect.gen(function* () {
   // Stripe retries an event for up to 3 days; its id is kept 30 days for deduplication.
   const stripeEvents = yield* pruneStripeEvents(new Date(now.getTime() - 30 * 24 * 3600_000))
   if (stripeEvents > 0) yield* Effect.logInfo("housekeeping: forgot Stripe event ids older than 30 days", { count: stripeEvents })
+  // A checkout session completes before it expires and Stripe retries the event for 3 days.
+  const checkouts = yield* pruneCheckoutSessions(new Date(now.getTime() - 30 * 24 * 3600_000))
+  if (checkouts > 0) yield* Effect.logInfo("housekeeping: forgot checkout sessions expired over 30 days ago", { count: checkouts })
   // Bounces arrive within days of a send; delivery records (and their bounces) go after 30.
   const mail = yield* pruneMailDeliveries(new Date(now.getTime() - 30 * 24 * 3600_000))
   if (mail > 0) yield* Effect.logInfo("housekeeping: deleted mail delivery records older than 30 days", { count: mail })

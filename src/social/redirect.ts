@@ -9,6 +9,7 @@ import { InvalidRequest } from "../http/errors.js"
 import { Config } from "../platform/config.js"
 import { Crypto } from "../platform/crypto.js"
 import { ProviderUnavailable } from "./errors.js"
+import { ProviderDiscoveryCache } from "./provider-discovery-cache.js"
 import { describeProviderFailure, providerFetch } from "./fetch.js"
 import { PROVIDER_ADAPTERS } from "./providers/index.js"
 import type { AuthorizationChecks, ProviderCall } from "./providers/types.js"
@@ -30,7 +31,7 @@ export const requireUsableConnection = (environmentId: string, provider: Provide
     ? Effect.succeed(row)
     : Effect.fail(new ConnectionNotFound({ detail: `This Environment has no active ${provider} connection` })))
 
-/** One outbound provider call's context: the opened secret, the SSRF-guarded fetch, the Clock. */
+/** One outbound provider call's context: the opened secret, the SSRF-guarded fetch, the Clock, the discovery cache. */
 export const providerCall = (connection: ConnectionRow, redirectUri: string) => Effect.gen(function* () {
   const config = yield* Config
   const secret = yield* openProviderClientSecret(connection).pipe(Effect.orDie)
@@ -40,6 +41,7 @@ export const providerCall = (connection: ConnectionRow, redirectUri: string) => 
     redirectUri,
     fetch: providerFetch({ allowPrivateTargets: config.webhookAllowPrivateTargets, hosts: config.socialProviderHosts }),
     nowMs: yield* Clock.currentTimeMillis,
+    discovery: yield* ProviderDiscoveryCache,
   } satisfies ProviderCall
 })
 

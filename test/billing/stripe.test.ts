@@ -53,6 +53,11 @@ describe("checkout and portal sessions", () => {
       cancel_url: good.cancel_url, client_reference_id: b.workspace_id,
     })
     expect(sent[1]!.params).not.toHaveProperty("line_items[0][quantity]")
+    // the session is recorded for the Workspace and its customer: only its completion will count
+    const sessionId = /\/c\/pay\/(cs_test_[0-9a-f]+)$/.exec(res.json.checkout_url)![1]!
+    expect(await rows("select workspace_id, stripe_customer_id, expires_at from billing_checkout_sessions where id = $1", [sessionId])).toEqual([
+      { workspace_id: b.workspace_id, stripe_customer_id: row!.stripe_customer_id, expires_at: new Date(res.json.expires_at) },
+    ])
 
     // the customer is kept: a second checkout and a portal session reuse it
     expect((await checkout(b)).status).toBe(200)
@@ -137,17 +142,23 @@ describe("Stripe webhook drives the billing state shown in /usage/mau", () => {
   const event = (type: string, object: Record<string, unknown>, created = Math.floor(app.now() / 1000)) =>
     ({ id: `evt_test_${++n}_${Date.now()}`, object: "event", type, created, livemode: false, api_version: "2026-10-28.endive", data: { object } })
 
+  /** A Workspace that opened a checkout session: its customer and the session's id (from the URL we handed out). */
   const subscribedWorkspace = async () => {
     const b = await app.bootstrap()
-    expect((await checkout(b)).status).toBe(200)
+    const res = await checkout(b)
+    expect(res.status).toBe(200)
     const [row] = await rows<{ stripe_customer_id: string }>("select stripe_customer_id from workspace_billing where workspace_id = $1", [b.workspace_id])
-    return { b, customer: row!.stripe_customer_id }
+    return { b, customer: row!.stripe_customer_id, session: /\/c\/pay\/(cs_test_[0-9a-f]+)$/.exec(res.json.checkout_url)![1]! }
   }
+  const customerOf = async (b: Bootstrapped) => (await rows<{ stripe_customer_id: string | null }>(
+    "select stripe_customer_id from workspace_billing where workspace_id = $1", [b.workspace_id]))[0]?.stripe_customer_id
+  const ignoredAudits = (b: Bootstrapped) => rows<{ actor_type: string; result: string; subject_id: string; details: any }>(
+    "select actor_type, result, subject_id, details from audit_events where action = 'billing.stripe_event_ignored' and workspace_id = $1 order by created_at, id", [b.workspace_id])
 
   it("checkout.session.completed -> active; a redelivery changes nothing", async () => {
-    const { b, customer } = await subscribedWorkspace()
+    const { b, customer, session } = await subscribedWorkspace()
     expect(await usageBilling(b)).toMatchObject({ status: "no_subscription", subscription_id: null })
-    const completed = event("checkout.session.completed", { id: "cs_test_1", object: "checkout.session", mode: "subscription", customer, subscription: "sub_1", client_reference_id: b.workspace_id })
+    const completed = event("checkout.session.completed", { id: session, object: "checkout.session", mode: "subscription", customer, subscription: "sub_1", client_reference_id: b.workspace_id })
     const res = await deliver(completed)
     expect(res.status, res.text).toBe(200)
     expect(res.json).toEqual({ received: true, duplicate: false, applied: true })
@@ -200,33 +211,70 @@ describe("Stripe webhook drives the billing state shown in /usage/mau", () => {
     expect((await deliver(failed, { timestamp: Math.floor(app.now() / 1000) - 300 })).status).toBe(200)
   })
 
-  it("an event for a customer we did not record is applied to the Workspace our metadata names, which adopts the customer if it has none", async () => {
-    const customerOf = async (b: Bootstrapped) => (await rows<{ stripe_customer_id: string | null }>(
-      "select stripe_customer_id from workspace_billing where workspace_id = $1", [b.workspace_id]))[0]?.stripe_customer_id
+  it("checkout completion: only a session we opened for the Workspace, naming its customer, counts; any other is ignored and audited", async () => {
+    const { b, customer, session } = await subscribedWorkspace()
+    const other = await subscribedWorkspace()
+    const fresh = await app.bootstrap() // no customer recorded yet: nothing may be adopted for it
+    const completion = (object: Record<string, unknown>) =>
+      event("checkout.session.completed", { object: "checkout.session", mode: "subscription", subscription: "sub_forged", ...object })
+    const refused: ReadonlyArray<readonly [string, Record<string, unknown>, Bootstrapped, string]> = [
+      // a Payment Link / pricing table on the same Stripe account: the payer chose client_reference_id
+      ["foreign session and customer naming a Workspace without a customer", { id: "cs_test_paymentlink1", customer: "cus_attacker", client_reference_id: fresh.workspace_id, metadata: { workspace_id: fresh.workspace_id } }, fresh, "checkout_session_not_ours"],
+      ["foreign session and customer naming a subscribed Workspace", { id: "cs_test_paymentlink2", customer: "cus_attacker", client_reference_id: b.workspace_id }, b, "checkout_session_not_ours"],
+      // another session of the Workspace's own customer, not opened by us
+      ["the Workspace's customer, a session we did not open", { id: "cs_test_elsewhere", customer, client_reference_id: b.workspace_id }, b, "checkout_session_not_ours"],
+      // our session, but the event names another customer (ours for another Workspace, or nobody's)
+      ["our session with another Workspace's customer", { id: session, customer: other.customer, client_reference_id: b.workspace_id }, b, "checkout_session_other_customer"],
+      ["our session with an unknown customer", { id: session, customer: "cus_attacker", client_reference_id: b.workspace_id }, b, "checkout_session_other_customer"],
+      ["another Workspace's session with this Workspace's customer", { id: other.session, customer, client_reference_id: b.workspace_id }, b, "checkout_session_other_customer"],
+    ]
+    for (const [why, object, about, reason] of refused) {
+      const forged = completion(object)
+      const res = await deliver(forged)
+      expect(res.status, why).toBe(200)
+      expect(res.json, why).toEqual({ received: true, duplicate: false, applied: false })
+      // audited in the Workspace the event is about (and in any other of ours it names)
+      const audit = await rows<{ workspace_id: string; actor_type: string; result: string; details: any }>(
+        "select workspace_id, actor_type, result, details from audit_events where action = 'billing.stripe_event_ignored' and details->>'stripe_event_id' = $1", [forged.id])
+      expect(audit.find((a) => a.workspace_id === about.workspace_id), why).toMatchObject({
+        actor_type: "system", result: "failure",
+        details: { reason, stripe_event_type: "checkout.session.completed", checkout_session_id: object["id"], stripe_customer_id: object["customer"] },
+      })
+      expect(audit.every((a) => a.details.reason === reason), why).toBe(true)
+    }
+    // nothing changed: no customer adopted, no subscription recorded anywhere
+    expect(await customerOf(fresh)).toBeUndefined()
+    expect(await customerOf(b)).toBe(customer)
+    for (const w of [b, other.b, fresh]) expect((await usageBilling(w)).status, w.workspace_id).toBe("no_subscription")
+    expect(await rows("select 1 from audit_events where action = 'billing.subscription_changed' and workspace_id = any($1)", [[b.workspace_id, other.b.workspace_id, fresh.workspace_id]])).toHaveLength(0)
+    // the legitimate completion still works
+    const legit = await deliver(completion({ id: session, customer, subscription: "sub_legit", client_reference_id: b.workspace_id }))
+    expect(legit.json).toEqual({ received: true, duplicate: false, applied: true })
+    expect(await usageBilling(b)).toMatchObject({ status: "active", subscription_id: "sub_legit" })
+    expect((await usageBilling(other.b)).status).toBe("no_subscription")
+  })
+
+  it("an event for a customer we did not record is never adopted through its metadata: ignored, audited in the Workspace it names", async () => {
     // subscription metadata (subscription_data.metadata at checkout)
     const a = await app.bootstrap()
-    const res = await deliver(event("customer.subscription.created", {
+    const sub = event("customer.subscription.created", {
       id: "sub_meta_a", object: "subscription", customer: "cus_lost_a", status: "active", metadata: { workspace_id: a.workspace_id },
-    }))
-    expect(res.json).toEqual({ received: true, duplicate: false, applied: true })
-    expect(await usageBilling(a)).toMatchObject({ status: "active", subscription_id: "sub_meta_a" })
-    expect(await customerOf(a)).toBe("cus_lost_a")
-    // from now on the customer is known: a payment failure without metadata finds it
-    expect((await deliver(event("invoice.payment_failed", { id: "in_a", object: "invoice", customer: "cus_lost_a" }))).json.applied).toBe(true)
-    expect((await usageBilling(a)).status).toBe("past_due")
-    // client_reference_id of a checkout session
-    const b = await app.bootstrap()
-    expect((await deliver(event("checkout.session.completed", {
-      id: "cs_lost_b", object: "checkout.session", mode: "subscription", customer: "cus_lost_b", subscription: "sub_b", client_reference_id: b.workspace_id,
-    }))).json.applied).toBe(true)
-    expect(await usageBilling(b)).toMatchObject({ status: "active", subscription_id: "sub_b" })
-    // an invoice carries its subscription's metadata under parent.subscription_details
+    })
+    expect((await deliver(sub)).json).toEqual({ received: true, duplicate: false, applied: false })
+    expect(await usageBilling(a)).toMatchObject({ status: "no_subscription" })
+    expect(await customerOf(a)).toBeUndefined()
+    expect((await ignoredAudits(a)).map((r) => [r.details.reason, r.details.stripe_event_id, r.details.stripe_customer_id])).toEqual([["customer_not_recorded", sub.id, "cus_lost_a"]])
+    // an invoice carrying its subscription's metadata under parent.subscription_details
     const c = await app.bootstrap()
     expect((await deliver(event("invoice.payment_failed", {
       id: "in_c", object: "invoice", customer: "cus_lost_c", parent: { type: "subscription_details", subscription_details: { subscription: "sub_c", metadata: { workspace_id: c.workspace_id } } },
-    }))).json.applied).toBe(true)
-    expect((await usageBilling(c)).status).toBe("past_due")
-    expect(await customerOf(c)).toBe("cus_lost_c")
+    }))).json.applied).toBe(false)
+    expect((await usageBilling(c)).status).toBe("no_subscription")
+    expect(await customerOf(c)).toBeUndefined()
+    expect((await ignoredAudits(c)).map((r) => r.details.reason)).toEqual(["customer_not_recorded"])
+    // a redelivery is a duplicate: no second audit
+    expect((await deliver(sub)).json).toEqual({ received: true, duplicate: true, applied: false })
+    expect(await ignoredAudits(a)).toHaveLength(1)
   })
 
   it("metadata naming a Workspace that has another customer, or no Workspace at all, changes nothing", async () => {
@@ -236,16 +284,35 @@ describe("Stripe webhook drives the billing state shown in /usage/mau", () => {
     }))
     expect(other.json).toEqual({ received: true, duplicate: false, applied: false })
     expect((await usageBilling(b)).status).toBe("no_subscription")
-    expect((await rows<{ stripe_customer_id: string }>("select stripe_customer_id from workspace_billing where workspace_id = $1", [b.workspace_id]))[0]!.stripe_customer_id).toBe(customer)
+    expect(await customerOf(b)).toBe(customer)
+    expect((await ignoredAudits(b)).map((r) => r.details.reason)).toEqual(["customer_not_recorded"])
     const nobody = await deliver(event("customer.subscription.created", {
       id: "sub_nobody", object: "subscription", customer: "cus_nobody", status: "active", metadata: { workspace_id: "wsp_doesnotexist" },
     }))
     expect(nobody.json).toEqual({ received: true, duplicate: false, applied: false })
     expect(await rows("select 1 from workspace_billing where workspace_id = 'wsp_doesnotexist'")).toHaveLength(0)
+    expect(await rows("select 1 from audit_events where workspace_id = 'wsp_doesnotexist'")).toHaveLength(0)
   })
 
   it("an event for a customer we do not know is acknowledged and changes nothing", async () => {
     const res = await deliver(event("invoice.payment_failed", { id: "in_y", object: "invoice", customer: "cus_unknown" }))
     expect(res.json).toEqual({ received: true, duplicate: false, applied: false })
+  })
+})
+
+describe("housekeeping", () => {
+  it("checkout session records are forgotten 30 days after the session expired, not before", async () => {
+    const b = await app.bootstrap()
+    expect((await checkout(b)).status).toBe(200)
+    const mine = () => rows<{ expires_at: Date }>("select expires_at from billing_checkout_sessions where workspace_id = $1", [b.workspace_id])
+    const [session] = await mine()
+    const { housekeeping } = await import("../../src/jobs/housekeeping.js")
+    const thirtyDays = 30 * 24 * 3600_000
+    await app.advance(`${session!.expires_at.getTime() + thirtyDays - 3600_000 - app.now()} millis`)
+    await app.run(housekeeping)
+    expect(await mine()).toHaveLength(1)
+    await app.advance("2 hours")
+    await app.run(housekeeping)
+    expect(await mine()).toHaveLength(0)
   })
 })

@@ -11,6 +11,7 @@ import { freePort } from "../../src/platform/embedded-postgres.js"
 import { Keys } from "../../src/platform/keys/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createUser, exchangeCode, mintCode, type TestClient, type TestUser } from "../oidc/support.js"
+import { dashboardUser } from "../management-extra/helpers.js"
 
 // bearerTokenMiddleware against the real issuer's discovery document and JWKS over a socket:
 // real access tokens from the token endpoint, and tokens signed with the Environment's real
@@ -66,13 +67,13 @@ interface Api {
   readonly close: () => Promise<void>
 }
 
-/** An API protected by bearerTokenMiddleware, served over a socket; counts the middleware's fetches. */
+/** An API protected by bearerTokenMiddleware (audience RESOURCE unless told), served over a socket; counts the middleware's fetches. */
 const startApi = async (options: Partial<BearerTokenOptions> & { failing?: (url: string) => boolean } = {}): Promise<Api> => {
   const fetches: Array<string> = []
   const { failing, ...rest } = options
   const hono = new Hono<{ Variables: BearerVariables }>()
   hono.use("/api/*", bearerTokenMiddleware({
-    issuer: b.issuer, now: () => app.now(),
+    issuer: b.issuer, audience: RESOURCE, now: () => app.now(),
     fetch: async (input, init) => {
       const url = input instanceof Request ? input.url : String(input)
       fetches.push(new URL(url).pathname.split("/").slice(3).join("/"))
@@ -81,7 +82,10 @@ const startApi = async (options: Partial<BearerTokenOptions> & { failing?: (url:
     },
     ...rest,
   }))
-  hono.get("/api/whoami", (c) => c.json({ sub: c.get("accessTokenSubject"), scope: c.get("accessTokenScope"), claims: c.get("accessTokenClaims") }))
+  hono.get("/api/whoami", (c) => c.json({
+    sub: c.get("accessTokenSubject"), scope: c.get("accessTokenScope"), claims: c.get("accessTokenClaims"),
+    act: c.get("accessTokenAct") ?? null, impersonator: c.get("accessTokenImpersonator") ?? null,
+  }))
   const port = await freePort()
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: hono.fetch, port, hostname: "127.0.0.1" }, () => resolve(s))
@@ -180,12 +184,12 @@ describe("bearerTokenMiddleware", () => {
 
   it("aud must contain the configured audience; iss must be the issuer; a wrong signature is refused", async () => {
     const api = await startApi({ audience: RESOURCE })
-    const open = await startApi()
+    const open = await startApi({ audience: false })
     try {
       const other = await accessToken([])
       expect(decodeJwt(other.access_token).aud).not.toContain(RESOURCE)
       await expectRefused(await call(api, `Bearer ${other.access_token}`), "wrong aud")
-      expect((await call(open, `Bearer ${other.access_token}`)).status).toBe(200) // no audience configured
+      expect((await call(open, `Bearer ${other.access_token}`)).status).toBe(200) // audience: false
       const { access_token } = await accessToken()
       await expectRefused(await call(api, `Bearer ${await forge(access_token, {}, { iss: `${b.issuer}x` })}`), "wrong iss")
       const [h, p, s] = access_token.split(".") as [string, string, string]
@@ -269,7 +273,7 @@ describe("bearerTokenMiddleware", () => {
     // an issuer whose host does not answer at all
     const closedPort = await freePort()
     const hono = new Hono()
-    hono.use("*", bearerTokenMiddleware({ issuer: `http://127.0.0.1:${closedPort}/e/${b.environment_id}` }))
+    hono.use("*", bearerTokenMiddleware({ issuer: `http://127.0.0.1:${closedPort}/e/${b.environment_id}`, audience: RESOURCE }))
     hono.get("/", (c) => c.text("ok"))
     const res = await hono.request("/", { headers: { authorization: `Bearer ${access_token}` } })
     expect(res.status).toBe(503)
@@ -308,6 +312,68 @@ describe("bearerTokenMiddleware", () => {
   })
 
   it("refuses an issuer that is not https outside localhost", () => {
-    expect(() => bearerTokenMiddleware({ issuer: "http://auth.example.com/e/env_x" })).toThrow(/https/)
+    expect(() => bearerTokenMiddleware({ issuer: "http://auth.example.com/e/env_x", audience: RESOURCE })).toThrow(/https/)
+  })
+
+  it("audience is required: without it (or with an empty one) the middleware is not built; audience: false is the explicit opt-out", () => {
+    const issuer = "https://auth.example.com/e/env_x"
+    for (const audience of [undefined, "", [], [""], null, 0, true] as const) {
+      const build = () => bearerTokenMiddleware({ issuer, audience } as unknown as BearerTokenOptions)
+      expect(build, JSON.stringify(audience)).toThrow(TypeError)
+      expect(build, JSON.stringify(audience)).toThrow(/set `audience` to this API's identifier.*or `audience: false`/)
+    }
+    expect(() => bearerTokenMiddleware({ issuer } as unknown as BearerTokenOptions)).toThrow(/audience/)
+    expect(typeof bearerTokenMiddleware({ issuer, audience: RESOURCE })).toBe("function")
+    expect(typeof bearerTokenMiddleware({ issuer, audience: [RESOURCE, "https://other.example.com"] })).toBe("function")
+    expect(typeof bearerTokenMiddleware({ issuer, audience: false })).toBe("function")
+  })
+})
+
+describe("bearerTokenMiddleware and impersonation tokens (RFC 8693 act)", () => {
+  /** A real impersonation token: an Owner's Dashboard session starts one through the Management API. */
+  const impersonationToken = async () => {
+    const settings = await app.management(`/v1/environments/${b.environment_id}/settings`, { method: "PATCH", body: { impersonation_enabled: true }, key: b.api_key })
+    expect(settings.status, settings.text).toBe(200)
+    const owner = await dashboardUser(app, b.workspace_id, "owner")
+    const res = await app.request(app.config.managementHost, `/v1/impersonation?environment_id=${b.environment_id}`, {
+      method: "POST", headers: owner.headers, body: { user_id: user.id, reason: "Support ticket 1234: cannot see invoices", duration_minutes: 5 },
+    })
+    expect(res.status, res.text).toBe(201)
+    return { token: res.json.access_token as string, ownerId: owner.id }
+  }
+
+  it("an impersonation token is marked: accessTokenAct and accessTokenImpersonator name the Workspace member; the user's own token leaves them unset", async () => {
+    const { token, ownerId } = await impersonationToken()
+    expect(decodeJwt(token)).toMatchObject({ sub: user.id, aud: b.issuer, act: { sub: ownerId } })
+    // the issuer is its audience: an API that accepts tokens minted without `resource`
+    const api = await startApi({ audience: b.issuer })
+    try {
+      const res = await call(api, `Bearer ${token}`)
+      expect(res.status, await res.clone().text()).toBe(200)
+      const body = (await res.json()) as any
+      expect(body.sub).toBe(user.id)
+      expect(body.act).toEqual({ sub: ownerId, actor_type: "workspace_member" })
+      expect(body.impersonator).toBe(ownerId)
+      const own = (await (await call(api, `Bearer ${(await accessToken([])).access_token}`)).json()) as any
+      expect([own.sub, own.act, own.impersonator]).toEqual([user.id, null, null])
+    } finally {
+      await api.close()
+    }
+  })
+
+  it("an impersonation token does not open an API whose audience is its own identifier; a malformed act is refused", async () => {
+    const { token } = await impersonationToken()
+    const api = await startApi({ audience: RESOURCE })
+    const open = await startApi({ audience: false })
+    try {
+      await expectRefused(await call(api, `Bearer ${token}`), "aud is the issuer, not this API")
+      expect((await call(open, `Bearer ${token}`)).status).toBe(200)
+      for (const act of ["someone", { actor_type: "workspace_member" }, { sub: 42 }, [{ sub: "x" }], null]) {
+        await expectRefused(await call(open, `Bearer ${await forge(token, {}, { act })}`), JSON.stringify(act))
+      }
+    } finally {
+      await api.close()
+      await open.close()
+    }
   })
 })

@@ -140,7 +140,8 @@ const auth = createAuth({ issuer: "https://id.example.com/e/env_x", clientId: "c
   redirectUri: "https://app.example.com/auth/callback", postLogoutRedirectUri: "https://app.example.com/", cookieSecret: ["x".repeat(32)] })
 const app = mountAuthRoutes(new Hono<{ Variables: AuthVariables & BearerVariables }>(), auth)
 app.get("/me", requireSession(auth), (c) => c.text(c.get("authUser").sub + c.get("accessToken")))
-app.get("/api", bearerTokenMiddleware({ issuer: "https://id.example.com/e/env_x" }), (c) => c.json({ scope: c.get("accessTokenScope") }))
+app.get("/api", bearerTokenMiddleware({ issuer: "https://id.example.com/e/env_x", audience: "https://api.example.com" }),
+  (c) => c.json({ scope: c.get("accessTokenScope"), impersonator: c.get("accessTokenImpersonator") ?? null }))
 `
     const tsc = (source: string) => {
       writeFileSync(join(dir, "typed.ts"), source)
@@ -148,6 +149,8 @@ app.get("/api", bearerTokenMiddleware({ issuer: "https://id.example.com/e/env_x"
     }
     expect(await tsc(typed)).toBe("ok")
     expect(await tsc(typed + "createAuth({ issuer: 1 })\n")).toMatch(/error TS2322|error TS2345|error TS2739|error TS2740/)
+    // audience is required by the type too (the runtime throws a TypeError without it)
+    expect(await tsc(typed + "bearerTokenMiddleware({ issuer: \"https://id.example.com/e/env_x\" })\n")).toMatch(/error TS2345|error TS2741/)
   })
 
   it("imports nothing of the server: only hono, openid-client, jose, node built-ins and its own files", () => {

@@ -1,4 +1,5 @@
 import { Hono } from "hono"
+import type { Auth } from "../../src/hono/index.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { authMiddleware, createAuth, mountAuthRoutes, requireSession } from "../../src/hono/index.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
@@ -14,15 +15,24 @@ let app: TestApp
 let b: Bootstrapped
 let smtp: SmtpSink
 let rp: RelyingParty
-/** Token-endpoint calls made by the helper, and a switch that makes the issuer unreachable. */
+/**
+ * Token-endpoint calls made by the helper and the answers they got; a switch that makes the
+ * issuer unreachable, and one that answers the token endpoint in its place (an outage).
+ */
 const tokenCalls: Array<string> = []
+const tokenAnswers: Array<{ status: number; error: unknown }> = []
 let issuerDown = false
+let tokenEndpointAnswer: (() => Response) | undefined
 
 const countingFetch: typeof fetch = async (input, init) => {
   const url = input instanceof Request ? input.url : String(input)
   if (issuerDown) throw new TypeError("fetch failed (test: issuer unreachable)")
-  if (url.endsWith("/oauth2/token")) tokenCalls.push(String(init?.body ?? ""))
-  return fetch(input, init)
+  if (!url.endsWith("/oauth2/token")) return fetch(input, init)
+  tokenCalls.push(String(init?.body ?? ""))
+  const res = tokenEndpointAnswer?.() ?? await fetch(input, init)
+  const body = await res.clone().json().catch(() => undefined) as { error?: unknown } | undefined
+  tokenAnswers.push({ status: res.status, error: body?.error })
+  return res
 }
 
 const jsonOf = (res: Response): Promise<any> => res.json()
@@ -350,6 +360,103 @@ describe("refresh ahead of expiry", () => {
     const redirected = await rpFetch(rp, copy, "/private-page")
     expect(redirected.status).toBe(302)
     expect(redirected.headers.get("location")).toBe("/auth/login?returnTo=%2Fprivate-page")
+  })
+})
+
+describe("refresh refused for good ends the session; an outage does not", () => {
+  const privateRoutes = (hono: Hono<any>, auth: Auth) => {
+    mountAuthRoutes(hono, auth)
+    hono.get("/private", requireSession(auth), (c) => c.json({ user: c.get("authUser"), accessToken: c.get("accessToken") }))
+    hono.get("/private-page", requireSession(auth, { onUnauthenticated: "redirect" }), (c) => c.text("ok"))
+    hono.get("/maybe", authMiddleware(auth), (c) => c.json({ user: c.get("authUser") ?? null }))
+  }
+  const clearsSession = (res: Response) => res.headers.getSetCookie().some((c) => /^authservice_session=;.*Max-Age=0/.test(c))
+
+  /** After the refusal: 401 JSON (cookie cleared), the login redirect, and authMiddleware without a user. */
+  const expectEnded = async (party: Pick<RelyingParty, "origin">, jar: CookieJar) => {
+    const asPage = jar.clone()
+    const asMaybe = jar.clone()
+    const res = await rpFetch(party, jar, "/private")
+    await expectProblem(res, 401, "unauthorized")
+    expect(clearsSession(res)).toBe(true)
+    expect(jar.names()).toEqual([])
+    const page = await rpFetch(party, asPage, "/private-page")
+    expect([page.status, page.headers.get("location")]).toEqual([302, "/auth/login?returnTo=%2Fprivate-page"])
+    const maybe = await rpFetch(party, asMaybe, "/maybe")
+    expect([maybe.status, (await jsonOf(maybe)).user]).toEqual([200, null])
+    expect(asMaybe.names()).toEqual([])
+  }
+
+  it("a user blocked through the Management API: the next refresh is 403 access_denied and ends the session (no 503 loop)", async () => {
+    const { jar } = await signIn(app, b, smtp, rp)
+    const me = await jsonOf(await rpFetch(rp, jar, "/private"))
+    const block = await app.management(`/v1/users/${me.user.sub}/block?environment_id=${b.environment_id}`, { method: "POST", key: b.api_key, body: { reason: "test" } })
+    expect(block.status, block.text).toBe(200)
+    await app.advance("6 minutes")
+    const answers = tokenAnswers.length
+    await expectEnded(rp, jar)
+    expect(tokenAnswers.slice(answers)).toContainEqual({ status: 403, error: "access_denied" })
+  })
+
+  it("a rotated client secret: the callback is 400 login_failed and the next refresh (401 invalid_client) ends the session", async () => {
+    const party = await startRelyingParty(app, b, privateRoutes, { fetch: countingFetch })
+    try {
+      const { jar } = await signIn(app, b, smtp, party)
+      expect((await rpFetch(party, jar, "/private")).status).toBe(200)
+      // a sign-in in flight while the secret changes
+      const pending = new CookieJar()
+      const login = await rpFetch(party, pending, "/auth/login")
+      const callbackPath = await hostedLoginOverHttp(app, b, smtp, login.headers.get("location")!, uniqueEmail("rotated"))
+      const rotated = await app.management(`/v1/clients/${party.client.id}/rotate-secret`, { method: "POST", key: b.api_key })
+      expect(rotated.status, rotated.text).toBe(200)
+      const answers = tokenAnswers.length
+      const callback = await rpFetch(party, pending, callbackPath)
+      expect((await expectProblem(callback, 400, "login_failed")).detail).toBe("invalid_client")
+      expect(pending.names()).toEqual([])
+      await app.advance("6 minutes")
+      await expectEnded(party, jar)
+      const refused = tokenAnswers.slice(answers)
+      expect(refused.length).toBeGreaterThanOrEqual(2) // the callback's exchange and the refresh
+      expect(refused.every((a) => a.status === 401 && a.error === "invalid_client")).toBe(true)
+    } finally {
+      await party.close()
+    }
+  })
+
+  it("outages keep the session: 503 (never a redirect), the cookie unchanged, for 5xx, 429, 408, server_error/temporarily_unavailable and a non-OAuth body; then it refreshes", async () => {
+    const party = await startRelyingParty(app, b, privateRoutes, { fetch: countingFetch })
+    const json = (status: number, body: unknown) => () => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })
+    const outages: ReadonlyArray<readonly [string, () => Response]> = [
+      ["503 temporarily_unavailable", json(503, { error: "temporarily_unavailable" })],
+      ["500 server_error", json(500, { error: "server_error" })],
+      ["502 html", () => new Response("<html>Bad Gateway</html>", { status: 502, headers: { "content-type": "text/html" } })],
+      ["429 with an OAuth error body", json(429, { error: "invalid_request", error_description: "slow down" })],
+      ["408", json(408, { error: "invalid_request" })],
+      ["400 temporarily_unavailable", json(400, { error: "temporarily_unavailable" })],
+      ["400 server_error", json(400, { error: "server_error" })],
+      ["400 without an OAuth error", json(400, { message: "proxy says no" })],
+    ]
+    try {
+      const { jar } = await signIn(app, b, smtp, party)
+      const before = jar.cookies.get("authservice_session")
+      await app.advance("6 minutes")
+      for (const [why, answer] of outages) {
+        tokenEndpointAnswer = answer
+        const res = await rpFetch(party, jar, "/private")
+        await expectProblem(res, 503, "temporarily_unavailable")
+        expect(res.headers.getSetCookie(), why).toEqual([])
+        const page = await rpFetch(party, jar, "/private-page")
+        expect([page.status, page.headers.get("location")], why).toEqual([503, null])
+        expect(jar.cookies.get("authservice_session"), why).toBe(before)
+      }
+      tokenEndpointAnswer = undefined
+      const back = await rpFetch(party, jar, "/private")
+      expect(back.status).toBe(200)
+      expect(jar.cookies.get("authservice_session")).not.toBe(before)
+    } finally {
+      tokenEndpointAnswer = undefined
+      await party.close()
+    }
   })
 })
 

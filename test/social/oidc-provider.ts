@@ -23,7 +23,12 @@ export const startOidcProvider = async (options: { readonly clientId: string; re
   let nextAccount: string | undefined
   const redirectUris: Array<string> = []
   let provider: any
+  /** Every request the provider received (`GET /path`), and a switch making it answer 503 (an outage). */
+  const requests: Array<string> = []
+  let down = false
   const server: Server = createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    requests.push(`${req.method} ${(req.url ?? "").split("?")[0]}`)
+    if (down) return void res.writeHead(503, { "content-type": "text/plain" }).end("down for maintenance")
     const m = /^\/interaction\/([^/?]+)/.exec(req.url ?? "")
     if (!m) return provider.callback()(req, res)
     void (async () => {
@@ -65,6 +70,8 @@ export const startOidcProvider = async (options: { readonly clientId: string; re
   return {
     issuer,
     port,
+    requests,
+    setDown: (value: boolean) => { down = value },
     /** Registers our callback URL (the connection's callback_url) at the provider's client. */
     addRedirectUri: (uri: string) => {
       redirectUris.push(uri)

@@ -17,6 +17,18 @@ export const MICROSOFT_AUTHORITY = "https://login.microsoftonline.com/common/v2.
 /** https://developer.apple.com/documentation/sign_in_with_apple (discovery document). */
 export const APPLE_ISSUER = "https://appleid.apple.com"
 
+/**
+ * The authorization endpoints these providers publish, as their discovery documents name them:
+ * the authorization URL of a start is built from them without any request (discovery is
+ * fetched, and cached, for the callback's code exchange). Keyed by the issuer (authority) the
+ * adapter discovers.
+ */
+export const PUBLISHED_AUTHORIZATION_ENDPOINTS: Readonly<Record<string, string>> = {
+  [GOOGLE_ISSUER]: "https://accounts.google.com/o/oauth2/v2/auth",
+  [MICROSOFT_AUTHORITY]: "https://login.microsoftonline.com/common/oauth2/v2.0/authorize",
+  [APPLE_ISSUER]: "https://appleid.apple.com/auth/authorize",
+}
+
 /** GitHub OAuth apps (https://docs.github.com/en/apps/oauth-apps/building-oauth-apps/authorizing-oauth-apps). */
 export const GITHUB = {
   issuer: "https://github.com",

@@ -1,11 +1,14 @@
 import * as oidc from "openid-client"
+import { discover } from "./discovery.js"
+import { PUBLISHED_AUTHORIZATION_ENDPOINTS } from "./endpoints.js"
 import type { AuthorizationChecks, ProviderAdapter, ProviderCall } from "./types.js"
 
 /**
- * OpenID Connect providers through openid-client (discovery, PKCE S256, state, nonce and
- * the full ID-token validation of OIDC Core section 3.1.3.7: signature against the
- * provider's JWKS, `iss`, `aud`, `exp`, `iat`, `nonce`). Google, Microsoft, Apple and
- * generic OIDC differ only in the options below.
+ * OpenID Connect providers through openid-client (discovery, PKCE S256, state, nonce and the
+ * ID-token validation of OIDC Core section 3.1.3.7: `iss`, `aud`, `exp`, `iat`, `nonce`; the
+ * ID token comes straight from the token endpoint over TLS, so, as item 6 there allows,
+ * openid-client does not fetch the provider's JWKS to check its signature). Google,
+ * Microsoft, Apple and generic OIDC differ only in the options below.
  */
 export interface OidcOptions {
   /** The issuer (or authority) to discover. */
@@ -40,18 +43,32 @@ const lazyAuth = (call: ProviderCall, options: OidcOptions): oidc.ClientAuth => 
   return secretAuth(secret)(as, client, body, headers)
 }
 
+const clientMetadataOf = (call: ProviderCall) => ({ redirect_uris: [call.redirectUri], response_types: ["code"] })
+
+/** Discovery from the process's cache (discovery.ts): no request while the provider's document is fresh. */
 const configure = async (call: ProviderCall, options: OidcOptions) => {
   const secret = lazyAuth(call, options)
   const clientId = call.connection.provider_client_id ?? ""
-  const request = { [oidc.customFetch]: call.fetch, timeout: 10 }
-  const metadata = { redirect_uris: [call.redirectUri], response_types: ["code"] }
-  const config = await oidc.discovery(new URL(options.issuer(call)), clientId, metadata, secret, request)
+  const issuer = new URL(options.issuer(call))
+  const metadata = clientMetadataOf(call)
+  const config = await discover(call, issuer, clientId, metadata, secret)
   // openid-client expects RS256 ID tokens unless told otherwise; a provider that signs with
   // something else says so in its metadata (OIDC Discovery, id_token_signing_alg_values_supported).
   const algs = config.serverMetadata().id_token_signing_alg_values_supported ?? []
   if (algs.length === 0 || algs.includes("RS256")) return config
-  return oidc.discovery(new URL(options.issuer(call)), clientId, { ...metadata, id_token_signed_response_alg: algs[0]! },
-    secret, request)
+  return discover(call, issuer, clientId, { ...metadata, id_token_signed_response_alg: algs[0]! }, secret)
+}
+
+/**
+ * The configuration an authorization URL needs. A provider whose authorization endpoint is
+ * published (endpoints.ts) needs no request at all, so a start works even while its discovery
+ * document cannot be fetched; any other is discovered (cached).
+ */
+const authorizationConfiguration = async (call: ProviderCall, options: OidcOptions) => {
+  const issuer = options.issuer(call)
+  const published = PUBLISHED_AUTHORIZATION_ENDPOINTS[issuer]
+  if (published === undefined) return configure(call, options)
+  return new oidc.Configuration({ issuer, authorization_endpoint: published }, call.connection.provider_client_id ?? "", clientMetadataOf(call))
 }
 
 const scopeOf = (call: ProviderCall, options: OidcOptions) =>
@@ -59,7 +76,7 @@ const scopeOf = (call: ProviderCall, options: OidcOptions) =>
 
 export const oidcProvider = (options: OidcOptions): ProviderAdapter => ({
   authorizationUrl: async (call, checks) => {
-    const config = await configure(call, options)
+    const config = await authorizationConfiguration(call, options)
     return oidc.buildAuthorizationUrl(config, {
       response_type: "code",
       redirect_uri: call.redirectUri,

@@ -1,5 +1,16 @@
 import type { CustomFetch } from "openid-client"
 import type { ConnectionRow } from "../../management/connections/repo.js"
+import type { RefreshingCache } from "./refreshing-cache.js"
+
+/** A provider's discovery response as received (the request URL, body and media type). */
+export interface DiscoveryDocument {
+  readonly url: string
+  readonly body: string
+  readonly contentType: string
+}
+
+/** The process's discovery documents by issuer URL (src/social/provider-discovery-cache.ts). */
+export type DiscoveryCache = RefreshingCache<DiscoveryDocument>
 
 /** Everything a provider adapter needs for one call; it holds no state between calls. */
 export interface ProviderCall {
@@ -9,8 +20,10 @@ export interface ProviderCall {
   /** The redirect URI registered at the provider: the Connection's callback URL. */
   readonly redirectUri: string
   readonly fetch: CustomFetch
-  /** Effect Clock time, for what the adapter signs (Apple's client secret JWT). */
+  /** Effect Clock time, for what the adapter signs (Apple's client secret JWT) and cache expiry. */
   readonly nowMs: number
+  /** Discovery documents already fetched by this process (each start no longer asks the provider). */
+  readonly discovery: DiscoveryCache
 }
 
 /** The per-redirect values bound into the authorization request and checked at the callback. */
