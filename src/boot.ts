@@ -3,6 +3,7 @@ import { Cause, Effect, Exit, Layer } from "effect"
 import { type AppConfig, ConfigInvalid, parseConfig } from "./platform/config.js"
 import type { Keyring } from "./platform/crypto.js"
 import { EmbeddedPostgresUnusable, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
+import { DEV_MAILER_IN_PRODUCTION_WARNING, devMailerRefusal } from "./platform/mailer.js"
 import { loadKeyring, MasterKeyMismatch } from "./platform/master-key.js"
 import { LoggerLive } from "./platform/observability/logger.js"
 import { MetricsServerLive } from "./platform/observability/metrics-http.js"
@@ -47,6 +48,8 @@ export const parseConfigOrExit = (): AppConfig => {
  */
 export const boot = (makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown, any>, options: { readonly onReady?: (ctx: BootContext) => void } = {}) => {
   const config = parseConfigOrExit()
+  const mailRefusal = devMailerRefusal(config)
+  if (mailRefusal !== undefined) return fail(mailRefusal)
   let keyring: Keyring
   try {
     keyring = loadKeyring(config)
@@ -54,6 +57,7 @@ export const boot = (makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown
     return fail(e instanceof ConfigInvalid ? e.message : `cannot read or create the master key under DATA_DIR: ${String(e)}`)
   }
   const program = Effect.gen(function* () {
+    if (config.production && config.smtpUrl === undefined) yield* Effect.logWarning(DEV_MAILER_IN_PRODUCTION_WARNING)
     const embedded = config.databaseUrl === undefined
     const databaseUrl = config.databaseUrl ?? (yield* Effect.acquireRelease(
       Effect.tryPromise({ try: () => startEmbeddedPostgres(config.dataDir), catch: (e) => e }),

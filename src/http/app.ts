@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { Config } from "../platform/config.js"
 import { newRequestId } from "../platform/request-id.js"
 import { CurrentRequest } from "../platform/request-context.js"
-import { clientIp } from "../platform/trust-proxy.js"
+import { clientIp, UNTRUSTED_FORWARDING_WARNING, untrustedForwardingDetector } from "../platform/trust-proxy.js"
 import { Tenancy } from "../tenancy/service.js"
 import { environmentUrls } from "../tenancy/urls.js"
 import { CurrentEnvironment } from "./current-environment.js"
@@ -72,6 +72,7 @@ export const makeHttpApp = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const metrics = yield* CurrentMetrics
   const routes = allRoutes(config)
+  const forwardedButUntrusted = untrustedForwardingDetector(config.trustProxy)
   const management = makeSurface(routes.management)
   const issuer = makeSurface(routes.issuer)
   const interaction = makeSurface(routes.interaction)
@@ -138,6 +139,7 @@ export const makeHttpApp = Effect.gen(function* () {
     const started = yield* Clock.currentTimeNanos
     const requestId = newRequestId()
     const inbound = request.headers["x-request-id"]
+    if (forwardedButUntrusted(request.headers)) yield* Effect.logWarning(UNTRUSTED_FORWARDING_WARNING)
     const info = { requestId, ip: clientIp(config.trustProxy, socketPeer(request), request.headers["x-forwarded-for"]) }
     const matched: RequestRoute = { surface: "unknown", prefix: "", route: undefined }
     const response = yield* dispatch(request, matched).pipe(
