@@ -7,6 +7,7 @@ import { DEV_MAILER_IN_PRODUCTION_WARNING, devMailerRefusal } from "./platform/m
 import { loadKeyring, MasterKeyMismatch } from "./platform/master-key.js"
 import { LoggerLive } from "./platform/observability/logger.js"
 import { MetricsServerLive } from "./platform/observability/metrics-http.js"
+import { type ProcessKind, ProcessHeartbeatLive, processRegistration } from "./platform/process-heartbeat.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
 
 export interface BootContext {
@@ -46,7 +47,7 @@ export const parseConfigOrExit = (): AppConfig => {
  * migrations and the master-key check, then the given layer until SIGINT/SIGTERM.
  * Shutdown closes layers in reverse: the listener drains, the worker stops, Postgres stops.
  */
-export const boot = (makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown, any>, options: { readonly onReady?: (ctx: BootContext) => void } = {}) => {
+export const boot = (kind: ProcessKind, makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown, any>, options: { readonly onReady?: (ctx: BootContext) => void } = {}) => {
   const config = parseConfigOrExit()
   const mailRefusal = devMailerRefusal(config)
   if (mailRefusal !== undefined) return fail(mailRefusal)
@@ -64,10 +65,13 @@ export const boot = (makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown
       (pg) => Effect.promise(() => pg.stop()))).url
     const ctx: BootContext = { config, databaseUrl, keyring, embedded }
     yield* Effect.gen(function* () {
-      yield* prepareDatabase(databaseUrl, keyring)
+      // The process is listed (kind, master key ids) from its key check on, beating while it runs:
+      // `master-key rotate` waits for every live process to hold both keys.
+      const registration = yield* processRegistration(kind)
+      yield* prepareDatabase(databaseUrl, keyring, { register: registration })
       // The ready hook runs once the process layer (listener, worker) is built.
       const ready = Layer.effectDiscard(Effect.sync(() => options.onReady?.(ctx)))
-      return yield* Layer.launch(ready.pipe(Layer.provide(Layer.mergeAll(makeLayer(ctx), MetricsServerLive))))
+      return yield* Layer.launch(ready.pipe(Layer.provide(Layer.mergeAll(makeLayer(ctx), MetricsServerLive, ProcessHeartbeatLive(registration)))))
     }).pipe(Effect.provide(AppLayer(config, databaseUrl, keyring)))
   }).pipe(
     Effect.provide(LoggerLive(config.production)),

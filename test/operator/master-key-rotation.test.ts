@@ -124,7 +124,7 @@ describe("master-key rotation that completes (issue 12)", () => {
     expect(rotated.code, rotated.stderr).toBe(0)
     const idB = keyId(keyB)
     expect(rotated.json).toEqual({
-      from_key_id: idA, to_key_id: idB, completed: true, remaining: {},
+      from_key_id: idA, to_key_id: idB, completed: true, remaining: {}, old_key_needed_until: expect.any(String),
       resealed: expect.objectContaining({
         "signing_keys.private_key_sealed": 1, "webhooks.secret_sealed": 1, "connections.provider_client_secret_sealed": 1,
         "idempotency_keys.response_sealed": 1, "graphile_worker.jobs.send_login_code": 1, "refresh_families.grace_response_sealed": 1,
@@ -159,6 +159,21 @@ describe("master-key rotation that completes (issue 12)", () => {
     expect(JSON.parse(noticeOpened.toString("utf8"))).toEqual({ to: "old@example.com", new_email: "new@example.com" })
     const verified = await publicApi(second, env, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id: otp.json.challenge_id, code } })
     expect(verified.status, verified.text).toBe(200)
+
+    // --- Step 4 too early: B alone is refused for 10 minutes after the rotation completed (codes
+    // and social states HMAC'd under A verify only with A), then accepted. ----------------------
+    const neededUntil = Date.parse(rotated.json!["old_key_needed_until"])
+    // (The command ran on the wall clock.)
+    expect(neededUntil - Date.now()).toBeGreaterThan(9 * 60_000)
+    expect(neededUntil - Date.now()).toBeLessThanOrEqual(10 * 60_000)
+    await expect(second.run(verifyMasterKey({ current: keyB }))).rejects.toThrow(
+      `The master-key rotation completed, but Email OTP codes and social login states made under the old key verify only with it until ${rotated.json!["old_key_needed_until"]}: keep MASTER_KEY_PREVIOUS set to the old key until then (step 4)`)
+    // Both keys are still accepted meanwhile.
+    expect(await second.run(verifyMasterKey({ current: keyB, previous: keyA }))).toBe("ready")
+    await second.advance(neededUntil - second.now() + 1)
+    expect(await second.run(verifyMasterKey({ current: keyB }))).toBe("ready")
+    // The next app starts on its own clock (now): the ten minutes pass for it too.
+    await sqlRows(second, "update master_key_check set old_key_needed_until = old_key_needed_until - interval '10 minutes 5 seconds'")
 
     // --- B only: every secret still works. --------------------------------------------------------
     const third = await restart(databaseUrl, { MASTER_KEY: B })
