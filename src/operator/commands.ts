@@ -81,7 +81,7 @@ export const COMMANDS: ReadonlyArray<Command> = [
   {
     name: "master-key rotate",
     synopsis: "master-key rotate [--batch-size <n>] [--json]",
-    description: "With MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>, re-seals every value sealed under the old key (in batches, resumable, safe while the service runs). When it reports completed, MASTER_KEY_PREVIOUS may be dropped. Exit code 2: not finished, run it again. See docs/master-key-rotation.md.",
+    description: "With MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>, re-seals every value sealed under the old key (in batches, resumable, safe while the service runs). Refused (exit code 1, nothing re-sealed) while a live server or worker runs without both keys. When it reports completed, MASTER_KEY_PREVIOUS may be dropped after old_key_needed_until. Exit code 2: not finished, run it again. See docs/master-key-rotation.md.",
     valueFlags: ["batch-size"],
     runsBeforeRotationBegins: true,
     run: (args) => Effect.gen(function* () {
