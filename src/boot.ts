@@ -7,7 +7,7 @@ import { DEV_MAILER_IN_PRODUCTION_WARNING, devMailerRefusal } from "./platform/m
 import { loadKeyring, MasterKeyMismatch } from "./platform/master-key.js"
 import { LoggerLive } from "./platform/observability/logger.js"
 import { MetricsServerLive } from "./platform/observability/metrics-http.js"
-import { type ProcessKind, ProcessHeartbeatLive, processRegistration } from "./platform/process-heartbeat.js"
+import { forgetProcessOnExit, type ProcessKind, ProcessHeartbeatLive, processRegistration } from "./platform/process-heartbeat.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
 
 export interface BootContext {
@@ -72,6 +72,8 @@ export const boot = (kind: ProcessKind, makeLayer: (ctx: BootContext) => Layer.L
       // The ready hook runs once the process layer (listener, worker) is built.
       const ready = Layer.effectDiscard(Effect.sync(() => options.onReady?.(ctx)))
       return yield* Layer.launch(ready.pipe(Layer.provide(Layer.mergeAll(makeLayer(ctx), MetricsServerLive, ProcessHeartbeatLive(registration)))))
+        // Also when the process layer fails to build (a port in use): no row left to hold a rotation.
+        .pipe(Effect.ensuring(forgetProcessOnExit(registration.processId)))
     }).pipe(Effect.provide(AppLayer(config, databaseUrl, keyring)))
   }).pipe(
     Effect.provide(LoggerLive(config.production)),

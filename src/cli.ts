@@ -4,7 +4,7 @@ import { parseCommandLine, type Outcome, usage } from "./operator/commands.js"
 import { ConfigInvalid, parseConfig } from "./platform/config.js"
 import { runningEmbeddedUrl, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
 import { loadKeyring } from "./platform/master-key.js"
-import { ProcessHeartbeatLive, processRegistration } from "./platform/process-heartbeat.js"
+import { forgetProcessOnExit, ProcessHeartbeatLive, processRegistration } from "./platform/process-heartbeat.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
 import { LOGIN_USAGE, login, LoginUsage, parseLoginFlags } from "./cli/login.js"
 
@@ -80,8 +80,8 @@ const main = async (): Promise<number> => {
         if (keys === "rotation-not-begun" && command.runsBeforeRotationBegins !== true) {
           return yield* new ConfigInvalid({ message: ROTATION_NOT_BEGUN })
         }
-        return yield* command.run(args, config)
-      }).pipe(Effect.provide(ProcessHeartbeatLive(registration)))
+        return yield* command.run(args, config).pipe(Effect.provide(ProcessHeartbeatLive(registration)))
+      }).pipe(Effect.ensuring(forgetProcessOnExit(registration.processId)))
     }).pipe(Effect.provide(AppLayer(config, url, keyring, { maxConnections: 2 }))) as Effect.Effect<Outcome, unknown, never>)
     print(outcome, args.json || command.alwaysJson === true)
     return outcome.exitCode ?? 0

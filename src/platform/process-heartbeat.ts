@@ -62,6 +62,10 @@ export const forgetProcess = (processId: string) =>
 /** How long a stopping process waits to delete its row (a database that is down must not hold the shutdown). */
 const FORGET_WITHIN_MS = 2_000
 
+/** Deletes the row on the way out, giving up quietly after FORGET_WITHIN_MS (the row then goes stale). */
+export const forgetProcessOnExit = (processId: string) =>
+  withinDeadline(forgetProcess(processId), FORGET_WITHIN_MS, "heartbeat removal").pipe(Effect.ignore)
+
 /**
  * Beats while the process runs and removes the row when it stops. The first row was written by
  * the key check at start; a failed beat (the database away) is logged and retried next time.
@@ -84,6 +88,5 @@ export const ProcessHeartbeatLive = (registration: ProcessRegistration) => Layer
     Effect.catchCause((cause) => Effect.logWarning("process heartbeat failed; retried at the next beat", cause)),
   )
   yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(PROCESS_HEARTBEAT.intervalMs), beat)))
-  yield* Effect.addFinalizer(() => withinDeadline(forgetProcess(registration.processId), FORGET_WITHIN_MS, "heartbeat removal").pipe(
-    Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore))
+  yield* Effect.addFinalizer(() => forgetProcessOnExit(registration.processId).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
 }))
