@@ -3,9 +3,11 @@ import { Cause, Effect, Exit, Layer } from "effect"
 import { type AppConfig, ConfigInvalid, parseConfig } from "./platform/config.js"
 import type { Keyring } from "./platform/crypto.js"
 import { EmbeddedPostgresUnusable, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
+import { DEV_MAILER_IN_PRODUCTION_WARNING, devMailerRefusal } from "./platform/mailer.js"
 import { loadKeyring, MasterKeyMismatch } from "./platform/master-key.js"
 import { LoggerLive } from "./platform/observability/logger.js"
 import { MetricsServerLive } from "./platform/observability/metrics-http.js"
+import { forgetProcessOnExit, type ProcessKind, ProcessHeartbeatLive, processRegistration } from "./platform/process-heartbeat.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
 
 export interface BootContext {
@@ -45,8 +47,10 @@ export const parseConfigOrExit = (): AppConfig => {
  * migrations and the master-key check, then the given layer until SIGINT/SIGTERM.
  * Shutdown closes layers in reverse: the listener drains, the worker stops, Postgres stops.
  */
-export const boot = (makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown, any>, options: { readonly onReady?: (ctx: BootContext) => void } = {}) => {
+export const boot = (kind: ProcessKind, makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown, any>, options: { readonly onReady?: (ctx: BootContext) => void } = {}) => {
   const config = parseConfigOrExit()
+  const mailRefusal = devMailerRefusal(config)
+  if (mailRefusal !== undefined) return fail(mailRefusal)
   let keyring: Keyring
   try {
     keyring = loadKeyring(config)
@@ -54,16 +58,22 @@ export const boot = (makeLayer: (ctx: BootContext) => Layer.Layer<never, unknown
     return fail(e instanceof ConfigInvalid ? e.message : `cannot read or create the master key under DATA_DIR: ${String(e)}`)
   }
   const program = Effect.gen(function* () {
+    if (config.production && config.smtpUrl === undefined) yield* Effect.logWarning(DEV_MAILER_IN_PRODUCTION_WARNING)
     const embedded = config.databaseUrl === undefined
     const databaseUrl = config.databaseUrl ?? (yield* Effect.acquireRelease(
       Effect.tryPromise({ try: () => startEmbeddedPostgres(config.dataDir), catch: (e) => e }),
       (pg) => Effect.promise(() => pg.stop()))).url
     const ctx: BootContext = { config, databaseUrl, keyring, embedded }
     yield* Effect.gen(function* () {
-      yield* prepareDatabase(databaseUrl, keyring)
+      // The process is listed (kind, master key ids) from its key check on, beating while it runs:
+      // `master-key rotate` waits for every live process to hold both keys.
+      const registration = yield* processRegistration(kind)
+      yield* prepareDatabase(databaseUrl, keyring, { register: registration })
       // The ready hook runs once the process layer (listener, worker) is built.
       const ready = Layer.effectDiscard(Effect.sync(() => options.onReady?.(ctx)))
-      return yield* Layer.launch(ready.pipe(Layer.provide(Layer.mergeAll(makeLayer(ctx), MetricsServerLive))))
+      return yield* Layer.launch(ready.pipe(Layer.provide(Layer.mergeAll(makeLayer(ctx), MetricsServerLive, ProcessHeartbeatLive(registration)))))
+        // Also when the process layer fails to build (a port in use): no row left to hold a rotation.
+        .pipe(Effect.ensuring(forgetProcessOnExit(registration.processId)))
     }).pipe(Effect.provide(AppLayer(config, databaseUrl, keyring)))
   }).pipe(
     Effect.provide(LoggerLive(config.production)),

@@ -4,6 +4,7 @@ import { parseCommandLine, type Outcome, usage } from "./operator/commands.js"
 import { ConfigInvalid, parseConfig } from "./platform/config.js"
 import { runningEmbeddedUrl, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
 import { loadKeyring } from "./platform/master-key.js"
+import { forgetProcessOnExit, ProcessHeartbeatLive, processRegistration } from "./platform/process-heartbeat.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
 import { LOGIN_USAGE, login, LoginUsage, parseLoginFlags } from "./cli/login.js"
 
@@ -18,6 +19,13 @@ const reachable = async (url: string) => {
     await client.end().catch(() => {})
   }
 }
+
+/**
+ * MASTER_KEY=<new> MASTER_KEY_PREVIOUS=<the database's key> before any server or worker began the
+ * rotation: a command would seal under a key the running processes cannot open.
+ */
+const ROTATION_NOT_BEGUN = "MASTER_KEY_PREVIOUS is the database's key, but no server or worker has started with MASTER_KEY=<new> and "
+  + "MASTER_KEY_PREVIOUS=<old> yet: restart every server and worker with both keys first (docs/master-key-rotation.md, step 2)"
 
 const print = (outcome: Outcome, asJson: boolean) => {
   if (asJson) return void process.stdout.write(JSON.stringify(outcome.json) + "\n")
@@ -64,8 +72,16 @@ const main = async (): Promise<number> => {
   }
   try {
     const outcome = await Effect.runPromise(Effect.gen(function* () {
-      yield* prepareDatabase(url, keyring)
-      return yield* command.run(args, config)
+      // Listed among the running processes while it runs (a command holding only the old key
+      // makes `master-key rotate` wait, like a server); never begins a rotation itself.
+      const registration = yield* processRegistration("cli")
+      return yield* Effect.gen(function* () {
+        const keys = yield* prepareDatabase(url, keyring, { register: registration, mayBeginRotation: false })
+        if (keys === "rotation-not-begun" && command.runsBeforeRotationBegins !== true) {
+          return yield* new ConfigInvalid({ message: ROTATION_NOT_BEGUN })
+        }
+        return yield* command.run(args, config).pipe(Effect.provide(ProcessHeartbeatLive(registration)))
+      }).pipe(Effect.ensuring(forgetProcessOnExit(registration.processId)))
     }).pipe(Effect.provide(AppLayer(config, url, keyring, { maxConnections: 2 }))) as Effect.Effect<Outcome, unknown, never>)
     print(outcome, args.json || command.alwaysJson === true)
     return outcome.exitCode ?? 0

@@ -3,4 +3,4 @@ import { HttpServerLive } from "./http/server.js"
 import { printUrls } from "./banner.js"
 
 // The HTTP server alone (production: run any number of these beside src/worker.ts).
-boot(({ config }) => HttpServerLive(config.port, config.listenHost), { onReady: printUrls })
+boot("server", ({ config }) => HttpServerLive(config.port, config.listenHost), { onReady: printUrls })

@@ -12,7 +12,7 @@ import { MailerLive } from "./platform/mailer.js"
 import { CurrentMetrics, makeMetrics } from "./platform/observability/metrics.js"
 import { TracingLive, tracingLayer } from "./platform/observability/tracing.js"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { verifyMasterKey } from "./platform/master-key.js"
+import { verifyMasterKey, type VerifyMasterKeyOptions } from "./platform/master-key.js"
 import { PasskeysLive } from "./passkeys/service.js"
 import { installWorkerSchema } from "./platform/worker-schema.js"
 import { TenancyLive } from "./tenancy/service.js"
@@ -62,9 +62,12 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
   return features.pipe(Layer.provideMerge(platform))
 }
 
-/** Applies our migrations and graphile-worker's, then checks the master key. */
-export const prepareDatabase = (databaseUrl: string, keyring: Keyring) => Effect.gen(function* () {
+/**
+ * Applies our migrations and graphile-worker's, then checks the master key (recording the
+ * process's heartbeat row when `options.register` is given; src/platform/master-key.ts).
+ */
+export const prepareDatabase = (databaseUrl: string, keyring: Keyring, options: VerifyMasterKeyOptions = {}) => Effect.gen(function* () {
   yield* runMigrations
   yield* installWorkerSchema(databaseUrl)
-  yield* verifyMasterKey(keyring)
+  return yield* verifyMasterKey(keyring, options)
 })

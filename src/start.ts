@@ -5,4 +5,4 @@ import { HttpServerLive } from "./http/server.js"
 import { WorkerLive } from "./jobs/worker.js"
 
 // `npm start`: server and worker in one process, embedded Postgres unless DATABASE_URL is set.
-boot(({ config }) => Layer.mergeAll(HttpServerLive(config.port, config.listenHost), WorkerLive()), { onReady: printUrls })
+boot("server+worker", ({ config }) => Layer.mergeAll(HttpServerLive(config.port, config.listenHost), WorkerLive()), { onReady: printUrls })

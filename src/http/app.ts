@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { Config } from "../platform/config.js"
 import { newRequestId } from "../platform/request-id.js"
 import { CurrentRequest } from "../platform/request-context.js"
-import { clientIp } from "../platform/trust-proxy.js"
+import { clientIp, UNTRUSTED_FORWARDING_WARNING, untrustedForwardingDetector } from "../platform/trust-proxy.js"
 import { Tenancy } from "../tenancy/service.js"
 import { environmentUrls } from "../tenancy/urls.js"
 import { CurrentEnvironment } from "./current-environment.js"
@@ -12,7 +12,7 @@ import { EnvironmentSuspended, InvalidRequest, NotFound, OAuthError, ServiceUnav
 import { isStorageUnavailable } from "./storage-failure.js"
 import { classifyHost } from "./hosts.js"
 import { logRequest } from "./log.js"
-import { oauthErrorResponse, PROBLEMS, problemResponse } from "./problems.js"
+import { oauthErrorResponse, PROBLEMS, problemResponse, STORAGE_RETRY_AFTER_SECONDS } from "./problems.js"
 import { MAX_BODY_BYTES } from "./route.js"
 import { CurrentMetrics } from "../platform/observability/metrics.js"
 import { metricsEndpoint } from "../platform/observability/metrics-http.js"
@@ -30,8 +30,11 @@ const SERVED_WHILE_SUSPENDED = new Set(["/.well-known/openid-configuration", "/o
 const socketPeer = (request: HttpServerRequest.HttpServerRequest) =>
   request.remoteAddress._tag === "Some" ? request.remoteAddress.value : undefined
 
-/** The OAuth endpoints whose failures are OAuth error bodies (spec: Errors, OAuth error responses). */
-const OAUTH_ERROR_PATH = /\/oauth2\/(token|revoke|authorize)$/
+/**
+ * The OAuth endpoints whose storage failures are OAuth error bodies (spec: Errors, OAuth error
+ * responses; introspection as its caller check already answers: decisions, Tokens: introspection).
+ */
+const OAUTH_ERROR_PATH = /\/oauth2\/(token|revoke|authorize|introspect)$/
 
 /** Turns any failure into a response: the ONE place error bodies are written. */
 const renderFailure = (path: string) => (cause: Cause.Cause<unknown>) => {
@@ -40,7 +43,7 @@ const renderFailure = (path: string) => (cause: Cause.Cause<unknown>) => {
   if (isStorageUnavailable(error)) {
     return Effect.logWarning("storage unavailable", cause).pipe(Effect.andThen(OAUTH_ERROR_PATH.test(path)
       ? Effect.succeed(oauthErrorResponse(new OAuthError({ error: "server_error", description: "Storage is unavailable; retry later" })))
-      : problemResponse(PROBLEMS["ServiceUnavailable"]!, "The database is not reachable; retry later", { "retry-after": "1" })))
+      : problemResponse(PROBLEMS["ServiceUnavailable"]!, "The database is not reachable; retry later", { "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) })))
   }
   if (HttpServerError.isHttpServerError(error) && error.reason._tag === "RequestParseError") {
     const tooLarge = (error.reason as { reason?: string }).reason === "BodyTooLarge"
@@ -52,6 +55,8 @@ const renderFailure = (path: string) => (cause: Cause.Cause<unknown>) => {
     const e = error as { detail?: string; retryAfterSeconds?: number; allow?: ReadonlyArray<string>; wwwAuthenticate?: string }
     const headers: Record<string, string> = {}
     if (e.retryAfterSeconds !== undefined) headers["retry-after"] = String(Math.max(1, Math.ceil(e.retryAfterSeconds)))
+    // Every 503 says when to retry (RFC 9110 10.2.3): /readyz, logout, a provider outage.
+    else if (entry.status === 503) headers["retry-after"] = String(STORAGE_RETRY_AFTER_SECONDS)
     if (e.allow !== undefined) headers["allow"] = e.allow.join(", ")
     // Bearer failures carry their RFC 6750 challenge (src/oidc/access-token/errors.ts).
     if (e.wwwAuthenticate !== undefined) headers["www-authenticate"] = e.wwwAuthenticate
@@ -67,6 +72,7 @@ export const makeHttpApp = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const metrics = yield* CurrentMetrics
   const routes = allRoutes(config)
+  const forwardedButUntrusted = untrustedForwardingDetector(config.trustProxy)
   const management = makeSurface(routes.management)
   const issuer = makeSurface(routes.issuer)
   const interaction = makeSurface(routes.interaction)
@@ -133,6 +139,7 @@ export const makeHttpApp = Effect.gen(function* () {
     const started = yield* Clock.currentTimeNanos
     const requestId = newRequestId()
     const inbound = request.headers["x-request-id"]
+    if (forwardedButUntrusted(request.headers)) yield* Effect.logWarning(UNTRUSTED_FORWARDING_WARNING)
     const info = { requestId, ip: clientIp(config.trustProxy, socketPeer(request), request.headers["x-forwarded-for"]) }
     const matched: RequestRoute = { surface: "unknown", prefix: "", route: undefined }
     const response = yield* dispatch(request, matched).pipe(

@@ -126,14 +126,21 @@ export const problemResponse = (entry: ProblemEntry, detail?: string, headers?: 
     )
   })
 
-export const oauthErrorResponse = (error: OAuthError) =>
-  HttpServerResponse.jsonUnsafe(
+/** Seconds a client should wait before retrying a 503 (a database restart or outage is short). */
+export const STORAGE_RETRY_AFTER_SECONDS = 1
+
+export const oauthErrorResponse = (error: OAuthError) => {
+  const status = OAUTH_STATUS[error.error]
+  return HttpServerResponse.jsonUnsafe(
     { error: error.error, error_description: error.description },
     {
-      status: OAUTH_STATUS[error.error],
+      status,
       headers: {
         "cache-control": "no-store",
+        // Every 503 says when to retry (RFC 9110 10.2.3), as the Problem Details 503s do.
+        ...(status === 503 ? { "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) } : {}),
         ...(error.challenge !== undefined ? { "www-authenticate": error.challenge } : {}),
       },
     },
   )
+}

@@ -36,6 +36,12 @@ export interface Command {
   readonly parse?: (flags: ReadonlyArray<string>) => unknown
   /** Prints its JSON object whether or not --json is given. */
   readonly alwaysJson?: boolean
+  /**
+   * Runs while MASTER_KEY_PREVIOUS names the database's key and no process has begun the rotation
+   * (src/cli.ts refuses every other command then): only `master-key rotate`, which refuses itself
+   * with the list of processes still to restart.
+   */
+  readonly runsBeforeRotationBegins?: boolean
 }
 
 const required = (args: Args, name: string) => {
@@ -75,12 +81,13 @@ export const COMMANDS: ReadonlyArray<Command> = [
   {
     name: "master-key rotate",
     synopsis: "master-key rotate [--batch-size <n>] [--json]",
-    description: "With MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>, re-seals every value sealed under the old key (in batches, resumable, safe while the service runs). When it reports completed, MASTER_KEY_PREVIOUS may be dropped. Exit code 2: not finished, run it again. See docs/master-key-rotation.md.",
+    description: "With MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>, re-seals every value sealed under the old key (in batches, resumable, safe while the service runs). Refused (exit code 1, nothing re-sealed) while a live server or worker runs without both keys. When it reports completed, MASTER_KEY_PREVIOUS may be dropped after old_key_needed_until. Exit code 2: not finished, run it again. See docs/master-key-rotation.md.",
     valueFlags: ["batch-size"],
+    runsBeforeRotationBegins: true,
     run: (args) => Effect.gen(function* () {
       const report = yield* rotateMasterKey({ batchSize: positive(args, "batch-size", 500) })
       return report.completed
-        ? { json: { ...report }, note: "Completed: restart every process without MASTER_KEY_PREVIOUS." }
+        ? { json: { ...report }, note: `Completed: restart every process without MASTER_KEY_PREVIOUS after ${report.old_key_needed_until} (step 4).` }
         : { json: { ...report }, note: "Not finished (values changed while it ran): run it again.", exitCode: 2 }
     }),
   },

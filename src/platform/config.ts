@@ -25,6 +25,11 @@ export interface AppConfig {
   readonly trustProxy: TrustProxy
   readonly rateLimits: RateLimits
   readonly smtpUrl: string | undefined
+  /**
+   * MAIL_ALLOW_DEV_MAILER: with NODE_ENV=production and no SMTP_URL, start anyway with the
+   * development mailer (nothing is delivered; see devMailerRefusal in ./mailer.ts).
+   */
+  readonly allowDevMailer: boolean
   readonly mailFrom: string
   readonly masterKey: Uint8Array | undefined
   readonly masterKeyPrevious: Uint8Array | undefined
@@ -249,6 +254,7 @@ export const parseConfig = (env: Env): AppConfig => {
       otpFailuresCeilingPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_CEILING_PER_HOUR", 50),
     },
     smtpUrl,
+    allowDevMailer: flag(env, "MAIL_ALLOW_DEV_MAILER"),
     mailFrom: env["MAIL_FROM"] || `no-reply@${platformDomain}`,
     masterKey,
     masterKeyPrevious,

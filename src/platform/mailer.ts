@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { createTransport } from "nodemailer"
-import { Config } from "./config.js"
+import { type AppConfig, Config } from "./config.js"
 import { maskEmail } from "./events/schema.js"
 import { withCallSpan } from "./observability/span.js"
 
@@ -93,3 +93,19 @@ export const MailerLive = Layer.effect(Mailer, Effect.gen(function* () {
   const config = yield* Config
   return config.smtpUrl === undefined ? makeDevMailer(config.mailFrom) : makeSmtpMailer(config.smtpUrl, config.mailFrom)
 }))
+
+/**
+ * A production server or worker without SMTP_URL would run the development mailer: every
+ * message, login codes included, kept in that process's memory and never delivered (the dev
+ * mailbox page is off in production), so no one could sign in by Email OTP. Refused at start
+ * unless MAIL_ALLOW_DEV_MAILER says it is meant (decisions: Production operation). Operator
+ * commands send no mail and are not refused.
+ */
+export const devMailerRefusal = (config: Pick<AppConfig, "production" | "smtpUrl" | "allowDevMailer">): string | undefined =>
+  config.production && config.smtpUrl === undefined && !config.allowDevMailer
+    ? "SMTP_URL is required when NODE_ENV=production (without it the development mailer keeps every mail, login codes included, in memory and delivers none); set SMTP_URL, or MAIL_ALLOW_DEV_MAILER=true to start without mail delivery"
+    : undefined
+
+/** Logged once at start when MAIL_ALLOW_DEV_MAILER lets a production process run without SMTP. */
+export const DEV_MAILER_IN_PRODUCTION_WARNING =
+  "SMTP_URL is unset and MAIL_ALLOW_DEV_MAILER=true: mail (login codes included) is kept in memory and not delivered"

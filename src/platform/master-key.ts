@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { Effect, Schema } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { type AppConfig, parseMasterKey } from "./config.js"
 import { type Keyring, makeCrypto } from "./crypto.js"
+import { type ProcessRegistration, recordBeat } from "./process-heartbeat.js"
 
 export class MasterKeyMismatch extends Schema.TaggedError<MasterKeyMismatch>()("MasterKeyMismatch", {
   message: Schema.String,
@@ -26,40 +27,96 @@ export const loadKeyring = (config: AppConfig): Keyring => {
   return { current: parseMasterKey(`MASTER_KEY (from ${file})`, readFileSync(file, "utf8").trim()), previous: config.masterKeyPrevious }
 }
 
+/** The key-check row (sql/0001, 0096, 0174). */
+export interface KeyCheckRow {
+  readonly check_value: string
+  /** Set while a rotation is under way: the old key's check. */
+  readonly previous_check_value: string | null
+  /** Set when a rotation completed: until then a start without MASTER_KEY_PREVIOUS is refused. */
+  readonly old_key_needed_until: Date | null
+}
+
+export type KeyCheckDecision =
+  | { readonly kind: "ready" }
+  /** MASTER_KEY=<new>, MASTER_KEY_PREVIOUS=<the database's key>: a server or worker start begins the rotation. */
+  | { readonly kind: "begin" }
+  /** The same keys for an operator command, which never begins a rotation (see verifyMasterKey). */
+  | { readonly kind: "rotation-not-begun" }
+  | { readonly kind: "refuse"; readonly message: string }
+
+const refuse = (message: string): KeyCheckDecision => ({ kind: "refuse", message })
+
+/**
+ * What a process holding keys with checks `current` / `previous` may do against the key-check row
+ * (docs/master-key-rotation.md, whose steps these refusals name): the rule as a pure function.
+ */
+export const keyCheckDecision = (row: KeyCheckRow, current: string, previous: string | undefined,
+  options: { readonly mayBeginRotation: boolean; readonly nowMs: number }): KeyCheckDecision => {
+  if (row.check_value === current) {
+    if (row.previous_check_value !== null) {
+      return row.previous_check_value === previous ? { kind: "ready" } : refuse(
+        "A master-key rotation is not finished: keep MASTER_KEY_PREVIOUS set to the old key until `npm run cli -- master-key rotate` reports it complete")
+    }
+    const until = row.old_key_needed_until
+    if (previous === undefined && until !== null && until.getTime() > options.nowMs) {
+      return refuse(`The master-key rotation completed, but Email OTP codes and social login states made under the old key verify only with it until ${until.toISOString()}: keep MASTER_KEY_PREVIOUS set to the old key until then (step 4)`)
+    }
+    return { kind: "ready" }
+  }
+  if (previous !== undefined && row.check_value === previous) {
+    if (row.previous_check_value !== null) {
+      return refuse(row.previous_check_value === current
+        ? "The rotation to the key given as MASTER_KEY_PREVIOUS has begun: start with that key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS"
+        : "An earlier master-key rotation is not finished: complete it (`npm run cli -- master-key rotate`) before starting another")
+    }
+    return options.mayBeginRotation ? { kind: "begin" } : { kind: "rotation-not-begun" }
+  }
+  if (row.previous_check_value === current) {
+    return refuse("A master-key rotation away from this MASTER_KEY is under way: start with the new key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS (step 2)")
+  }
+  return refuse("MASTER_KEY does not match the key this database was created with: set the original MASTER_KEY (or pass the old one as MASTER_KEY_PREVIOUS while rotating)")
+}
+
+export interface VerifyMasterKeyOptions {
+  /**
+   * Recorded in process_heartbeats in the key check's own transaction, under the lock of the
+   * key-check row: a process is visible to `master-key rotate` before it can seal anything, and
+   * the rotation's check of the live processes (which takes the same lock) cannot miss one that
+   * passed its key check a moment earlier.
+   */
+  readonly register?: ProcessRegistration
+  /**
+   * Whether a start with MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old> begins the rotation
+   * (default true: a server or worker restarted for step 2). Operator commands pass false: run
+   * before the servers were restarted, a command holding the new key would seal under it values
+   * the running servers cannot open.
+   */
+  readonly mayBeginRotation?: boolean
+}
+
 /**
  * A key-check value in the database refuses a wrong MASTER_KEY at start, before anything
- * is sealed under it. The first start with MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>
- * begins a rotation: the check moves to the new key and remembers the old one, and until
- * `cli master-key rotate` has re-sealed everything (and cleared the old check) a start
- * without the old key is refused, so nothing sealed under it can become unreadable.
+ * is sealed under it. The first server or worker start with MASTER_KEY=<new> and
+ * MASTER_KEY_PREVIOUS=<old> begins a rotation: the check moves to the new key and remembers the
+ * old one, and until `cli master-key rotate` has re-sealed everything (and cleared the old check)
+ * a start without the old key is refused, so nothing sealed under it can become unreadable; so is
+ * one for 10 minutes after it completed (keyCheckDecision).
  */
-export const verifyMasterKey = (keyring: Keyring) => Effect.gen(function* () {
+export const verifyMasterKey = (keyring: Keyring, options: VerifyMasterKeyOptions = {}) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const crypto = makeCrypto(keyring)
   const current = crypto.keyCheck(keyring.current)
   const previous = keyring.previous ? crypto.keyCheck(keyring.previous) : undefined
-  yield* sql`insert into master_key_check (singleton, check_value) values (true, ${current}) on conflict (singleton) do nothing`
-  for (;;) {
-    const [row] = yield* sql<{ check_value: string; previous_check_value: string | null }>`select check_value, previous_check_value from master_key_check`
-    if (row!.check_value === current) {
-      if (row!.previous_check_value === null || row!.previous_check_value === previous) return
-      return yield* new MasterKeyMismatch({
-        message: "A master-key rotation is not finished: keep MASTER_KEY_PREVIOUS set to the old key until `npm run cli -- master-key rotate` reports it complete",
-      })
+  const nowMs = yield* Clock.currentTimeMillis
+  return yield* sql.withTransaction(Effect.gen(function* () {
+    yield* sql`insert into master_key_check (singleton, check_value) values (true, ${current}) on conflict (singleton) do nothing`
+    const [row] = yield* sql<KeyCheckRow>`select check_value, previous_check_value, old_key_needed_until from master_key_check for update`
+    const decision = keyCheckDecision(row!, current, previous, { mayBeginRotation: options.mayBeginRotation ?? true, nowMs })
+    if (decision.kind === "refuse") return yield* new MasterKeyMismatch({ message: decision.message })
+    if (decision.kind === "begin") {
+      yield* sql`update master_key_check set check_value = ${current}, previous_check_value = ${previous!}, old_key_needed_until = null`
     }
-    if (previous === undefined || row!.check_value !== previous) break
-    if (row!.previous_check_value !== null) {
-      return yield* new MasterKeyMismatch({
-        message: row!.previous_check_value === current
-          ? "The rotation to the key given as MASTER_KEY_PREVIOUS has begun: start with that key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS"
-          : "An earlier master-key rotation is not finished: complete it (`npm run cli -- master-key rotate`) before starting another",
-      })
-    }
-    // Begin the rotation; a concurrent start may win this compare-and-set: read again.
-    yield* sql`update master_key_check set check_value = ${current}, previous_check_value = ${previous}
-      where check_value = ${previous} and previous_check_value is null`
-  }
-  return yield* new MasterKeyMismatch({
-    message: "MASTER_KEY does not match the key this database was created with: set the original MASTER_KEY (or pass the old one as MASTER_KEY_PREVIOUS while rotating)",
-  })
+    if (options.register) yield* recordBeat(options.register)
+    return decision.kind === "rotation-not-begun" ? "rotation-not-begun" as const : "ready" as const
+  }))
 })

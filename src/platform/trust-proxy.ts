@@ -84,3 +84,22 @@ export const clientIp = (trust: TrustProxy, socketPeer: string | undefined, forw
   }
   return client
 }
+
+export const UNTRUSTED_FORWARDING_WARNING = "Requests carry X-Forwarded-For but TRUST_PROXY is unset, so the proxy's own address is taken as every "
+  + "client's (rate limits, ipPrefixHash); set TRUST_PROXY to the number of proxies in front of the service or their addresses/CIDRs (logged once per process)"
+
+/**
+ * Whether to warn, for this request, that `X-Forwarded-For` (or `Forwarded`) arrives while
+ * TRUST_PROXY trusts no proxy: a deployment behind a proxy that forgot the setting sees one
+ * client address for everyone, so one caller's rate limit locks every user out. True once per
+ * process (the returned function remembers), in every mode: a development proxy misleads the
+ * same way (decisions: Production operation).
+ */
+export const untrustedForwardingDetector = (trust: TrustProxy) => {
+  let warned = trust.kind !== "none"
+  return (headers: Readonly<Record<string, string | undefined>>): boolean => {
+    if (warned || (headers["x-forwarded-for"] === undefined && headers["forwarded"] === undefined)) return false
+    warned = true
+    return true
+  }
+}

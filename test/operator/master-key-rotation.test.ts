@@ -12,7 +12,8 @@ import { recordBounce } from "../../src/bounces/service.js"
 import { isAddressSuppressed } from "../../src/bounces/suppression.js"
 import { emailAddressSubject, KNOWN_ADDRESS } from "../../src/login/rate-limit/limits.js"
 import * as rateLimit from "../../src/login/rate-limit/service.js"
-import { keyId, makeCrypto } from "../../src/platform/crypto.js"
+import { CryptoFromKeyring, keyId, makeCrypto } from "../../src/platform/crypto.js"
+import type { ProcessRegistration } from "../../src/platform/process-heartbeat.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
 import * as rotationRepo from "../../src/operator/master-key/repo.js"
@@ -21,6 +22,7 @@ import { SEALED_VALUES } from "../../src/operator/master-key/sealed-values.js"
 import { verifyWebhook } from "../../src/webhooks/verifier.js"
 import { type TestApp, startApp } from "../support/app.js"
 import { runCliJson, runEntry } from "../support/processes.js"
+import { until } from "../faults/support.js"
 import { createClient as createLoginClient, createTransaction, publicApi, uniqueEmail } from "../login/support.js"
 import { createClient, createUser, exchangeCode, mintCode, refresh, verifyJwt } from "../oidc/support.js"
 import { createWebhook, type Receiver, sqlRows, startReceiver, WEBHOOK_TEST_ENV } from "../webhooks/support.js"
@@ -124,7 +126,7 @@ describe("master-key rotation that completes (issue 12)", () => {
     expect(rotated.code, rotated.stderr).toBe(0)
     const idB = keyId(keyB)
     expect(rotated.json).toEqual({
-      from_key_id: idA, to_key_id: idB, completed: true, remaining: {},
+      from_key_id: idA, to_key_id: idB, completed: true, remaining: {}, old_key_needed_until: expect.any(String),
       resealed: expect.objectContaining({
         "signing_keys.private_key_sealed": 1, "webhooks.secret_sealed": 1, "connections.provider_client_secret_sealed": 1,
         "idempotency_keys.response_sealed": 1, "graphile_worker.jobs.send_login_code": 1, "refresh_families.grace_response_sealed": 1,
@@ -159,6 +161,21 @@ describe("master-key rotation that completes (issue 12)", () => {
     expect(JSON.parse(noticeOpened.toString("utf8"))).toEqual({ to: "old@example.com", new_email: "new@example.com" })
     const verified = await publicApi(second, env, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id: otp.json.challenge_id, code } })
     expect(verified.status, verified.text).toBe(200)
+
+    // --- Step 4 too early: B alone is refused for 10 minutes after the rotation completed (codes
+    // and social states HMAC'd under A verify only with A), then accepted. ----------------------
+    const neededUntil = Date.parse(rotated.json!["old_key_needed_until"])
+    // (The command ran on the wall clock.)
+    expect(neededUntil - Date.now()).toBeGreaterThan(9 * 60_000)
+    expect(neededUntil - Date.now()).toBeLessThanOrEqual(10 * 60_000)
+    await expect(second.run(verifyMasterKey({ current: keyB }))).rejects.toThrow(
+      `The master-key rotation completed, but Email OTP codes and social login states made under the old key verify only with it until ${rotated.json!["old_key_needed_until"]}: keep MASTER_KEY_PREVIOUS set to the old key until then (step 4)`)
+    // Both keys are still accepted meanwhile.
+    expect(await second.run(verifyMasterKey({ current: keyB, previous: keyA }))).toBe("ready")
+    await second.advance(neededUntil - second.now() + 1)
+    expect(await second.run(verifyMasterKey({ current: keyB }))).toBe("ready")
+    // The next app starts on its own clock (now): the ten minutes pass for it too.
+    await sqlRows(second, "update master_key_check set old_key_needed_until = old_key_needed_until - interval '10 minutes 5 seconds'")
 
     // --- B only: every secret still works. --------------------------------------------------------
     const third = await restart(databaseUrl, { MASTER_KEY: B })
@@ -261,5 +278,29 @@ describe("re-sealing is resumable, compare-and-set, and covers every sealed colu
     expect(final.get(ordered[1]!.id)!.split(".")[1]).toBe(idB)
     expect(final.get(ordered[2]!.id)).toBe(serviceValue)
     expect(report.resealed["webhooks.secret_sealed"]).toBe(2)
+  }, 60_000)
+})
+
+describe("a process passing its key check while the rotation checks the live processes", () => {
+  it("an old-key process whose key check is mid-transaction is seen by the rotation (which then refuses), never missed", async () => {
+    const app = await restart(undefined, { MASTER_KEY: A })
+    const oldProcess: ProcessRegistration = { processId: "prc_old_key", kind: "server", host: "old-host", pid: 1, masterKeyId: keyId(keyA), previousMasterKeyId: undefined }
+    const newProcess: ProcessRegistration = { processId: "prc_new_key", kind: "server", host: "new-host", pid: 2, masterKeyId: keyId(keyB), previousMasterKeyId: keyId(keyA) }
+    // The old-key process's heartbeat insert (the last step of its key check) takes 3 seconds.
+    await sqlRows(app, `create function slow_heartbeat() returns trigger language plpgsql as $$
+      begin if new.process_id = 'prc_old_key' then perform pg_sleep(3); end if; return new; end $$`)
+    await sqlRows(app, "create trigger slow_heartbeat before insert on process_heartbeats for each row execute function slow_heartbeat()")
+    const oldStart = app.run(verifyMasterKey({ current: keyA }, { register: oldProcess }))
+    await until("the old-key process to be inside its key check", async () =>
+      (await sqlRows(app, "select 1 from pg_stat_activity where wait_event = 'PgSleep' and datname = current_database()")).length > 0 ? true : undefined, 10_000)
+    // Meanwhile a new-key server starts (beginning the rotation) and the operator runs the rotation.
+    expect(await app.run(verifyMasterKey({ current: keyB, previous: keyA }, { register: newProcess }))).toBe("ready")
+    const rotation = await app.run(Effect.exit(rotateMasterKey({ batchSize: 10 }).pipe(Effect.provide(CryptoFromKeyring({ current: keyB, previous: keyA })))))
+    // The old-key process passed its key check (it began before the rotation did) and is listed:
+    // the rotation was refused, and nothing was re-sealed.
+    expect(await oldStart).toBe("ready")
+    expect(rotation._tag).toBe("Failure")
+    expect(String(rotation._tag === "Failure" ? rotation.cause : "")).toMatch(/Refused, nothing re-sealed: 1 server process runs without MASTER_KEY=<new>.*server on old-host \(pid 1\) with MASTER_KEY \S+ only/)
+    expect(await sqlRows(app, "select 1 from master_key_rotation_progress")).toEqual([])
   }, 60_000)
 })

@@ -1,5 +1,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import type { KeyCheckRow } from "../../platform/master-key.js"
+import type { ProcessKind } from "../../platform/process-heartbeat.js"
 import { SEALED_JOB_TASKS, SEALED_VALUES, type SealedValues } from "./sealed-values.js"
 
 /** Rows sealed under `currentKeyId`'s key are left alone: only other keys' seals are re-sealed. */
@@ -67,11 +69,32 @@ export const saveProgress = (toKeyId: string, name: string, p: Progress & { read
       completed_at = ${p.completed ? p.now : null}, updated_at = ${p.now}
     where to_key_id = ${toKeyId} and sealed_column = ${name}`).pipe(Effect.asVoid)
 
-export const keyCheckState = SqlClient.SqlClient.use((sql) =>
-  sql<{ check_value: string; previous_check_value: string | null }>`select check_value, previous_check_value from master_key_check`)
+/**
+ * The key-check row, locked (FOR UPDATE) for the caller's transaction: a process's key check at
+ * start takes the same lock while it records its heartbeat (src/platform/master-key.ts), so one
+ * that passed its check is seen by `liveProcesses` in the same transaction.
+ */
+export const lockKeyCheckState = SqlClient.SqlClient.use((sql) =>
+  sql<KeyCheckRow>`select check_value, previous_check_value, old_key_needed_until from master_key_check for update`)
   .pipe(Effect.map((rows) => rows[0]))
 
-/** Ends the rotation: a start without the old key is allowed again (compare-and-set). */
-export const finishRotation = (currentCheck: string, previousCheck: string) => SqlClient.SqlClient.use((sql) =>
-  sql`update master_key_check set previous_check_value = null
+export interface LiveProcess {
+  readonly kind: ProcessKind
+  readonly host: string
+  readonly pid: number
+  readonly master_key_id: string
+  readonly previous_master_key_id: string | null
+}
+
+/** Processes that beat within `liveForMs`, by the database's clock (src/platform/process-heartbeat.ts). */
+export const liveProcesses = (liveForMs: number) => SqlClient.SqlClient.use((sql) =>
+  sql<LiveProcess>`select kind, host, pid, master_key_id, previous_master_key_id from process_heartbeats
+    where beat_at >= now() - make_interval(secs => ${liveForMs / 1000}::float8) order by kind, host, pid`)
+
+/**
+ * Ends the rotation (compare-and-set): a start without the old key is allowed again once
+ * `oldKeyNeededUntil` has passed (the life of what was HMAC'd under it and is only verified).
+ */
+export const finishRotation = (currentCheck: string, previousCheck: string, oldKeyNeededUntil: Date) => SqlClient.SqlClient.use((sql) =>
+  sql`update master_key_check set previous_check_value = null, old_key_needed_until = ${oldKeyNeededUntil}
     where check_value = ${currentCheck} and previous_check_value = ${previousCheck}`).pipe(Effect.asVoid)
