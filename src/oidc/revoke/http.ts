@@ -8,6 +8,7 @@ import { revokeFamilyByToken } from "../refresh/service.js"
 import { parseRefreshToken } from "../refresh/token-format.js"
 import { failuresAsServerError, invalidRequest } from "../token/errors.js"
 import { readParams } from "../token/params.js"
+import { limitOAuthRequest } from "../token/rate-limit.js"
 import { NO_STORE } from "../token/response.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
@@ -20,6 +21,7 @@ import { withCallSpan } from "../../platform/observability/span.js"
 export const revocationEndpoint = Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   const params = yield* readParams
+  yield* limitOAuthRequest("revoke", env.record.id, yield* params.one("client_id"))
   const token = yield* params.one("token")
   if (token === undefined) return yield* invalidRequest("token is required")
   const refresh = parseRefreshToken(token)
