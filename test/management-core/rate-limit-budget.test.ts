@@ -3,6 +3,8 @@ import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import type { TestResponse } from "../support/http.js"
 import { createWebhook, type Receiver, startReceiver, WEBHOOK_TEST_ENV } from "../webhooks/support.js"
 import { query } from "../login/support.js"
+import { makeDashboardSession } from "../support/tenancy.js"
+import { createDashboardSessionCommand } from "../../src/operator/platform-users.js"
 
 // Management API budgets (docs/decisions.md, "Write limits: every cheap-to-send write is
 // counted per address", Management): per API key per minute, with the RateLimit-Policy and
@@ -78,6 +80,24 @@ describe("Management API budget per key", () => {
     const again = await app.management("/v1/workspaces", { key: b.api_key })
     expect(again.status).toBe(200)
     expect(state(again).remaining).toBe(BUDGET - 1)
+  })
+
+  it("a Dashboard user's sessions share one budget: signing in again buys nothing", async () => {
+    const b = await app.bootstrap()
+    const email = `owner-${b.workspace_id}@example.com`
+    const first = await makeDashboardSession(app, { email, workspaceId: b.workspace_id })
+    const second = await app.run(createDashboardSessionCommand(app.config, email))
+    const call = (session: string) => app.management("/v1/workspaces", { headers: { authorization: `Bearer ${session}`, "x-workspace-id": b.workspace_id } })
+    const seen: Array<number> = []
+    for (const session of [first, first, second.dashboard_session, second.dashboard_session]) {
+      const res = await call(session)
+      expect(res.status, res.text).toBe(200)
+      expect(res.headers["ratelimit-policy"]).toBe(POLICY)
+      seen.push(state(res).remaining)
+    }
+    expect(seen).toEqual([5, 4, 3, 2])
+    // The Workspace's API key is another caller.
+    expect(state(await app.management("/v1/workspaces", { key: b.api_key })).remaining).toBe(BUDGET - 1)
   })
 
   it("an unauthenticated request carries no budget fields (there is no caller to count)", async () => {
