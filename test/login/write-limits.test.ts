@@ -165,6 +165,22 @@ describe("/me writes: per address, then the Environment's ceiling", () => {
   })
 })
 
+describe("/me writes when the counters cannot be written", () => {
+  it("503 user_unavailable (the /me answer to a database failure), and nothing is written", async () => {
+    const b = await app.bootstrap()
+    const client = await registerClient(app, b)
+    const { user, access } = await signedIn(b, client)
+    await query(app, "alter table rate_limit_counters rename to rate_limit_counters_away")
+    try {
+      const res = await app.request(b.interaction_domain, "/v1/me", { method: "PATCH", body: { name: "Unwritten" }, headers: { authorization: `Bearer ${access}` } })
+      expect([res.status, res.json?.code], res.text).toEqual([503, "user_unavailable"])
+    } finally {
+      await query(app, "alter table rate_limit_counters_away rename to rate_limit_counters")
+    }
+    expect((await query<{ name: string | null }>(app, "select name from users where id = $1", [user.id]))[0]!.name).not.toBe("Unwritten")
+  })
+})
+
 describe("token and revocation: per client and address, then the Environment's ceiling; OAuth error bodies", () => {
   it("token: a refused exchange does not consume the code, which another address then redeems", async () => {
     const b = await app.bootstrap()
