@@ -28,7 +28,7 @@ import { SignJWT } from "jose"
 import pg from "pg"
 import { derToRaw } from "../src/oidc/tokens/jws.js"
 import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
-import { bootstrap, type LoadResult, load, startServer, stopChild, treeCpuSeconds, treeRssMb, waitFor } from "./support.js"
+import { BENCH_RATE_LIMITS, bootstrap, type LoadResult, load, startServer, stopChild, treeCpuSeconds, treeRssMb, waitFor } from "./support.js"
 
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 5)
 const CONNECTIONS = 32
@@ -274,7 +274,7 @@ async function startProfiledServer() {
   const port = await freePort()
   const env = {
     PATH: process.env["PATH"]!, PORT: String(port), DATABASE_URL: pgServer.url, MASTER_KEY: randomBytes(32).toString("base64url"),
-    LOG_REQUESTS: "false", NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=/tmp/authservice-prof",
+    LOG_REQUESTS: "false", NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=/tmp/authservice-prof", ...BENCH_RATE_LIMITS,
   }
   const child = spawn(TSX, ["src/main.ts"], { env, stdio: ["ignore", "ignore", "inherit"] })
   await waitFor(port, `api.localhost:${port}`, "/readyz")

@@ -19,6 +19,22 @@ export interface BenchServer {
 }
 
 /**
+ * Every rate limit raised out of the way: a bench drives one client, one key and one address
+ * far past what any caller may send (the limits' counting still runs, so its cost is measured).
+ * Numbers and reasoning of the real defaults: docs/decisions.md, "Write limits".
+ */
+export const BENCH_RATE_LIMITS: Record<string, string> = Object.fromEntries([
+  "RATE_LIMIT_IP_PER_MINUTE", "RATE_LIMIT_IPV6_56_PER_MINUTE", "RATE_LIMIT_IPV6_48_PER_MINUTE", "RATE_LIMIT_CLIENT_PER_MINUTE",
+  "RATE_LIMIT_EMAIL_PER_10_MINUTES", "RATE_LIMIT_EMAIL_CEILING_PER_HOUR", "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE",
+  "RATE_LIMIT_SOCIAL_START_PER_MINUTE", "RATE_LIMIT_SOCIAL_START_CEILING_PER_MINUTE",
+  "RATE_LIMIT_PASSKEY_OPTIONS_PER_MINUTE", "RATE_LIMIT_PASSKEY_OPTIONS_CEILING_PER_MINUTE",
+  "RATE_LIMIT_ME_WRITES_PER_MINUTE", "RATE_LIMIT_ME_WRITES_CEILING_PER_MINUTE",
+  "RATE_LIMIT_TOKEN_PER_MINUTE", "RATE_LIMIT_TOKEN_CEILING_PER_MINUTE",
+  "RATE_LIMIT_INTROSPECT_PER_MINUTE", "RATE_LIMIT_INTROSPECT_CEILING_PER_MINUTE",
+  "RATE_LIMIT_MANAGEMENT_PER_MINUTE", "RATE_LIMIT_WEBHOOK_TEST_PER_MINUTE",
+].map((name) => [name, "100000000"]))
+
+/**
  * Embedded Postgres (or DATABASE_URL, or `options.databaseUrl`) + the real server in its own
  * process, like production; `options.entry` and `options.env` run another entry or settings.
  */
@@ -36,7 +52,7 @@ export const startServer = async (options: { entry?: string; env?: Record<string
   const port = await freePort()
   const env = {
     PATH: process.env["PATH"]!, PORT: String(port), DATABASE_URL: databaseUrl,
-    MASTER_KEY: process.env["MASTER_KEY"] ?? randomBytes(32).toString("base64url"), LOG_REQUESTS: "false", ...options.env,
+    MASTER_KEY: process.env["MASTER_KEY"] ?? randomBytes(32).toString("base64url"), LOG_REQUESTS: "false", ...BENCH_RATE_LIMITS, ...options.env,
   }
   // BENCH_SERVER_LOG=<file>: the server's stdout (warnings, errors) goes there instead of nowhere.
   const log = process.env["BENCH_SERVER_LOG"]

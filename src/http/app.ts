@@ -8,11 +8,11 @@ import { clientIp, UNTRUSTED_FORWARDING_WARNING, untrustedForwardingDetector } f
 import { Tenancy } from "../tenancy/service.js"
 import { environmentUrls } from "../tenancy/urls.js"
 import { CurrentEnvironment } from "./current-environment.js"
-import { EnvironmentSuspended, InvalidRequest, NotFound, OAuthError, ServiceUnavailable } from "./errors.js"
+import { EnvironmentSuspended, InvalidRequest, NotFound, OAuthError, RateLimited, ServiceUnavailable } from "./errors.js"
 import { isStorageUnavailable } from "./storage-failure.js"
 import { classifyHost } from "./hosts.js"
 import { logRequest } from "./log.js"
-import { oauthErrorResponse, PROBLEMS, problemResponse, STORAGE_RETRY_AFTER_SECONDS } from "./problems.js"
+import { oauthErrorResponse, oauthRateLimitedResponse, PROBLEMS, problemResponse, STORAGE_RETRY_AFTER_SECONDS } from "./problems.js"
 import { MAX_BODY_BYTES } from "./route.js"
 import { CurrentMetrics } from "../platform/observability/metrics.js"
 import { metricsEndpoint } from "../platform/observability/metrics-http.js"
@@ -36,10 +36,22 @@ const socketPeer = (request: HttpServerRequest.HttpServerRequest) =>
  */
 const OAUTH_ERROR_PATH = /\/oauth2\/(token|revoke|authorize|introspect)$/
 
-/** Turns any failure into a response: the ONE place error bodies are written. */
-const renderFailure = (path: string) => (cause: Cause.Cause<unknown>) => {
+/** The OAuth endpoints whose rate-limit refusals are OAuth error bodies (spec: Errors, OAuth error responses). */
+const OAUTH_RATE_LIMITED_PATH = /\/oauth2\/(token|revoke|introspect)$/
+
+/**
+ * Turns any failure into a response: the ONE place error bodies are written. A rate-limit
+ * refusal names its limit in the body and in `matched.limit` (the request's log line).
+ */
+const renderFailure = (path: string, matched: RequestRoute) => (cause: Cause.Cause<unknown>) => {
   const error = Cause.squash(cause)
   if (error instanceof OAuthError) return Effect.succeed(oauthErrorResponse(error))
+  if (error instanceof RateLimited) {
+    matched.limit = error.limit
+    if (OAUTH_RATE_LIMITED_PATH.test(path)) return Effect.succeed(oauthRateLimitedResponse(error.limit, error.retryAfterSeconds))
+    return problemResponse(PROBLEMS["RateLimited"]!, undefined,
+      { "retry-after": String(Math.max(1, Math.ceil(error.retryAfterSeconds))) }, { limit: error.limit })
+  }
   if (isStorageUnavailable(error)) {
     return Effect.logWarning("storage unavailable", cause).pipe(Effect.andThen(OAUTH_ERROR_PATH.test(path)
       ? Effect.succeed(oauthErrorResponse(new OAuthError({ error: "server_error", description: "Storage is unavailable; retry later" })))
@@ -140,14 +152,17 @@ export const makeHttpApp = Effect.gen(function* () {
     const requestId = newRequestId()
     const inbound = request.headers["x-request-id"]
     if (forwardedButUntrusted(request.headers)) yield* Effect.logWarning(UNTRUSTED_FORWARDING_WARNING)
-    const info = { requestId, ip: clientIp(config.trustProxy, socketPeer(request), request.headers["x-forwarded-for"]) }
+    const responseHeaders: Record<string, string> = {}
+    const info = { requestId, ip: clientIp(config.trustProxy, socketPeer(request), request.headers["x-forwarded-for"]), responseHeaders }
     const matched: RequestRoute = { surface: "unknown", prefix: "", route: undefined }
-    const response = yield* dispatch(request, matched).pipe(
-      Effect.catchCause(renderFailure(request.url.split("?")[0]!)),
+    const answered = yield* dispatch(request, matched).pipe(
+      Effect.catchCause(renderFailure(request.url.split("?")[0]!, matched)),
       Effect.provideService(CurrentRequest, info),
       Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)),
       Effect.annotateLogs("request_id", requestId),
     )
+    // Headers a service added for whatever the answer is (the Management RateLimit fields).
+    const response = Object.keys(responseHeaders).length === 0 ? answered : HttpServerResponse.setHeaders(answered, responseHeaders)
     const duration = Number((yield* Clock.currentTimeNanos) - started) / 1e6
     // Unmatched paths share one label: raw paths would let any caller mint new series.
     const route = matched.route === undefined ? "unmatched" : matched.prefix + matched.route
@@ -163,7 +178,7 @@ export const makeHttpApp = Effect.gen(function* () {
     }
     if (config.logRequests) {
       const traceId = Option.isSome(span) ? span.value.traceId : Option.getOrUndefined(Option.map(HttpTraceContext.fromHeaders(request.headers), (s) => s.traceId))
-      logRequest(config, { at: yield* Clock.currentTimeMillis, requestId, inbound, traceId, method: request.method, host: request.headers["host"], surface: matched.surface, route, url: request.url, status: response.status, duration })
+      logRequest(config, { at: yield* Clock.currentTimeMillis, requestId, inbound, traceId, method: request.method, host: request.headers["host"], surface: matched.surface, route, url: request.url, status: response.status, duration, limit: matched.limit })
     }
     return HttpServerResponse.setHeader(response, "x-request-id", requestId)
   }) as Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
@@ -174,4 +189,6 @@ interface RequestRoute extends MatchedRoute {
   surface: string
   /** Prepended to the surface's template (the issuer's `/e/{environment_id}`). */
   prefix: string
+  /** The limit that refused the request with 429, if one did (logged). */
+  limit?: string
 }

@@ -23,8 +23,14 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", deta
 export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", detail) {}
 export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", {}) {}
 export class IdempotencyKeyConflict extends Schema.TaggedError<IdempotencyKeyConflict>()("IdempotencyKeyConflict", {}) {}
+/**
+ * 429 `rate_limited`. `limit` names the limit that refused (its counter's bucket, e.g.
+ * `otp_verify:ip`): the Problem Details (or OAuth body) and the request's log line carry it,
+ * so every 429 says which limit answered (docs/decisions.md, "Every 429 names its limit").
+ */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   retryAfterSeconds: Schema.Number,
+  limit: Schema.String,
 }) {}
 export class OriginNotAllowed extends Schema.TaggedError<OriginNotAllowed>()("OriginNotAllowed", {}) {}
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", detail) {}

@@ -13,6 +13,8 @@ export interface RequestLine {
   readonly url: string
   readonly status: number
   readonly duration: number
+  /** The limit (counter bucket) that refused the request with 429, if one did. */
+  readonly limit?: string | undefined
 }
 
 // One line per request, written directly: Effect's logger costs a third of the
@@ -26,9 +28,9 @@ export const logRequest = (config: AppConfig, line: RequestLine) => {
       ...(line.traceId ? { trace_id: line.traceId } : {}),
       ...(line.inbound ? { inbound_request_id: redactText(line.inbound.slice(0, 128)) } : {}),
       method: line.method, surface: line.surface, host: line.host === undefined ? undefined : redactText(line.host.slice(0, 255)), route: line.route, path,
-      status: line.status, duration_ms: Math.round(line.duration * 10) / 10,
+      status: line.status, duration_ms: Math.round(line.duration * 10) / 10, ...(line.limit ? { limit: line.limit } : {}),
     }) + "\n")
   } else {
-    process.stdout.write(`${line.method} ${line.host ?? "-"}${path} ${line.status} ${line.duration.toFixed(1)}ms ${line.requestId}\n`)
+    process.stdout.write(`${line.method} ${line.host ?? "-"}${path} ${line.status} ${line.duration.toFixed(1)}ms ${line.requestId}${line.limit ? ` limit=${line.limit}` : ""}\n`)
   }
 }

@@ -110,7 +110,11 @@ export const OAUTH_STATUS: Readonly<Record<OAuthError["error"], number>> = {
 
 export const PROBLEM_TYPE_BASE = "https://authservice.dev/problems/"
 
-export const problemResponse = (entry: ProblemEntry, detail?: string, headers?: Record<string, string>) =>
+/**
+ * A Problem Details answer. `extensions` are extension members (RFC 9457 section 3.2), e.g.
+ * `limit` of a 429 (the limit that refused).
+ */
+export const problemResponse = (entry: ProblemEntry, detail?: string, headers?: Record<string, string>, extensions?: Record<string, string>) =>
   Effect.gen(function* () {
     const request = yield* CurrentRequest
     return HttpServerResponse.jsonUnsafe(
@@ -121,6 +125,7 @@ export const problemResponse = (entry: ProblemEntry, detail?: string, headers?: 
         code: entry.code,
         request_id: request?.requestId ?? "",
         ...(detail !== undefined ? { detail } : {}),
+        ...extensions,
       },
       { status: entry.status, contentType: "application/problem+json", ...(headers ? { headers } : {}) },
     )
@@ -128,6 +133,17 @@ export const problemResponse = (entry: ProblemEntry, detail?: string, headers?: 
 
 /** Seconds a client should wait before retrying a 503 (a database restart or outage is short). */
 export const STORAGE_RETRY_AFTER_SECONDS = 1
+
+/**
+ * A rate-limit refusal at an OAuth endpoint (token, revoke, introspect), as an OAuth error
+ * body: 429 `temporarily_unavailable` with `Retry-After`, and the extension member `limit`
+ * (RFC 6749 section 5.2 lets a body carry more members; decisions: "Every 429 names its limit").
+ */
+export const oauthRateLimitedResponse = (limit: string, retryAfterSeconds: number) =>
+  HttpServerResponse.jsonUnsafe(
+    { error: "temporarily_unavailable", error_description: "Too many requests; retry after the time in Retry-After", limit },
+    { status: 429, headers: { "cache-control": "no-store", "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) } },
+  )
 
 export const oauthErrorResponse = (error: OAuthError) => {
   const status = OAUTH_STATUS[error.error]

@@ -1,6 +1,7 @@
 import { withPublicApiCors } from "../login/cors/cors.js"
 import { loginRoutes } from "../login/routes.js"
 import { meRoutes } from "../me/routes.js"
+import { withMeWriteLimit } from "../me/write-limit.js"
 import { hostedLoginPasskeyRoutes } from "../passkeys/hosted-login/http.js"
 import { transactionPasskeyRoutes } from "../passkeys/http.js"
 import { hostedLoginRoutes } from "../hosted-login/http.js"
@@ -18,7 +19,7 @@ import type { Route } from "./route.js"
 
 /** The Public Authentication API: served under `/v1` on the Interaction Domain and at `{issuer}/v1`. */
 export const publicApiRoutes = (): ReadonlyArray<Route> => [
-  ...loginRoutes, ...transactionPasskeyRoutes, ...socialLoginRoutes, ...meRoutes, ...meLinkRoutes,
+  ...loginRoutes, ...transactionPasskeyRoutes, ...socialLoginRoutes, ...withMeWriteLimit([...meRoutes, ...meLinkRoutes]),
 ]
 
 const underV1 = (routes: ReadonlyArray<Route>): Array<Route> =>

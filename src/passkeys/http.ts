@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import { decodeJsonBody, decodeParams, json, route } from "../http/route.js"
+import { limitWrite } from "../login/rate-limit/write-limits.js"
 import { TransactionParams } from "../login/transactions/schema.js"
 import { presentPasskey } from "./present.js"
 import {
@@ -19,6 +20,7 @@ const Authenticated = Schema.Struct({ transaction_id: Schema.String, status: Sch
 /** Spec: Passkey (WebAuthn), the four routes of a login transaction (paths without `/v1`). */
 export const transactionPasskeyRoutes = [
   route("POST", "/auth/transactions/:transactionId/passkeys/registration/options", Effect.gen(function* () {
+    yield* limitWrite("passkeyOptions")
     const { transactionId } = yield* decodeParams(TransactionParams)
     const body = yield* decodeJsonBody(RegistrationOptionsBody, { emptyAs: {} })
     return json(yield* transactionRegistrationOptions(transactionId, body))
@@ -36,6 +38,7 @@ export const transactionPasskeyRoutes = [
     params: TransactionParams, body: RegistrationVerifyBody, response: RegisteredOnTransaction,
   }),
   route("POST", "/auth/transactions/:transactionId/passkeys/authentication/options", Effect.gen(function* () {
+    yield* limitWrite("passkeyOptions")
     const { transactionId } = yield* decodeParams(TransactionParams)
     const body = yield* decodeJsonBody(AuthenticationOptionsBody, { emptyAs: {} })
     return json(yield* transactionAuthenticationOptions(transactionId, body))

@@ -94,6 +94,30 @@ export interface RateLimits {
   readonly otpFailuresPerEmailPerHour: number
   /** Wrong OTP codes for one email address from all client addresses per hour (then only a challenge's first try is checked). */
   readonly otpFailuresCeilingPerHour: number
+  /*
+   * The write limits below (docs/decisions.md, "Write limits: every cheap-to-send write is
+   * counted per address"): per client address per minute (IPv6: the /64, then 10x per /56 and
+   * 20x per /48), then a per-Environment ceiling per minute counting only what they let through.
+   */
+  /** Social login starts (`POST .../social/{provider}/start`) per address. */
+  readonly socialStartPerMinute: number
+  readonly socialStartCeilingPerMinute: number
+  /** Passkey registration/authentication options (transaction routes and /me) per address. */
+  readonly passkeyOptionsPerMinute: number
+  readonly passkeyOptionsCeilingPerMinute: number
+  /** /me writes (every /me route but the GETs) per address. */
+  readonly meWritesPerMinute: number
+  readonly meWritesCeilingPerMinute: number
+  /** Token and revocation requests per client and address (a NAT's SPA users refresh every few minutes). */
+  readonly tokenPerMinute: number
+  readonly tokenCeilingPerMinute: number
+  /** Introspection requests that reach the application, per caller and address. */
+  readonly introspectPerMinute: number
+  readonly introspectCeilingPerMinute: number
+  /** Management API requests per API key or Dashboard user. */
+  readonly managementPerMinute: number
+  /** `POST /webhooks/{id}/test` per webhook (each makes an outbound request). */
+  readonly webhookTestPerMinute: number
 }
 
 export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigInvalid", {
@@ -252,6 +276,19 @@ export const parseConfig = (env: Env): AppConfig => {
       otpVerifyPerEmailPerMinute: positiveInt(env, "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE", 20),
       otpFailuresPerEmailPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR", 20),
       otpFailuresCeilingPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_CEILING_PER_HOUR", 50),
+      // Numbers and reasoning: docs/decisions.md, "Write limits: every cheap-to-send write is counted per address".
+      socialStartPerMinute: positiveInt(env, "RATE_LIMIT_SOCIAL_START_PER_MINUTE", 60),
+      socialStartCeilingPerMinute: positiveInt(env, "RATE_LIMIT_SOCIAL_START_CEILING_PER_MINUTE", 6000),
+      passkeyOptionsPerMinute: positiveInt(env, "RATE_LIMIT_PASSKEY_OPTIONS_PER_MINUTE", 60),
+      passkeyOptionsCeilingPerMinute: positiveInt(env, "RATE_LIMIT_PASSKEY_OPTIONS_CEILING_PER_MINUTE", 6000),
+      meWritesPerMinute: positiveInt(env, "RATE_LIMIT_ME_WRITES_PER_MINUTE", 120),
+      meWritesCeilingPerMinute: positiveInt(env, "RATE_LIMIT_ME_WRITES_CEILING_PER_MINUTE", 12000),
+      tokenPerMinute: positiveInt(env, "RATE_LIMIT_TOKEN_PER_MINUTE", 3000),
+      tokenCeilingPerMinute: positiveInt(env, "RATE_LIMIT_TOKEN_CEILING_PER_MINUTE", 60000),
+      introspectPerMinute: positiveInt(env, "RATE_LIMIT_INTROSPECT_PER_MINUTE", 30000),
+      introspectCeilingPerMinute: positiveInt(env, "RATE_LIMIT_INTROSPECT_CEILING_PER_MINUTE", 300000),
+      managementPerMinute: positiveInt(env, "RATE_LIMIT_MANAGEMENT_PER_MINUTE", 6000),
+      webhookTestPerMinute: positiveInt(env, "RATE_LIMIT_WEBHOOK_TEST_PER_MINUTE", 10),
     },
     smtpUrl,
     allowDevMailer: flag(env, "MAIL_ALLOW_DEV_MAILER"),

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { decodeJsonBody, decodeParams, json, route } from "../http/route.js"
+import { limitWrite } from "../login/rate-limit/write-limits.js"
 import { withMe } from "../me/auth.js"
 import { handleCallback } from "./callback.js"
 import { startLink } from "./link.js"
@@ -23,6 +24,7 @@ const callback = Effect.gen(function* () {
 /** Spec: Social login (paths without `/v1`). */
 export const socialLoginRoutes = [
   route("POST", "/auth/transactions/:transactionId/social/:provider/start", Effect.gen(function* () {
+    yield* limitWrite("socialStart")
     const { transactionId, provider } = yield* decodeParams(SocialStartParams)
     return json(yield* startSocialLogin(transactionId, yield* parseProvider(provider)))
   }), { summary: "Start social login: the provider's authorization URL (open it in the system browser)", tags, params: SocialStartParams, response: AuthorizationUrl }),

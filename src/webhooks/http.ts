@@ -15,6 +15,7 @@ import {
   TestResult, TestWebhookBody, UpdateWebhookBody, Webhook, WebhookList, WebhookParams,
 } from "./schema.js"
 import { TEST_EVENT_TYPE, Webhooks } from "./service.js"
+import { consumeWebhookTestBudget } from "../management/http/budget.js"
 
 // Management API, Webhooks (spec table). Decode, call the service, encode: no SQL, no rules.
 
@@ -131,6 +132,8 @@ export const webhookRoutes = [
       return yield* new InvalidRequest({ detail: `unknown event type: ${body.event_type}` })
     }
     const webhook = yield* reachableWebhook()
+    // Before anything is sent: a refused test makes no outbound request.
+    yield* consumeWebhookTestBudget(webhook.environment_id, webhook.id)
     const webhooks = yield* Webhooks
     return json(yield* webhooks.test(yield* scope, webhook, body.event_type))
   })), {

@@ -11,7 +11,11 @@ let spa: TestClient
 let bff: TestClient
 
 beforeAll(async () => {
-  app = await startApp({ env: { RATE_LIMIT_CLIENT_PER_MINUTE: "1000000" } })
+  // Limits raised: the properties are about decoding and rules, not about rate limiting.
+  app = await startApp({ env: {
+    RATE_LIMIT_CLIENT_PER_MINUTE: "1000000", RATE_LIMIT_TOKEN_PER_MINUTE: "1000000", RATE_LIMIT_TOKEN_CEILING_PER_MINUTE: "1000000",
+    RATE_LIMIT_INTROSPECT_PER_MINUTE: "1000000", RATE_LIMIT_INTROSPECT_CEILING_PER_MINUTE: "1000000", RATE_LIMIT_MANAGEMENT_PER_MINUTE: "1000000",
+  } })
   b = await app.bootstrap()
   spa = await createClient(app, b)
   bff = await createClient(app, b, { type: "web_bff" })

@@ -59,6 +59,8 @@ beforeAll(async () => {
   const env = {
     NODE_ENV: "production", DATABASE_URL: database.url, MASTER_KEY, PORT: String(port), SMTP_URL: smtp.url,
     METRICS_TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: "authservice-logs-test",
+    // Revocations of one client from one address: the 4th is refused, and its line names the limit.
+    RATE_LIMIT_TOKEN_PER_MINUTE: "3",
   }
   const cli = run(["src/cli.ts", "bootstrap", "--json"], env)
   expect(await cli.exited, cli.out.stderr).toBe(0)
@@ -87,6 +89,12 @@ beforeAll(async () => {
     method: "POST", body: new URLSearchParams({ token: refreshToken }).toString(),
     headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString("base64")}`, "x-request-id": login.email },
   })
+  for (let i = 0; i < 3; i++) {
+    await call(`localhost:${port}`, `/e/${b.environment_id}/oauth2/revoke`, {
+      method: "POST", body: new URLSearchParams({ token: "unknown" }).toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString("base64")}` },
+    })
+  }
   server.child.kill("SIGTERM")
   expect(await server.exited).toBe(0)
   lines = server.out.stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>)
@@ -123,6 +131,13 @@ describe("production logs (NODE_ENV=production)", () => {
     expect(collector.bodies.map((e) => e.body).join("")).toContain("authservice-logs-test")
     // Distinct requests, distinct request ids.
     expect(new Set(requests.map((l) => l["request_id"])).size).toBe(requests.length)
+  })
+
+  it("a 429 line names the limit that refused; other lines carry no limit", () => {
+    const requests = lines.filter((l) => l["msg"] === "request")
+    const revokes = requests.filter((l) => l["route"] === "/e/{environment_id}/oauth2/revoke")
+    expect(revokes.map((l) => [l["status"], l["limit"]])).toEqual([[200, undefined], [200, undefined], [200, undefined], [429, "revoke:client+ip"]])
+    expect(requests.filter((l) => l["status"] !== 429).every((l) => !("limit" in l))).toBe(true)
   })
 
   it("one line per job attempt, with the job's trace id", () => {

@@ -4,17 +4,19 @@ import { Config } from "../../platform/config.js"
 import * as rateLimit from "../rate-limit/service.js"
 
 /*
- * The limits of an OTP mail (login start and resend, email change), in the order a stranger's
- * flood meets them: per client address, per email from that address (both counted before
- * anything else, committing on their own), then the all-addresses ceiling per email, counted
- * only for a mail that is really going to be sent.
+ * The limits of an OTP mail (login start and resend, email change), narrowest first: per
+ * email from the client address, then per client address (both counted before anything
+ * else, committing on their own), then the all-addresses ceiling per email, counted only for
+ * a mail that is really going to be sent. A request refused by a narrower limit is not counted
+ * by a wider one: a caller flooding one email does not spend the budget of everyone else
+ * behind its address (decisions: "Every 429 names its limit").
  */
 
-/** Per client address, then per email from that address; counts commit even when refused. */
+/** Per email from the client address, then per client address; counts commit even when refused. */
 export const limitSendPerAddress = (environmentId: string, emailNormalized: string, ip: string | undefined) => Effect.gen(function* () {
   const limits = loginLimits(yield* Config)
-  yield* rateLimit.consumePerAddress(environmentId, limits.otpSendPerIp, ip)
   yield* rateLimit.consume(environmentId, limits.otpSendPerEmailAndIp, emailAddressSubject(emailNormalized, ip))
+  yield* rateLimit.consumePerAddress(environmentId, limits.otpSendPerIp, ip)
 })
 
 /** Whether this client address signed in as this email within 30 days (KNOWN_ADDRESS). */

@@ -256,8 +256,10 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
   const limits = loginLimits(config)
   const facts = yield* requestFacts(txn.workspace_id)
   const emailAndIp = emailAddressSubject(existing.email_normalized, facts.ip)
-  yield* rateLimit.consumePerAddress(txn.environment_id, limits.otpVerifyPerIp, facts.ip)
-  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerEmailAndIp, emailAndIp)
+  // Narrowest first, and the checks that only look before those that count: a verify refused
+  // for this email (its wrong codes, from this address or from all) or for this email from
+  // this address is not counted against the address's budget, which every other caller behind
+  // that address shares (decisions: "Every 429 names its limit").
   yield* rateLimit.ensureNotExhausted(txn.environment_id, limits.otpFailuresPerEmailAndIp, emailAndIp)
   // Past the all-addresses ceiling only the first attempt of a challenge whose own code was
   // mailed is checked (rechecked under the lock): withheld challenges were never bounded by
@@ -265,6 +267,8 @@ export const verifyEmailOtp = (transactionId: string, challengeId: string, code:
   const ceiling = yield* rateLimit.exhausted(txn.environment_id, limits.otpFailuresPerEmail, existing.email_normalized)
   const pastCeiling = (row: repo.ChallengeRow) => ceiling !== undefined && (row.failed_attempts > 0 || row.status === "withheld")
   if (pastCeiling(existing)) return yield* ceiling!
+  yield* rateLimit.consume(txn.environment_id, limits.otpVerifyPerEmailAndIp, emailAndIp)
+  yield* rateLimit.consumePerAddress(txn.environment_id, limits.otpVerifyPerIp, facts.ip)
 
   const sql = yield* SqlClient.SqlClient
   const crypto = yield* Crypto

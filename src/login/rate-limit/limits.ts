@@ -19,6 +19,8 @@ export interface AddressLimits {
   readonly address: Limit
   readonly network56: Limit
   readonly network48: Limit
+  /** The family's per-Environment ceiling, counted last (only requests every address limit let through). */
+  readonly ceiling?: Limit
 }
 
 const perAddress = (bucket: string, r: AppConfig["rateLimits"]): AddressLimits => ({

@@ -20,9 +20,23 @@ export const peek = (c: { environmentId: string; bucket: string; subject: string
     where environment_id = ${c.environmentId} and bucket = ${c.bucket} and subject = ${c.subject}
       and window_start = ${c.windowStart}`).pipe(Effect.map((rows) => rows[0]?.hits ?? 0), Effect.orDie)
 
+/**
+ * Adds one hit to a caller's fixed-window counter (sql/0170: a Management API key or Dashboard
+ * user, not per Environment) and returns the count after it; auto-committed like `hit`.
+ */
+export const hitCaller = (c: { bucket: string; subject: string; windowStart: Date; windowEnd: Date }) =>
+  SqlClient.SqlClient.use((sql) => sql<{ hits: number }>`insert into caller_rate_counters
+      (bucket, subject, window_start, window_end, hits)
+    values (${c.bucket}, ${c.subject}, ${c.windowStart}, ${c.windowEnd}, 1)
+    on conflict (bucket, subject, window_start)
+      do update set hits = caller_rate_counters.hits + 1
+    returning hits`).pipe(Effect.map((rows) => rows[0]!.hits), Effect.orDie)
+
 /** Housekeeping: windows that have ended count nothing any more. */
 export const deleteEndedWindows = (now: Date) =>
-  SqlClient.SqlClient.use((sql) => sql`delete from rate_limit_counters where window_end <= ${now}`).pipe(Effect.orDie)
+  SqlClient.SqlClient.use((sql) => Effect.andThen(
+    sql`delete from rate_limit_counters where window_end <= ${now}`,
+    sql`delete from caller_rate_counters where window_end <= ${now}`)).pipe(Effect.orDie)
 
 /**
  * A remembered fact ("this address signed in as this email") is a counter row whose window

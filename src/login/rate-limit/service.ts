@@ -8,10 +8,11 @@ import { type AddressLimits, addressSubject, type Limit } from "./limits.js"
 import * as repo from "./repo.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
-const refuse = (limit: Limit, retryAfterSeconds: number) =>
-  countWith((m) => m.rateLimited.inc({ bucket: limit.bucket })).pipe(Effect.andThen(new RateLimited({ retryAfterSeconds })))
+/** The 429 of `limit` (counted in the refusals metric by bucket). */
+export const refuse = (limit: Limit, retryAfterSeconds: number) =>
+  countWith((m) => m.rateLimited.inc({ bucket: limit.bucket })).pipe(Effect.andThen(new RateLimited({ retryAfterSeconds, limit: limit.bucket })))
 
-const windowOf = (now: number, windowMs: number) => {
+export const windowOf = (now: number, windowMs: number) => {
   const start = Math.floor(now / windowMs) * windowMs
   return { windowStart: new Date(start), windowEnd: new Date(start + windowMs), retryAfterSeconds: Math.ceil((start + windowMs - now) / 1000) }
 }
@@ -23,7 +24,7 @@ const windowOf = (now: number, windowMs: number) => {
 const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: { readonly bucket: string }, subject: string) =>
   crypto.hmac("rate-limit", `${limit.bucket}\u0000${subject}`).toString("base64url")
 
-const count = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+export const count = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
   const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
   const w = windowOf(now, limit.windowMs)
@@ -43,16 +44,25 @@ export const consume = (environmentId: string, limit: Limit, subject: string) =>
 
 /**
  * Counts one hit per client address (`addressSubject`: IPv4 address, IPv6 /64) and, for IPv6,
- * per /56 and per /48 around it, refusing at the first that is full: a request refused by a
- * narrower limit is not counted by the wider ones.
+ * per /56 and per /48 around it, then against the family's per-Environment ceiling when it has
+ * one, refusing at the first that is full: a request refused by a narrower limit is not
+ * counted by the wider ones. `key` (a client id) splits every address budget by it, so one
+ * address holds one budget per key (the token endpoint: thousands of one client's users
+ * behind one NAT do not share their budget with another client's).
  */
-export const consumePerAddress = (environmentId: string, limits: AddressLimits, ip: string | undefined) => Effect.gen(function* () {
-  yield* consume(environmentId, limits.address, addressSubject(ip))
+export const consumePerAddress = (environmentId: string, limits: AddressLimits, ip: string | undefined, key?: string) => Effect.gen(function* () {
+  const keyed = (subject: string) => key === undefined ? subject : `${key}\u0000${subject}`
+  yield* consume(environmentId, limits.address, keyed(addressSubject(ip)))
   const networks = ipv6Networks(ip)
-  if (networks === undefined) return
-  yield* consume(environmentId, limits.network56, networks.net56)
-  yield* consume(environmentId, limits.network48, networks.net48)
+  if (networks !== undefined) {
+    yield* consume(environmentId, limits.network56, keyed(networks.net56))
+    yield* consume(environmentId, limits.network48, keyed(networks.net48))
+  }
+  if (limits.ceiling !== undefined) yield* consume(environmentId, limits.ceiling, ENVIRONMENT_SUBJECT)
 })
+
+/** The subject of a per-Environment ceiling: the counter row is already per Environment. */
+const ENVIRONMENT_SUBJECT = "environment"
 
 /** Counts one hit and says whether it was within the limit (for limits that withhold something instead of refusing). */
 export const take = (environmentId: string, limit: Limit, subject: string) =>
@@ -64,7 +74,7 @@ export const exhausted = (environmentId: string, limit: Limit, subject: string) 
   const now = yield* Clock.currentTimeMillis
   const w = windowOf(now, limit.windowMs)
   const hits = yield* repo.peek({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), windowStart: w.windowStart })
-  return hits >= limit.limit ? new RateLimited({ retryAfterSeconds: w.retryAfterSeconds }) : undefined
+  return hits >= limit.limit ? new RateLimited({ retryAfterSeconds: w.retryAfterSeconds, limit: limit.bucket }) : undefined
 })
 
 /** Refuses when the window is already full, without counting (for limits on failures only). */

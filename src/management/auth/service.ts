@@ -5,6 +5,7 @@ import { Forbidden, InsufficientScope, InvalidRequest, Unauthorized } from "../.
 import { Config } from "../../platform/config.js"
 import { sha256Hex } from "../../platform/crypto.js"
 import { API_KEY_PREFIX } from "../../tenancy/service.js"
+import { consumeManagementBudget } from "../http/budget.js"
 import { type Caller, CurrentCaller } from "./caller.js"
 import { checkCookieWrite } from "./csrf.js"
 import { authenticateDashboard, DASHBOARD_TOKEN_PREFIX } from "./dashboard.js"
@@ -55,6 +56,7 @@ export const withCaller = <A, E, R>(scope: string | undefined, handler: Effect.E
     const caller = token?.startsWith(DASHBOARD_TOKEN_PREFIX)
       ? yield* authenticateDashboard(token, request.headers["x-workspace-id"])
       : yield* authenticateApiKey(token)
+    yield* consumeManagementBudget(caller)
     if (requirements.dashboardOnly && caller.kind !== "dashboard") {
       return yield* new Forbidden({ detail: "Only a Dashboard session can call this route" })
     }

@@ -87,13 +87,18 @@ export const startEmailChange = (newEmail: string) => Effect.gen(function* () {
   if (newNormalized === me.user.email_normalized) return yield* new InvalidRequest({ detail: "new_email is already the address of your account" })
   if (yield* unavailableOnSqlError(taken(env.record.id, newNormalized, me))) return yield* emailTaken()
   const { limits, ip } = yield* limitsAndIp
-  yield* unavailableOnSqlError(rateLimit.consumePerAddress(env.record.id, limits.otpSendPerIp, ip))
   // Both addresses get a code: each counted as Email OTP mails are (per address from this
   // client address, and the all-addresses ceiling), so many accounts cannot bomb one address.
   // As for sign-in codes, an address that signed in as that email passes the ceiling, so a
-  // flood of strangers' sign-in starts cannot block the user's own change (issue 12).
-  for (const address of [me.user.email_normalized, newNormalized]) {
+  // flood of strangers' sign-in starts cannot block the user's own change. Narrowest first
+  // (decisions: "Every 429 names its limit"): a request refused per email from this address
+  // is not counted against the address's budget, which others behind it share.
+  const addresses = [me.user.email_normalized, newNormalized]
+  for (const address of addresses) {
     yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpSendPerEmailAndIp, emailAddressSubject(address, ip)))
+  }
+  yield* unavailableOnSqlError(rateLimit.consumePerAddress(env.record.id, limits.otpSendPerIp, ip))
+  for (const address of addresses) {
     const known = yield* unavailableOnSqlError(isKnownAddress(env.record.id, address, ip))
     yield* unavailableOnSqlError(consumeMailCeiling(env.record.id, address, known))
   }
@@ -134,14 +139,19 @@ const checkCode = (me: Me, stage: repo.EmailChangeStage, challengeId: string, co
   return { kind: "right", row, now } as Checked
 })
 
-/** Rate limits of a verify, counted before the check (they commit even when it is refused). */
+/**
+ * Rate limits of a verify, counted before the check (they commit even when it is refused),
+ * narrowest first: a verify refused for this email from this address (too many wrong codes,
+ * too many verifies) is not counted against the address's budget, which others behind it share.
+ */
 const verifyLimits = (me: Me, code: string) => Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   if (!isCodeShape(code)) return yield* new InvalidRequest({ detail: "code must be 6 digits" })
   const { limits, ip } = yield* limitsAndIp
+  const emailAndIp = emailAddressSubject(me.user.email_normalized, ip)
+  yield* unavailableOnSqlError(rateLimit.ensureNotExhausted(env.record.id, limits.otpFailuresPerEmailAndIp, emailAndIp))
+  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerEmailAndIp, emailAndIp))
   yield* unavailableOnSqlError(rateLimit.consumePerAddress(env.record.id, limits.otpVerifyPerIp, ip))
-  yield* unavailableOnSqlError(rateLimit.consume(env.record.id, limits.otpVerifyPerEmailAndIp, emailAddressSubject(me.user.email_normalized, ip)))
-  yield* unavailableOnSqlError(rateLimit.ensureNotExhausted(env.record.id, limits.otpFailuresPerEmailAndIp, emailAddressSubject(me.user.email_normalized, ip)))
 })
 
 const refuse = (checked: Exclude<Checked, { kind: "right" }>) => {

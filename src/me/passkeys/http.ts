@@ -5,6 +5,8 @@ import { presentPasskey } from "../../passkeys/present.js"
 import { CreationOptions, PasskeySummary, RegistrationOptionsBody, RegistrationVerifyBody } from "../../passkeys/schema.js"
 import { withMe } from "../auth.js"
 import { deleteMyPasskey, listMyPasskeys, myRegistrationOptions, myRegistrationVerify } from "./service.js"
+import { limitWrite } from "../../login/rate-limit/write-limits.js"
+import { unavailableOnSqlError } from "../unavailable.js"
 
 const tags = ["Self-service"]
 
@@ -20,6 +22,7 @@ export const mePasskeyRoutes = [
     return json(pageOf(yield* listMyPasskeys(page), page, (r) => r.id, presentPasskey))
   })), { summary: "List my passkeys (never credential ids, public keys or sign counts)", tags, query: ListQuery, response: PasskeyList }),
   route("POST", "/me/passkeys/registration/options", withMe(Effect.gen(function* () {
+    yield* unavailableOnSqlError(limitWrite("passkeyOptions"))
     const body = yield* decodeJsonBody(RegistrationOptionsBody, { emptyAs: {} })
     return json(yield* myRegistrationOptions(body))
   })), { summary: "WebAuthn creation options for a new passkey (fresh session)", tags, body: RegistrationOptionsBody, response: CreationOptions }),

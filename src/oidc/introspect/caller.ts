@@ -5,6 +5,7 @@ import { authenticateApiKey } from "../../management/auth/service.js"
 import { authenticateClient, presentedClient } from "../token/client-auth.js"
 import type { OAuthClientRow } from "../token/client-repo.js"
 import type { OAuthParams } from "../token/params.js"
+import { limitOAuthRequest } from "../token/rate-limit.js"
 
 /** An allowed caller: the authenticated web_bff client's row, or a Management API key. */
 export type IntrospectionCaller = { readonly client: OAuthClientRow } | { readonly apiKey: true }
@@ -32,3 +33,17 @@ export const introspectionCaller = (env: EnvironmentRecord, params: OAuthParams)
   const client = yield* authenticateClient(env.id, presented.value).pipe(Effect.option)
   return client._tag === "Some" && client.value.token_endpoint_auth_method !== "none" ? { client: client.value } as IntrospectionCaller : undefined
 })
+
+/**
+ * Counts an introspection per caller and address: a Management API key's calls under one
+ * name (`api_key`, which names no client), a client's under its id, before either is
+ * authenticated (a flood of bad credentials is counted too).
+ */
+export const limitIntrospection = (environmentId: string, params: OAuthParams) => Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  if (request.headers["x-management-api-key"] !== undefined) return yield* limitOAuthRequest("introspect", environmentId, API_KEY_CALLER)
+  const presented = yield* presentedClient(params).pipe(Effect.option)
+  yield* limitOAuthRequest("introspect", environmentId, presented._tag === "Some" ? presented.value.clientId : undefined)
+})
+
+const API_KEY_CALLER = "api_key"

@@ -8,7 +8,7 @@ import { looksLikeRefreshToken } from "../refresh/token-format.js"
 import { failuresAsServerError, invalidRequest } from "../token/errors.js"
 import { readParams } from "../token/params.js"
 import { NO_STORE } from "../token/response.js"
-import { introspectionCaller } from "./caller.js"
+import { introspectionCaller, limitIntrospection } from "./caller.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
 const inactive = () => HttpServerResponse.jsonUnsafe({ active: false }, { headers: NO_STORE })
@@ -24,6 +24,11 @@ export const introspectionEndpoint = Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   const params = yield* readParams.pipe(Effect.option)
   if (params._tag === "None") return inactive()
+  // Before the caller is authenticated or the token read: a throttled introspection is a 429
+  // (OAuth body, Retry-After), never `{active:false}`, which would call a good token dead; it
+  // is decided before the token is looked at, so it says nothing about it (decisions: "Write
+  // limits: every cheap-to-send write is counted per address").
+  yield* limitIntrospection(env.record.id, params.value).pipe(failuresAsServerError)
   const caller = yield* introspectionCaller(env.record, params.value).pipe(failuresAsServerError)
   if (!caller) return inactive()
   const token = yield* params.value.one("token").pipe(Effect.orElseSucceed(() => undefined))

@@ -7,7 +7,9 @@ import { generationHash } from "../refresh/repo.js"
 import { revokeFamilyByToken } from "../refresh/service.js"
 import { parseRefreshToken } from "../refresh/token-format.js"
 import { failuresAsServerError, invalidRequest } from "../token/errors.js"
+import { presentedClient } from "../token/client-auth.js"
 import { readParams } from "../token/params.js"
+import { limitOAuthRequest } from "../token/rate-limit.js"
 import { NO_STORE } from "../token/response.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
@@ -20,6 +22,10 @@ import { withCallSpan } from "../../platform/observability/span.js"
 export const revocationEndpoint = Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   const params = yield* readParams
+  // No client authentication here, but a client that presents itself (Basic or client_id) is
+  // counted under its own budget.
+  const presented = yield* presentedClient(params).pipe(Effect.option)
+  yield* limitOAuthRequest("revoke", env.record.id, presented._tag === "Some" ? presented.value.clientId : undefined)
   const token = yield* params.one("token")
   if (token === undefined) return yield* invalidRequest("token is required")
   const refresh = parseRefreshToken(token)

@@ -1,5 +1,5 @@
 import { Cause, Effect } from "effect"
-import { OAuthError, OriginNotAllowed } from "../../http/errors.js"
+import { OAuthError, OriginNotAllowed, RateLimited } from "../../http/errors.js"
 
 // One constructor per OAuth error code of the spec's table ("OAuth error responses");
 // the status comes from OAUTH_STATUS in src/http/problems.ts. The description is for the
@@ -24,10 +24,11 @@ export const serverError = () => new OAuthError({ error: "server_error", descrip
  * signing key) is logged with its cause and answered as 503 server_error, so an OAuth client
  * always gets an OAuth error body it can act on.
  */
-export const failuresAsServerError = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, OAuthError | OriginNotAllowed, R> =>
+export const failuresAsServerError = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, OAuthError | OriginNotAllowed | RateLimited, R> =>
   self.pipe(Effect.catchCause((cause) => {
     const error = Cause.squash(cause)
-    // The request's own refusals pass through: OAuth errors, and CORS (src/login/cors) Problem Details.
-    if (error instanceof OAuthError || error instanceof OriginNotAllowed) return Effect.fail(error)
+    // The request's own refusals pass through: OAuth errors, CORS (src/login/cors) Problem
+    // Details, and rate limits (answered as OAuth bodies by src/http/app.ts).
+    if (error instanceof OAuthError || error instanceof OriginNotAllowed || error instanceof RateLimited) return Effect.fail(error)
     return Effect.logError("oauth2 endpoint failure", cause).pipe(Effect.andThen(Effect.fail(serverError())))
   }))

@@ -6,6 +6,7 @@ import { failuresAsServerError, invalidRequest } from "./errors.js"
 import { authorizationCodeGrant } from "./grant-authorization-code.js"
 import { refreshTokenGrant } from "./grant-refresh-token.js"
 import { readParams } from "./params.js"
+import { limitOAuthRequest } from "./rate-limit.js"
 import { tokenResponse } from "./response.js"
 import { countWith } from "../../platform/observability/metrics.js"
 import { withCallSpan } from "../../platform/observability/span.js"
@@ -28,6 +29,8 @@ export const tokenEndpoint = Effect.gen(function* () {
   const grant = Object.hasOwn(GRANTS, grantType) ? GRANTS[grantType as keyof typeof GRANTS] : undefined
   if (!grant) return yield* invalidRequest(`Unsupported grant_type: use authorization_code or refresh_token`)
   const presented = yield* presentedClient(params)
+  // Before the grant reads or consumes anything: a refused request changes nothing.
+  yield* limitOAuthRequest("token", env.record.id, presented.clientId)
   const body = yield* grant({ params, presented, environmentId: env.record.id, issuer: env.urls.issuer })
   yield* countWith((m) => m.tokensIssued.inc({ grant: grantType }))
   return tokenResponse(body)
