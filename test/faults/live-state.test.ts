@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { basic, createClient, createUser, form, mintCode, queryRows, type TestClient } from "../oidc/support.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
@@ -35,6 +35,9 @@ beforeAll(async () => {
     servers.push({ child: await startEntry("src/main.ts", { ...env, PORT: String(port), DATA_DIR: `/tmp/authservice-live-${name}` }, /authservice listening on/), port })
   }
 }, 180_000)
+
+// Codes minted by this process are checked by child processes on real time.
+beforeEach(() => app.catchUpWithWallClock())
 
 afterAll(async () => {
   await Promise.all(servers.map((s) => stopChild(s.child)))

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import { afterAll, beforeAll, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, expect, it } from "vitest"
 import { freePort, loadEmbeddedPostgres } from "../../src/platform/embedded-postgres.js"
 import { createClient, createUser, form, mintCode, type MintedCode, type TestClient } from "../oidc/support.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
@@ -93,6 +93,9 @@ beforeAll(async () => {
   app = await startApp({ databaseUrl, env: { MASTER_KEY: env["MASTER_KEY"]! } })
   client = await createClient(app, b)
 }, 180_000)
+
+// Codes minted by this process are checked by child processes on real time.
+beforeEach(() => app.catchUpWithWallClock())
 
 afterAll(async () => {
   signalPostgres("SIGCONT") // never leave it frozen

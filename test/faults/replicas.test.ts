@@ -3,7 +3,7 @@ import { createServer, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { createClient, createUser, form, mintCode, type TestClient } from "../oidc/support.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
@@ -56,6 +56,9 @@ beforeAll(async () => {
   }
   for (const name of ["a", "b"]) workers.push(await startEntry("src/worker.ts", { ...env, DATA_DIR: `/tmp/authservice-worker-${name}` }, /worker: running/))
 }, 180_000)
+
+// Codes minted by this process are checked by child processes on real time.
+beforeEach(() => app.catchUpWithWallClock())
 
 afterAll(async () => {
   for (const res of held) res.destroy()

@@ -24,6 +24,12 @@ export interface TestApp {
   /** Moves the application's clock (a TestClock) forward. */
   readonly advance: (duration: Duration.Input) => Promise<void>
   readonly now: () => number
+  /**
+   * Moves the application's clock forward to the wall clock (never back). Other processes
+   * (child servers and workers) run on real time: a code minted here on a clock that fell
+   * behind (a slow start of those processes) would already be expired for them.
+   */
+  readonly catchUpWithWallClock: () => Promise<void>
   readonly request: (host: string, path: string, options?: RequestOptions) => ReturnType<typeof send>
   readonly management: (path: string, options?: RequestOptions & { key?: string }) => ReturnType<typeof send>
   readonly issuer: (environmentId: string, path: string, options?: RequestOptions) => ReturnType<typeof send>
@@ -92,6 +98,7 @@ export const startApp = async (options: StartOptions = {}): Promise<TestApp> => 
     run,
     advance: (duration) => Effect.runPromise(testClock.adjust(duration)),
     now: () => testClock.currentTimeMillisUnsafe(),
+    catchUpWithWallClock: () => Effect.runPromise(testClock.adjust(Math.max(0, Date.now() - testClock.currentTimeMillisUnsafe()))),
     request,
     management: (path, opts = {}) => {
       const key = opts.key ?? defaultKey
