@@ -73,6 +73,11 @@ describe("generic OIDC (oidc-provider over HTTPS)", () => {
     const page = await app.request(b.interaction_domain, "/login", { headers: { cookie } })
     expect(page.text).toContain('data-status="authenticated"')
     // what the page's script does for an authenticated transaction (with `iss`, RFC 9207)
+    // Hosted Login is bound by its cookie, not by a completion proof: none is issued, and
+    // without the cookie the transaction does not exist for the caller (proof or not).
+    expect(await query(app, "select social_proof_hash from auth_transactions where id = $1", [txnId])).toEqual([{ social_proof_hash: null }])
+    const cookieless = await app.request(b.interaction_domain, `/v1/auth/transactions/${txnId}/complete`, { method: "POST", body: { social_proof: "x".repeat(43) } })
+    expect([cookieless.status, cookieless.json.code]).toEqual([404, "auth_transaction_not_found"])
     const done = await app.request(b.interaction_domain, `/v1/auth/transactions/${txnId}/complete`, { method: "POST", headers: { cookie } })
     expect(done.status, done.text).toBe(200)
     const tokens = await oidc.authorizationCodeGrant(config,
