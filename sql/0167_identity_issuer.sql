@@ -14,25 +14,25 @@ alter table identities add column subject_claim text not null default 'sub';
 -- Backfill from the connection the identity was made with: the fixed issuers of Google, Apple and
 -- GitHub (GitHub has no issuer of its own; its OAuth origin stands in), the generic OIDC
 -- connection's current issuer, and the claim its profile_mapping read the subject from.
+-- (pg_temp: lives only for this migration's session.)
+create or replace function pg_temp.identity_issuer(provider text, issuer text) returns text language sql immutable as $$
+  select case provider
+    when 'google' then 'https://accounts.google.com'
+    when 'apple' then 'https://appleid.apple.com'
+    when 'github' then 'https://github.com'
+    when 'generic_oidc' then issuer
+    else null end
+$$;
+
 update identities i set
-    provider_issuer = case c.provider
-      when 'google' then 'https://accounts.google.com'
-      when 'apple' then 'https://appleid.apple.com'
-      when 'github' then 'https://github.com'
-      when 'generic_oidc' then c.issuer
-      else null end,
+    provider_issuer = pg_temp.identity_issuer(c.provider, c.issuer),
     subject_claim = coalesce(c.profile_mapping->>'sub', 'sub')
   from connections c
   where c.id = i.connection_id;
 
 -- Identities stored without a connection reference: the Environment's live connection of that key.
 update identities i set
-    provider_issuer = case c.provider
-      when 'google' then 'https://accounts.google.com'
-      when 'apple' then 'https://appleid.apple.com'
-      when 'github' then 'https://github.com'
-      when 'generic_oidc' then c.issuer
-      else null end,
+    provider_issuer = pg_temp.identity_issuer(c.provider, c.issuer),
     subject_claim = coalesce(c.profile_mapping->>'sub', 'sub')
   from connections c
   where i.connection_id is null and c.environment_id = i.environment_id and c.provider_key = i.provider
@@ -46,12 +46,7 @@ create unique index identities_subject on identities
 alter table social_pending_links add column provider_issuer text;
 alter table social_pending_links add column subject_claim text not null default 'sub';
 update social_pending_links p set
-    provider_issuer = case c.provider
-      when 'google' then 'https://accounts.google.com'
-      when 'apple' then 'https://appleid.apple.com'
-      when 'github' then 'https://github.com'
-      when 'generic_oidc' then c.issuer
-      else null end,
+    provider_issuer = pg_temp.identity_issuer(c.provider, c.issuer),
     subject_claim = coalesce(c.profile_mapping->>'sub', 'sub')
   from connections c
   where c.id = p.connection_id;

@@ -1,4 +1,6 @@
 import { readFileSync } from "node:fs"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { splitStatements } from "../../src/platform/sql-split.js"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
@@ -22,8 +24,10 @@ beforeAll(async () => {
 })
 afterAll(async () => { await app?.close() })
 
+/** The file's backfill: its session-local helper function and its UPDATE statements. */
 const backfill = splitStatements(readFileSync(new URL("../../sql/0167_identity_issuer.sql", import.meta.url), "utf8"))
-  .filter((statement) => statement.replace(/--[^\n]*\n/g, "").trim().startsWith("update "))
+  .map((statement) => statement.replace(/--[^\n]*\n/g, "").trim())
+  .filter((statement) => statement.startsWith("update ") || statement.startsWith("create or replace function pg_temp."))
 
 describe("sql/0167 backfill", () => {
   it("fixed issuers for Google, Apple and GitHub, the connection's issuer and sub mapping for generic OIDC, none for Microsoft; other providers' sub mappings dropped", async () => {
@@ -56,8 +60,12 @@ describe("sql/0167 backfill", () => {
     await query(app, "update identities set provider_issuer = null, subject_claim = 'sub' where environment_id = $1", [id])
     const versions = await query<{ id: string; version: number }>(app, "select id, version from connections where environment_id = $1", [id])
 
-    expect(backfill).toHaveLength(4)
-    for (const statement of backfill) await query(app, statement)
+    expect(backfill).toHaveLength(5)
+    // One SQL transaction, as the migrator runs a file (the pg_temp function is its session's).
+    await app.run(Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.withTransaction(Effect.forEach(backfill, (statement) => sql.unsafe(statement), { discard: true }))
+    }))
 
     const after = await query<{ id: string; provider_issuer: string | null; subject_claim: string }>(app,
       "select id, provider_issuer, subject_claim from identities where environment_id = $1", [id])
