@@ -42,6 +42,7 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   TransactionNotAuthenticated: { status: 409, code: "transaction_not_authenticated", title: "Login transaction not authenticated" },
   InvalidTransactionState: { status: 409, code: "invalid_transaction_state", title: "Operation not allowed in the transaction's status" },
   AccessDenied: { status: 403, code: "access_denied", title: "Access denied" },
+  InvalidSocialProof: { status: 400, code: "invalid_social_proof", title: "Social login proof missing or wrong" },
   InvalidCode: { status: 400, code: "invalid_code", title: "Invalid code" },
   ResendTooSoon: { status: 429, code: "resend_too_soon", title: "Resend too soon" },
   NewUserCreationBlocked: { status: 403, code: "new_user_creation_blocked", title: "New user creation blocked" },
@@ -91,6 +92,9 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   // social login and identity linking (src/social)
   StateMismatch: { status: 400, code: "state_mismatch", title: "Social login state check failed" },
   ProviderUnavailable: { status: 503, code: "provider_unavailable", title: "Identity provider unavailable" },
+  InvalidLinkCode: { status: 400, code: "invalid_link_code", title: "Link code unknown, used or expired" },
+  IdentityAlreadyLinked: { status: 409, code: "identity_already_linked", title: "Identity linked to another user" },
+  ProviderAlreadyLinked: { status: 409, code: "provider_already_linked", title: "An identity of this provider is already linked" },
   // Prometheus endpoint (src/platform/observability)
   MetricsTokenRequired: { status: 401, code: "unauthorized", title: "Unauthorized" },
 }

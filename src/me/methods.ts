@@ -1,13 +1,16 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { usableProviderKeys } from "../management/connections/repo.js"
+import { usableConnectionRows } from "../management/connections/repo.js"
+import { identityCurrentFor } from "../social/repo.js"
 
 /**
  * The user's authentication methods (docs/architecture.md, Last factor: a verified, unsuppressed email,
  * each passkey and each linked identity count as methods). An identity counts only while its
  * provider has a usable Connection in the Environment (active, not deleted, generic OIDC
  * confirmed): social login can start only with one (spec: Social login), so an identity of a
- * deleted or disabled Connection is no way to sign in. Read inside the caller's SQL
+ * deleted or disabled Connection is no way to sign in; nor is a stale one, of an issuer or
+ * subject claim the Connection no longer uses (docs/decisions.md, Social login: "Identities
+ * carry their issuer"). Read inside the caller's SQL
  * transaction, after it locked the user row, so two concurrent deletions cannot both see the
  * other's method as the one that remains.
  */
@@ -16,6 +19,6 @@ export const authenticationMethodCount = (environmentId: string, userId: string)
       (select case when email_verified and not email_suppressed then 1 else 0 end from users
         where environment_id = ${environmentId} and id = ${userId})
       + (select count(*) from passkeys where environment_id = ${environmentId} and user_id = ${userId})
-      + (select count(*) from identities where environment_id = ${environmentId} and user_id = ${userId}
-          and provider in (${usableProviderKeys(sql, environmentId)})) as n`)
+      + (select count(*) from identities i join (${usableConnectionRows(sql, environmentId)}) c on c.provider_key = i.provider
+          where i.environment_id = ${environmentId} and i.user_id = ${userId} and ${identityCurrentFor(sql)}) as n`)
   .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))

@@ -4,8 +4,8 @@ import { limitWrite } from "../login/rate-limit/write-limits.js"
 import { TransactionParams } from "../login/transactions/schema.js"
 import { presentPasskey } from "./present.js"
 import {
-  AuthenticationOptionsBody, AuthenticationVerifyBody, CreationOptions, PasskeySummary, RegistrationOptionsBody,
-  RegistrationVerifyBody, RequestOptions,
+  AuthenticationOptionsBody, AuthenticationVerifyBody, CreationOptions, PasskeySummary, RequestOptions,
+  TransactionRegistrationOptionsBody, TransactionRegistrationVerifyBody,
 } from "./schema.js"
 import {
   transactionAuthenticationOptions, transactionAuthenticationVerify, transactionRegistrationOptions, transactionRegistrationVerify,
@@ -22,20 +22,20 @@ export const transactionPasskeyRoutes = [
   route("POST", "/auth/transactions/:transactionId/passkeys/registration/options", Effect.gen(function* () {
     yield* limitWrite("passkeyOptions")
     const { transactionId } = yield* decodeParams(TransactionParams)
-    const body = yield* decodeJsonBody(RegistrationOptionsBody, { emptyAs: {} })
+    const body = yield* decodeJsonBody(TransactionRegistrationOptionsBody, { emptyAs: {} })
     return json(yield* transactionRegistrationOptions(transactionId, body))
   }), {
-    summary: "WebAuthn creation options for the transaction's (freshly authenticated) user", tags,
-    params: TransactionParams, body: RegistrationOptionsBody, response: CreationOptions,
+    summary: "WebAuthn creation options for the transaction's (freshly authenticated) user; a custom-UI social login sends its social_proof", tags,
+    params: TransactionParams, body: TransactionRegistrationOptionsBody, response: CreationOptions,
   }),
   route("POST", "/auth/transactions/:transactionId/passkeys/registration/verify", Effect.gen(function* () {
     const { transactionId } = yield* decodeParams(TransactionParams)
-    const body = yield* decodeJsonBody(RegistrationVerifyBody)
+    const body = yield* decodeJsonBody(TransactionRegistrationVerifyBody)
     const { passkey, transaction } = yield* transactionRegistrationVerify(transactionId, body)
     return json({ ...presentPasskey(passkey), transaction_id: transaction.id, status: transaction.status })
   }), {
     summary: "Verify the attestation and register the passkey (the transaction's status does not change)", tags,
-    params: TransactionParams, body: RegistrationVerifyBody, response: RegisteredOnTransaction,
+    params: TransactionParams, body: TransactionRegistrationVerifyBody, response: RegisteredOnTransaction,
   }),
   route("POST", "/auth/transactions/:transactionId/passkeys/authentication/options", Effect.gen(function* () {
     yield* limitWrite("passkeyOptions")

@@ -68,6 +68,23 @@ export const RegistrationVerifyBody = Schema.Struct({
 })
 export type RegistrationVerifyBody = typeof RegistrationVerifyBody.Type
 
+/**
+ * Registration on a login transaction: the same bodies, plus the completion proof a custom-UI
+ * social login must present to use its authenticated transaction (docs/decisions.md, Social
+ * login: "Custom UI: the completion proof"; src/login/transactions/social-proof.ts).
+ */
+export const TransactionRegistrationOptionsBody = Schema.Struct({
+  ...RegistrationOptionsBody.fields,
+  social_proof: Schema.optionalKey(Schema.String),
+})
+export type TransactionRegistrationOptionsBody = typeof TransactionRegistrationOptionsBody.Type
+
+export const TransactionRegistrationVerifyBody = Schema.Struct({
+  ...RegistrationVerifyBody.fields,
+  social_proof: Schema.optionalKey(Schema.String),
+})
+export type TransactionRegistrationVerifyBody = typeof TransactionRegistrationVerifyBody.Type
+
 /** Spec: "optional `email`; optional `rp` (active / legacy) or `rp_id`, not both". */
 export const AuthenticationOptionsBody = Schema.Struct({
   email: Schema.optionalKey(Schema.String.check(Schema.isMinLength(3), Schema.isMaxLength(254),

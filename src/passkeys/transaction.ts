@@ -12,7 +12,10 @@ import { CurrentRequest } from "../platform/request-context.js"
 import { userById } from "../users/repo.js"
 import { ReauthenticationRequired, WebAuthnVerificationFailed } from "./errors.js"
 import { completePendingLink } from "../social/linking.js"
-import type { AuthenticationCredential, AuthenticationOptionsBody, RegistrationOptionsBody, RegistrationVerifyBody } from "./schema.js"
+import { requireSocialProof } from "../login/transactions/social-proof.js"
+import type {
+  AuthenticationCredential, AuthenticationOptionsBody, TransactionRegistrationOptionsBody, TransactionRegistrationVerifyBody,
+} from "./schema.js"
 import { type CeremonyScope, Passkeys } from "./service.js"
 import { withCallSpan } from "../platform/observability/span.js"
 
@@ -36,14 +39,17 @@ const scopeOf = (txn: transactions.TransactionRow) => Effect.gen(function* () {
 
 /**
  * Spec, Passkey rule 1: registration needs an authenticated and fresh transaction (a
- * just-completed OTP or social re-authentication). Returns the transaction's user.
+ * just-completed OTP or social re-authentication). A custom-UI social login also needs its
+ * completion proof, or an attacker who had a victim's browser authenticate the attacker's
+ * transaction could enrol its own passkey on the victim's account. Returns the transaction's user.
  */
-const authenticatedUser = (txn: transactions.TransactionRow) => Effect.gen(function* () {
+const authenticatedUser = (txn: transactions.TransactionRow, socialProof: string | undefined) => Effect.gen(function* () {
   if (txn.status !== "authenticated" || txn.user_id === null || txn.authenticated_at === null) {
     return yield* new TransactionNotAuthenticated({
       detail: `The transaction is ${txn.status}; passkey registration needs an authenticated transaction`,
     })
   }
+  yield* requireSocialProof(txn, socialProof, "passkey_registration")
   const now = yield* Clock.currentTimeMillis
   if (now - txn.authenticated_at.getTime() > FRESH_AUTHENTICATION_MS) {
     return yield* new ReauthenticationRequired({ detail: "The transaction was authenticated more than 5 minutes ago; authenticate again" })
@@ -53,18 +59,18 @@ const authenticatedUser = (txn: transactions.TransactionRow) => Effect.gen(funct
   return user
 })
 
-export const transactionRegistrationOptions = (transactionId: string, body: RegistrationOptionsBody) => Effect.gen(function* () {
+export const transactionRegistrationOptions = (transactionId: string, body: TransactionRegistrationOptionsBody) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)
-  const user = yield* authenticatedUser(txn)
+  const user = yield* authenticatedUser(txn, body.social_proof)
   const passkeys = yield* Passkeys
   const sql = yield* SqlClient.SqlClient
-  return yield* sql.withTransaction(passkeys.creationOptions(yield* scopeOf(txn), user, body))
+  return yield* sql.withTransaction(passkeys.creationOptions(yield* scopeOf(txn), user, body.rp_id === undefined ? {} : { rp_id: body.rp_id }))
     .pipe(Effect.catchTag("SqlError", Effect.die))
 }).pipe(withCallSpan("passkeys.transactionRegistrationOptions"))
 
-export const transactionRegistrationVerify = (transactionId: string, body: RegistrationVerifyBody) => Effect.gen(function* () {
+export const transactionRegistrationVerify = (transactionId: string, body: TransactionRegistrationVerifyBody) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)
-  const user = yield* authenticatedUser(txn)
+  const user = yield* authenticatedUser(txn, body.social_proof)
   const passkeys = yield* Passkeys
   const passkey = yield* passkeys.verifyRegistration(yield* scopeOf(txn), user, {
     credential: body.credential, ...(body.name === undefined ? {} : { name: body.name }),

@@ -1,5 +1,5 @@
 import { Clock, Effect } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerRequest } from "effect/http"
 import { CurrentEnvironment } from "../http/current-environment.js"
 import { errorPage } from "../hosted-login/page.js"
 import { route } from "../http/route.js"
@@ -10,7 +10,7 @@ import { Audit } from "../platform/audit.js"
 import { Crypto, sha256Hex } from "../platform/crypto.js"
 import { callbackTransaction, finishSocialLogin } from "./login.js"
 import * as repo from "./repo.js"
-import { SOCIAL_CONTINUE_PATH } from "./urls.js"
+import { browserRedirect, SOCIAL_CONTINUE_PATH } from "./urls.js"
 
 // A Hosted Login transaction's social login finishes only in the browser bound to it
 // (docs/architecture.md: "Hosted Login drives only the transaction of its cookie"). Without this, a link to
@@ -19,7 +19,8 @@ import { SOCIAL_CONTINUE_PATH } from "./urls.js"
 // provider's callback may not carry the login cookie (managed callbacks land on the issuer
 // host; Apple posts cross-site), so it keeps the answer, sealed, and sends the browser to the
 // Interaction Domain with a one-time token; there the cookie must match before the answer
-// is used. Custom UIs (API transactions) have no browser binding to check.
+// is used. Custom UIs (API transactions) have no cookie: their callback hands a one-time
+// completion proof to the browser instead (src/login/transactions/social-proof.ts).
 
 export const callbackSealContext = (stateId: string) => ({ purpose: "social-callback", table: "social_states", rowId: stateId })
 
@@ -31,10 +32,6 @@ export const deferToBoundBrowser = (stateRow: repo.SocialStateRow, state: string
   const sealed = yield* crypto.seal(callbackSealContext(stateRow.id), JSON.stringify({ state, params: [...params] }))
   yield* repo.deferCallback(stateRow.environment_id, stateRow.id, sealed, sha256Hex(token)).pipe(Effect.orDie)
   return `${env.urls.interactionOrigin}${SOCIAL_CONTINUE_PATH}?handoff=${encodeURIComponent(token)}`
-})
-
-const redirectTo = (location: string) => HttpServerResponse.empty({
-  status: 302, headers: { location, "cache-control": "no-store", "referrer-policy": "no-referrer" },
 })
 
 /**
@@ -72,7 +69,7 @@ const continueInBoundBrowser = Effect.gen(function* () {
   const answer = JSON.parse(opened.toString("utf8")) as { state: string; params: Array<[string, string]> }
   const next = yield* finishSocialLogin(txn, row, connection, answer.state, new URLSearchParams(answer.params)).pipe(
     Effect.catchTag("InvalidTransactionState", () => Effect.succeed(undefined)))
-  return next === undefined ? errorPage("login_finished") : redirectTo(next)
+  return next === undefined ? errorPage("login_finished") : browserRedirect(next)
 })
 
 export const boundBrowserRoutes = [route("GET", SOCIAL_CONTINUE_PATH, continueInBoundBrowser)]

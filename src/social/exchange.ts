@@ -26,10 +26,11 @@ export const redeemCallback = (connection: ConnectionRow, stateRow: SocialStateR
     const claims = yield* Effect.tryPromise({
       try: () => PROVIDER_ADAPTERS[connection.provider].exchange(call, checks, params),
       catch: (cause) => cause,
-    }).pipe(Effect.map((c) => ({ ok: true, claims: c }) as const), Effect.catch((cause) =>
+    }).pipe(Effect.map((answer) => ({ ok: true, answer }) as const), Effect.catch((cause) =>
       Effect.logWarning("social: code exchange failed", connection.provider, describeProviderFailure(cause)).pipe(Effect.as({ ok: false } as const))))
     if (!claims.ok) return { ok: false, failure: { kind: "exchange_failed" } } as const
-    const profile: SocialProfile | undefined = applyProfileMapping(verifiedEmailClaims(connection.provider, claims.claims), connection.profile_mapping)
+    const profile: SocialProfile | undefined = applyProfileMapping(claims.answer.issuer,
+      verifiedEmailClaims(connection.provider, claims.answer.claims), connection.profile_mapping)
     if (!profile) return { ok: false, failure: { kind: "no_subject" } } as const
     return { ok: true, profile } as const
   })

@@ -1,24 +1,20 @@
 import { Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
 import { decodeJsonBody, decodeParams, json, route } from "../http/route.js"
 import { limitWrite } from "../login/rate-limit/write-limits.js"
 import { withMe } from "../me/auth.js"
 import { handleCallback } from "./callback.js"
 import { startLink } from "./link.js"
+import { confirmLink } from "./link-confirm.js"
 import { startSocialLogin } from "./login.js"
+import { browserRedirect } from "./urls.js"
 import { parseProvider } from "./redirect.js"
-import { AuthorizationUrl, CallbackParameters, LinkBody, ProviderParams, SocialStartParams } from "./schema.js"
+import { AuthorizationUrl, CallbackParameters, LinkBody, LinkConfirmBody, LinkConfirmed, ProviderParams, SocialStartParams } from "./schema.js"
 
 const tags = ["Social login"]
 
-/** A browser redirect that leaks nothing onwards (the URL may carry a code). */
-const redirectTo = (location: string) => HttpServerResponse.empty({
-  status: 302, headers: { location, "cache-control": "no-store", "referrer-policy": "no-referrer" },
-})
-
 const callback = Effect.gen(function* () {
   const { provider } = yield* decodeParams(ProviderParams)
-  return redirectTo(yield* handleCallback(yield* parseProvider(provider)))
+  return browserRedirect(yield* handleCallback(yield* parseProvider(provider)))
 })
 
 /** Spec: Social login (paths without `/v1`). */
@@ -36,7 +32,7 @@ export const socialLoginRoutes = [
   }),
 ]
 
-/** Spec: Self-service /me, `POST /me/identities/{provider}/link`. */
+/** Spec: Self-service /me, `POST /me/identities/{provider}/link`, and its confirm (docs/decisions.md). */
 export const meLinkRoutes = [
   route("POST", "/me/identities/:provider/link", withMe(Effect.gen(function* () {
     const { provider } = yield* decodeParams(ProviderParams)
@@ -44,4 +40,13 @@ export const meLinkRoutes = [
     const body = yield* decodeJsonBody(LinkBody)
     return json(yield* startLink(parsed, body.redirect_uri))
   })), { summary: "Link a social identity (fresh session): the provider's authorization URL", tags: ["Self-service"], params: ProviderParams, body: LinkBody, response: AuthorizationUrl }),
+  route("POST", "/me/identities/:provider/link/confirm", withMe(Effect.gen(function* () {
+    const { provider } = yield* decodeParams(ProviderParams)
+    const parsed = yield* parseProvider(provider)
+    const body = yield* decodeJsonBody(LinkConfirmBody)
+    return json(yield* confirmLink(parsed, body.link_code))
+  })), {
+    summary: "Confirm a social identity link with the link_code the provider's return delivered to the redirect URI (same user, client and session that started it)",
+    tags: ["Self-service"], params: ProviderParams, body: LinkConfirmBody, response: LinkConfirmed,
+  }),
 ]

@@ -1,4 +1,4 @@
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { InvalidRedirectUri } from "../management/clients/errors.js"
 import type { ConnectionRow } from "../management/connections/repo.js"
@@ -8,12 +8,11 @@ import { CurrentMe } from "../me/auth.js"
 import { requireFresh } from "../me/fresh.js"
 import { unavailableOnSqlError } from "../me/unavailable.js"
 import { Audit } from "../platform/audit.js"
-import { Events } from "../platform/events/service.js"
-import { Ids } from "../platform/ids.js"
-import { lockUser } from "../users/repo.js"
+import { Crypto, sha256Hex } from "../platform/crypto.js"
 import { redeemCallback } from "./exchange.js"
 import { prepareRedirect, requireUsableConnection } from "./redirect.js"
 import * as repo from "./repo.js"
+import { appendQuery } from "./urls.js"
 import { withCallSpan } from "../platform/observability/span.js"
 
 /**
@@ -21,8 +20,8 @@ import { withCallSpan } from "../platform/observability/span.js"
  * (`auth_time` within 5 minutes, else 403 `reauthentication_required`); `redirect_uri`
  * byte-equal to a registered redirect URI of the token's client and without a fragment
  * (else 400 `invalid_redirect_uri`); a usable Connection of the provider (else 404
- * `connection_not_found`). The redirect URI is kept in the state row. A database failure
- * anywhere is 503 `user_unavailable`, as on every /me route (src/me/unavailable.ts).
+ * `connection_not_found`). The redirect URI and the calling session are kept in the state row.
+ * A database failure anywhere is 503 `user_unavailable`, as on every /me route (src/me/unavailable.ts).
  */
 export const startLink = (provider: Provider, redirectUri: string) => unavailableOnSqlError(Effect.gen(function* () {
   const me = yield* CurrentMe
@@ -32,7 +31,9 @@ export const startLink = (provider: Provider, redirectUri: string) => unavailabl
     return yield* new InvalidRedirectUri({ detail: "redirect_uri must equal a redirect URI registered for this client, without a fragment" })
   }
   const connection = yield* requireUsableConnection(me.user.environment_id, provider)
-  const redirect = yield* prepareRedirect({ kind: "link", connection, userId: me.userId, clientId: client.id, linkRedirectUri: redirectUri })
+  const redirect = yield* prepareRedirect({
+    kind: "link", connection, userId: me.userId, clientId: client.id, sessionId: me.sessionId, linkRedirectUri: redirectUri,
+  })
   const sql = yield* SqlClient.SqlClient
   const audit = yield* Audit
   yield* sql.withTransaction(Effect.gen(function* () {
@@ -46,24 +47,25 @@ export const startLink = (provider: Provider, redirectUri: string) => unavailabl
   return { authorization_url: redirect.url }
 })).pipe(withCallSpan("social.startLink"))
 
-/** The result query parameters added to the link's redirect URI (docs/decisions.md). */
-export type LinkResult =
-  | { readonly linked: true; readonly identityId: string }
-  | { readonly linked: false; readonly error: "social_provider_error" | "identity_already_linked" | "provider_already_linked" | "user_unavailable" }
+export const linkResultSealContext = (stateId: string) => ({ purpose: "social-link-result", table: "social_states", rowId: stateId })
 
-export const linkReturnUrl = (redirectUri: string, provider: string, result: LinkResult) => {
-  const params = result.linked
-    ? { linked: "true", identity_id: result.identityId, provider }
-    : { linked: "false", error: result.error, provider }
-  return `${redirectUri}${redirectUri.includes("?") ? "&" : "?"}${new URLSearchParams(params).toString()}`
+/** What the link's callback verified, kept sealed for the confirm. */
+interface LinkResult {
+  readonly subject: string
+  readonly issuer: string
+  readonly subjectClaim: string
+  readonly email: string | null
 }
 
 /**
- * The provider's callback for a link state: the code is redeemed, then in one SQL
- * transaction (user row locked) the identity is linked to the state's user, unless that
- * provider subject already belongs to another user (never moved: `identity_already_linked`)
- * or the user already has an identity of this provider (`provider_already_linked`). Linking
- * the same subject again is a success that changes nothing.
+ * The provider's callback for a link state (docs/decisions.md, Social login: "/me link: the
+ * callback no longer links"). The browser that comes back may not be the user's: an attacker
+ * can start a link on its own account and send the authorization URL to a victim signed in at
+ * the provider. So the callback only redeems the code and keeps the verified result (sealed,
+ * bound to the state row), and sends the browser to the link's redirect URI with a one-time
+ * 256-bit `link_code` (SHA-256 kept); the link happens at the confirm, which needs the access
+ * token of the user, client and session that started it. A refusal or failed exchange:
+ * `linked=false&error=social_provider_error`.
  */
 export const finishLink = (stateRow: repo.SocialStateRow, connection: ConnectionRow, state: string, params: URLSearchParams) =>
   Effect.gen(function* () {
@@ -72,41 +74,29 @@ export const finishLink = (stateRow: repo.SocialStateRow, connection: Connection
     const userId = stateRow.user_id ?? ""
     const redeemed = yield* redeemCallback(connection, stateRow, state, params)
     const sql = yield* SqlClient.SqlClient
-    const events = yield* Events
     const audit = yield* Audit
-    const ids = yield* Ids
+    const crypto = yield* Crypto
     const base = { workspaceId: stateRow.workspace_id, environmentId: stateRow.environment_id } as const
     const actor = { type: "end_user" as const, id: userId }
-    const result: LinkResult = yield* sql.withTransaction(Effect.gen(function* () {
-      const refuse = (error: Extract<LinkResult, { linked: false }>["error"], detail: Record<string, unknown> = {}) =>
-        audit.append({
-          ...base, actor, action: "identity.link_failed", subjectType: "user", subjectId: userId, result: "failure",
-          details: { provider, reason: error, ...detail },
-        }).pipe(Effect.as({ linked: false, error } as LinkResult))
-      if (!redeemed.ok) return yield* refuse("social_provider_error", { failure: redeemed.failure.kind })
-      const user = yield* lockUser(stateRow.environment_id, userId).pipe(Effect.orDie)
-      if (!user || user.status !== "active") return yield* refuse("user_unavailable")
-      const now = new Date(yield* Clock.currentTimeMillis)
-      const existing = yield* repo.identityBySubject(stateRow.environment_id, provider, redeemed.profile.subject).pipe(Effect.orDie)
-      if (existing && existing.user_id !== userId) return yield* refuse("identity_already_linked")
-      if (existing) {
-        yield* repo.touchIdentity(stateRow.environment_id, existing.id, redeemed.profile.email ?? null, now).pipe(Effect.orDie)
-        return { linked: true, identityId: existing.id } as LinkResult
-      }
-      if (yield* repo.userHasProviderIdentity(stateRow.environment_id, userId, provider).pipe(Effect.orDie)) {
-        return yield* refuse("provider_already_linked")
-      }
-      const identityId = yield* ids.make("idn")
-      const inserted = yield* repo.insertIdentity({
-        id: identityId, ...base, userId, connectionId: connection.id, provider, subject: redeemed.profile.subject,
-        email: redeemed.profile.email ?? null, now,
-      }).pipe(Effect.orDie)
-      if (!inserted) return yield* refuse("identity_already_linked")
-      yield* events.emit({ type: "identity.linked", ...base, actor, payload: { userId, identityId, provider } })
+    if (!redeemed.ok) {
       yield* audit.append({
-        ...base, actor, action: "identity.linked", subjectType: "user", subjectId: userId, details: { provider, identity_id: identityId },
+        ...base, actor, action: "identity.link_failed", subjectType: "user", subjectId: userId, result: "failure",
+        details: { provider, reason: "social_provider_error", failure: redeemed.failure.kind },
       })
-      return { linked: true, identityId } as LinkResult
+      return appendQuery(redirectUri, { linked: "false", error: "social_provider_error", provider })
+    }
+    const result: LinkResult = {
+      subject: redeemed.profile.subject, issuer: redeemed.profile.issuer, subjectClaim: redeemed.profile.subjectClaim,
+      email: redeemed.profile.email ?? null,
+    }
+    const code = yield* crypto.randomToken(32)
+    const sealed = yield* crypto.seal(linkResultSealContext(stateRow.id), JSON.stringify(result))
+    yield* sql.withTransaction(Effect.gen(function* () {
+      yield* repo.keepLinkResult(stateRow.environment_id, stateRow.id, sealed, sha256Hex(code))
+      yield* audit.append({
+        ...base, actor, action: "identity.link_verified", subjectType: "user", subjectId: userId,
+        details: { provider, client_id: stateRow.client_id },
+      })
     })).pipe(Effect.catchTag("SqlError", Effect.die))
-    return linkReturnUrl(redirectUri, provider, result)
+    return appendQuery(redirectUri, { link_code: code, provider })
   }).pipe(withCallSpan("social.finishLink"))

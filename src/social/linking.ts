@@ -4,10 +4,11 @@ import { CurrentEnvironment } from "../http/current-environment.js"
 import { InvalidTransactionState } from "../login/transactions/errors.js"
 import * as transactions from "../login/transactions/repo.js"
 import { Audit } from "../platform/audit.js"
-import { Events } from "../platform/events/service.js"
-import { Ids } from "../platform/ids.js"
 import { lockUser, normalizeEmail, type UserRow, userByEmail, userById } from "../users/repo.js"
 import { Users } from "../users/service.js"
+import { usableConnectionById } from "../management/connections/repo.js"
+import { attachIdentity } from "./attach.js"
+import { isCurrentFor } from "./identity-key.js"
 import * as repo from "./repo.js"
 
 // The way out of `link_required` (docs/architecture.md: "link_required exits to authenticated after the
@@ -91,25 +92,24 @@ export const completePendingLink = (txn: transactions.TransactionRow, proof: Lin
     if (!pending || !proofFits(pending, proof)) return "wrong_account" as LinkProofOutcome
     const user = yield* lockUser(txn.environment_id, proof.userId).pipe(Effect.orDie)
     if (!user || user.status !== "active") return "blocked" as LinkProofOutcome
-    const ids = yield* Ids
-    const events = yield* Events
     const audit = yield* Audit
     const base = { workspaceId: txn.workspace_id, environmentId: txn.environment_id } as const
     const actor = { type: "end_user" as const, id: user.id }
-    const existing = yield* repo.identityBySubject(txn.environment_id, pending.provider, pending.provider_subject).pipe(Effect.orDie)
-    if (existing && existing.user_id !== user.id) {
+    // The connection must still issue what the callback verified (an issuer re-pointed or a
+    // subject claim remapped since then would make the identity stale at once).
+    const connection = yield* usableConnectionById(txn.environment_id, pending.connection_id)
+    const namespace = { issuer: pending.provider_issuer, subjectClaim: pending.subject_claim }
+    if (!connection || connection.provider_key !== pending.provider || !isCurrentFor(connection, namespace)) {
+      return yield* new InvalidTransactionState({ detail: "The provider's connection changed since this sign-in; start again" })
+    }
+    const attached = yield* attachIdentity({
+      ...base, userId: user.id, connection, email: pending.email, now, onePerProvider: false,
+      key: { provider: pending.provider, ...namespace, subject: pending.provider_subject, adoptsLegacy: connection.provider === "microsoft" },
+    })
+    if (attached.kind === "other_user" || attached.kind === "provider_taken") {
       return yield* new InvalidTransactionState({ detail: "This provider account was linked to another user meanwhile; start again" })
     }
-    let identityId = existing?.id
-    if (!identityId) {
-      identityId = yield* ids.make("idn")
-      const inserted = yield* repo.insertIdentity({
-        id: identityId, ...base, userId: user.id, connectionId: pending.connection_id, provider: pending.provider,
-        subject: pending.provider_subject, email: pending.email, now,
-      }).pipe(Effect.orDie)
-      if (!inserted) return yield* new InvalidTransactionState({ detail: "This provider account was linked meanwhile; start again" })
-      yield* events.emit({ type: "identity.linked", ...base, actor, payload: { userId: user.id, identityId, provider: pending.provider } })
-    }
+    const identityId = attached.identityId
     const moved = yield* transactions.transition(txn.environment_id, txn.id, ["link_required"], "authenticated", now, {
       method: "social", userId: user.id, authenticatedAt: now,
     }).pipe(Effect.orDie)
@@ -120,6 +120,7 @@ export const completePendingLink = (txn: transactions.TransactionRow, proof: Lin
       details: {
         method: "social", provider: pending.provider, identity_id: identityId, linked_after_proof: true,
         proof: pending.user_id === null ? "email_address" : "existing_account", client_id: txn.client_id,
+        ...(attached.kind === "linked" && attached.replaced.length > 0 ? { replaced_stale_identities: attached.replaced } : {}),
       },
     })
     return "linked" as LinkProofOutcome

@@ -7,6 +7,7 @@ import type { Provider } from "../management/connections/schema.js"
 import { AuthTransactionExpired, InvalidTransactionState } from "../login/transactions/errors.js"
 import * as transactions from "../login/transactions/repo.js"
 import { explainLostTransition, loadTransactionForUse, markInteractionStarted } from "../login/transactions/service.js"
+import { issueSocialProof } from "../login/transactions/social-proof.js"
 import { Audit } from "../platform/audit.js"
 import { Crypto } from "../platform/crypto.js"
 import { maskEmail } from "../platform/events/schema.js"
@@ -17,10 +18,11 @@ import { CurrentRequest } from "../platform/request-context.js"
 import { lockUser, normalizeEmail } from "../users/repo.js"
 import { Users } from "../users/service.js"
 import { type ExchangeFailure, redeemCallback } from "./exchange.js"
+import { identityKeyOf } from "./identity-key.js"
 import type { SocialProfile } from "./profile.js"
 import { prepareRedirect, requireUsableConnection } from "./redirect.js"
 import * as repo from "./repo.js"
-import { SOCIAL_RETURN_PATH } from "./urls.js"
+import { appendQuery, SOCIAL_RETURN_PATH } from "./urls.js"
 import { withCallSpan } from "../platform/observability/span.js"
 
 /** Statuses from which a social login can start (as an Email OTP start or passkey options). */
@@ -75,27 +77,30 @@ export const startSocialLogin = (transactionId: string, provider: Provider) => E
   return { authorization_url: redirect.url }
 }).pipe(withCallSpan("social.startLogin"))
 
-/** What a login callback did to its transaction. */
+/**
+ * What a login callback did to its transaction; a custom-UI transaction that authenticated or
+ * needs a link proof also has the completion proof for the browser.
+ */
 type LoginOutcome =
-  | { readonly kind: "authenticated"; readonly userId: string }
-  | { readonly kind: "link_required" }
+  | { readonly kind: "authenticated"; readonly userId: string; readonly proof?: string | undefined }
+  | { readonly kind: "link_required"; readonly proof?: string | undefined }
   | { readonly kind: "failed"; readonly reason: string }
-
-const appendQuery = (uri: string, params: Record<string, string>) =>
-  `${uri}${uri.includes("?") ? "&" : "?"}${new URLSearchParams(params).toString()}`
 
 /**
  * Where the browser goes after the callback (spec: Social login rule 4). `native_return`:
- * the client's registered redirect URI with `tx`, the original `state` and `social`
- * (`completed`, or `link_required` / `failed`, docs/decisions.md). Redirect mode: the
- * Interaction Domain: the Hosted Login page for its own transactions (it continues there),
- * else the social return page, after which the custom UI reads the transaction.
+ * the client's registered redirect URI with `tx`, the original `state`, `social`
+ * (`completed`, or `link_required` / `failed`, docs/decisions.md) and, unless it failed, the
+ * one-time `social_proof` that `complete` needs. Redirect mode: the Interaction Domain: the
+ * Hosted Login page for its own transactions (it continues there), else the social return
+ * page with `tx`, `social` and `social_proof`, which sends the browser on to the registered
+ * redirect URI (./page.ts), where the custom UI reads the transaction and completes it.
  */
-export const loginReturnUrl = (txn: transactions.TransactionRow, outcome: LoginOutcome["kind"], interactionOrigin: string) => {
-  const social = outcome === "authenticated" ? "completed" : outcome
-  if (txn.response_mode === "native_return") return appendQuery(txn.redirect_uri, { tx: txn.id, state: txn.state, social })
+export const loginReturnUrl = (txn: transactions.TransactionRow, outcome: LoginOutcome, interactionOrigin: string) => {
+  const social = outcome.kind === "authenticated" ? "completed" : outcome.kind
+  const proof = outcome.kind !== "failed" && outcome.proof !== undefined ? { social_proof: outcome.proof } : {}
+  if (txn.response_mode === "native_return") return appendQuery(txn.redirect_uri, { tx: txn.id, state: txn.state, social, ...proof })
   if (txn.source === "authorize") return `${interactionOrigin}${HOSTED_LOGIN_PATH}`
-  return appendQuery(`${interactionOrigin}${SOCIAL_RETURN_PATH}`, { tx: txn.id, social })
+  return appendQuery(`${interactionOrigin}${SOCIAL_RETURN_PATH}`, { tx: txn.id, social, ...proof })
 }
 
 /**
@@ -128,7 +133,7 @@ export const finishSocialLogin = (txn: transactions.TransactionRow, stateRow: re
     const env = yield* CurrentEnvironment
     const redeemed = yield* redeemCallback(connection, stateRow, state, params)
     const outcome = yield* recordLogin(txn, connection, redeemed.ok ? { profile: redeemed.profile } : { failure: redeemed.failure })
-    return loginReturnUrl(txn, outcome.kind, env.urls.interactionOrigin)
+    return loginReturnUrl(txn, outcome, env.urls.interactionOrigin)
   }).pipe(withCallSpan("social.finishLogin"))
 
 const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow,
@@ -145,7 +150,7 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
   const provider = connection.provider_key
   const base = { workspaceId: txn.workspace_id, environmentId: txn.environment_id } as const
 
-  return yield* sql.withTransaction(Effect.gen(function* () {
+  const decide = Effect.gen(function* () {
     const now = new Date(yield* Clock.currentTimeMillis)
     const moveTo = (to: transactions.TransactionStatus, extras: transactions.TransitionExtras = {}) => Effect.gen(function* () {
       const moved = yield* transactions.transition(txn.environment_id, txn.id, ["challenge_issued"], to, now, extras)
@@ -187,13 +192,17 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
       })
     }
     const profile = result.profile
-    const named = (emailNormalized: string | null) =>
-      repo.accountsNamedBy(txn.environment_id, provider, profile.subject, emailNormalized).pipe(Effect.orDie)
-    /** An identity of this subject signs in its user (the subject decides, never the email). */
+    const key = identityKeyOf(connection, profile)
+    const named = (emailNormalized: string | null) => repo.accountsNamedBy(txn.environment_id, key, emailNormalized).pipe(Effect.orDie)
+    /**
+     * An identity of this issuer, subject claim and subject signs in its user (they decide, never
+     * the email). An identity of another issuer or claim (the connection was re-pointed or
+     * remapped) is not it: the address path below asks for the account's proof.
+     */
     const signIn = (identity: NonNullable<repo.AccountsNamed["identity"]>) => Effect.gen(function* () {
       const user = yield* lockUser(txn.environment_id, identity.user_id).pipe(Effect.orDie)
       if (!user || user.status !== "active") return yield* fail("user_blocked", { identity_id: identity.id }, identity.user_id)
-      yield* repo.touchIdentity(txn.environment_id, identity.id, profile.email ?? null, now).pipe(Effect.orDie)
+      yield* repo.touchIdentity(txn.environment_id, identity.id, profile.email ?? null, profile.issuer, now).pipe(Effect.orDie)
       return yield* authenticated(user.id, { identity_id: identity.id })
     })
     const emailNormalized = profile.email === undefined ? null : normalizeEmail(profile.email)
@@ -212,7 +221,8 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
       yield* moveTo("link_required")
       yield* repo.insertPendingLink({
         transaction_id: txn.id, workspace_id: txn.workspace_id, environment_id: txn.environment_id, user_id: userId,
-        connection_id: connection.id, provider, provider_subject: profile.subject, email,
+        connection_id: connection.id, provider, provider_subject: profile.subject, provider_issuer: profile.issuer,
+        subject_claim: profile.subjectClaim, email,
         name: profile.name ?? null, avatar_url: profile.avatarUrl ?? null, locale: profile.locale ?? null, now,
       }).pipe(Effect.orDie)
       yield* repo.setPendingLinkView(txn.environment_id, txn.id, pendingLinkView(provider, email, profile.emailVerified, userId), now).pipe(Effect.orDie)
@@ -244,8 +254,7 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
     }
     const identityId = yield* ids.make("idn")
     const inserted = yield* repo.insertIdentity({
-      id: identityId, ...base, userId: created.id, connectionId: connection.id, provider, subject: profile.subject,
-      email: profile.email, now,
+      id: identityId, ...base, userId: created.id, connectionId: connection.id, key, email: profile.email, now,
     }).pipe(Effect.orDie)
     // A concurrent first login of the same subject won; roll this one back.
     if (!inserted) return yield* new InvalidTransactionState({ detail: "The identity was linked concurrently; start again" })
@@ -254,5 +263,12 @@ const recordLogin = (txn: transactions.TransactionRow, connection: ConnectionRow
       payload: { userId: created.id, identityId, provider },
     })
     return yield* authenticated(created.id, { identity_id: identityId, new_user: true })
+  })
+  // The browser that came back gets the completion proof of a custom-UI transaction, with the
+  // outcome, in the same SQL transaction (src/login/transactions/social-proof.ts).
+  return yield* sql.withTransaction(Effect.gen(function* () {
+    const outcome = yield* decide
+    if (outcome.kind === "failed") return outcome
+    return { ...outcome, proof: yield* issueSocialProof(txn) } as LoginOutcome
   })).pipe(Effect.catchTag("SqlError", Effect.die))
 })

@@ -2,8 +2,15 @@ import type { ProfileMapping } from "../management/connections/schema.js"
 
 /** What social login keeps of a provider's answer, after the Connection's `profile_mapping`. */
 export interface SocialProfile {
-  /** The provider's stable subject: with the provider key, THE identity (never the email). */
+  /**
+   * The provider's subject: with the issuer and the claim it was read from, THE identity
+   * (never the email; ./identity-key.ts).
+   */
   readonly subject: string
+  /** The claim the subject was read from: `sub`, unless a generic OIDC mapping names another. */
+  readonly subjectClaim: string
+  /** Who vouches for the subject (the provider adapter's validated issuer). */
+  readonly issuer: string
   readonly email: string | undefined
   /** Only a provider-verified address counts as verified (issue 9). */
   readonly emailVerified: boolean
@@ -28,7 +35,7 @@ const isTrue = (value: unknown) => value === true || value === "true"
  * uses the standard claim). A claim path may not reach into nested objects: a name is a
  * top-level claim. Returns undefined when there is no usable subject.
  */
-export const applyProfileMapping = (claims: Readonly<Record<string, unknown>>, mapping: ProfileMapping): SocialProfile | undefined => {
+export const applyProfileMapping = (issuer: string, claims: Readonly<Record<string, unknown>>, mapping: ProfileMapping): SocialProfile | undefined => {
   const read = (field: keyof ProfileMapping) => claims[mapping[field] ?? STANDARD[field]]
   // The standard `email_verified` speaks of the standard `email` claim only: an address read
   // from another claim is verified only by a verification claim the mapping names for it.
@@ -41,6 +48,8 @@ export const applyProfileMapping = (claims: Readonly<Record<string, unknown>>, m
   const avatar = text(read("avatar_url"), 2048)
   return {
     subject,
+    subjectClaim: mapping.sub ?? STANDARD.sub,
+    issuer,
     email: emailShaped,
     emailVerified: emailShaped !== undefined && verified,
     name: text(read("name"), 200),

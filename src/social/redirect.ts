@@ -53,6 +53,8 @@ export interface RedirectInput {
   readonly transactionId?: string
   readonly userId?: string
   readonly clientId?: string
+  /** A link: the session that started it (the confirm must come from it). */
+  readonly sessionId?: string
   readonly linkRedirectUri?: string
   /** The state never outlives this (a login transaction's own expiry). */
   readonly notAfterMs?: number
@@ -86,7 +88,8 @@ export const prepareRedirect = (input: RedirectInput) => Effect.gen(function* ()
     yield* repo.insertState({
       id: reference, workspaceId: env.record.workspaceId, environmentId: env.record.id, kind: input.kind,
       provider: input.connection.provider, connectionId: input.connection.id, transactionId: input.transactionId ?? null,
-      userId: input.userId ?? null, clientId: input.clientId ?? null, linkRedirectUri: input.linkRedirectUri ?? null,
+      userId: input.userId ?? null, clientId: input.clientId ?? null, sessionId: input.sessionId ?? null,
+      linkRedirectUri: input.linkRedirectUri ?? null,
       providerRedirectUri: redirectUri, codeVerifierSealed: yield* crypto.seal(verifierSealContext(reference), checks.codeVerifier),
       nonce: checks.nonce, now: new Date(now), expiresAt: new Date(now + STATE_TTL_MS),
     }).pipe(Effect.orDie)

@@ -144,6 +144,15 @@ describe("DELETE /me/identities/{identityId}", () => {
     expectProblem(await me(ctx, token, `/identities/${again}`, { method: "DELETE" }), 400, "last_factor_deletion_requires_confirmation")
   })
 
+  it("a stale identity (its Connection now names another issuer) is no way to sign in: it never stands in for the last one", async () => {
+    const { user, token } = await unverifiedUser("stale")
+    const usable = await insertIdentity(ctx, user.id, "google")
+    // an identity of another issuer than the one the Google Connection issues (docs/decisions.md, Social login)
+    const stale = await insertIdentity(ctx, user.id, "github", new Date(ctx.app.now()), "https://github.example.com")
+    expectProblem(await me(ctx, token, `/identities/${usable}`, { method: "DELETE" }), 400, "last_factor_deletion_requires_confirmation")
+    expect((await me(ctx, token, `/identities/${stale}`, { method: "DELETE" })).status).toBe(200)
+  })
+
   it("race: unlinking the last two methods at once, exactly one succeeds", async () => {
     const { user, token } = await unverifiedUser("race")
     const ids = [await insertIdentity(ctx, user.id, "github"), await insertIdentity(ctx, user.id, "google")]

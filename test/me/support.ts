@@ -81,11 +81,21 @@ export const tryRefresh = (ctx: MeContext, refreshToken: string) =>
     headers: { "content-type": "application/x-www-form-urlencoded" },
   })
 
-/** Inserts a linked identity row as social login stores it (sql/0004 identities). */
-export const insertIdentity = async (ctx: MeContext, userId: string, provider: string, at = new Date(ctx.app.now())) => {
+/** The issuer social login records for an identity of these providers (src/social/identity-key.ts; Microsoft's is per tenant). */
+const ISSUERS: Readonly<Record<string, string>> = {
+  google: "https://accounts.google.com", apple: "https://appleid.apple.com", github: "https://github.com",
+  microsoft: "https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0",
+}
+
+/**
+ * Inserts a linked identity row as social login stores it (sql/0004 and sql/0167 identities);
+ * `issuer` defaults to the provider's own (the identity its Connection issues now).
+ */
+export const insertIdentity = async (ctx: MeContext, userId: string, provider: string, at = new Date(ctx.app.now()),
+  issuer: string | null = ISSUERS[provider] ?? null) => {
   const id = randomId("idn")
-  await query(ctx.app, `insert into identities (id, workspace_id, environment_id, user_id, provider, provider_subject, email, linked_at)
-    values ($1, $2, $3, $4, $5, $6, $7, $8)`, [id, ctx.b.workspace_id, ctx.b.environment_id, userId, provider, randomId("sub"), null, at])
+  await query(ctx.app, `insert into identities (id, workspace_id, environment_id, user_id, provider, provider_issuer, provider_subject, email, linked_at)
+    values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [id, ctx.b.workspace_id, ctx.b.environment_id, userId, provider, issuer, randomId("sub"), null, at])
   return id
 }
 

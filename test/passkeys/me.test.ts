@@ -240,8 +240,8 @@ describe("DELETE /me/passkeys/{passkeyId} (rule 4: never the last method)", () =
     // an identity counts while its provider has a usable Connection (src/me/methods.ts)
     await createConnection(app, b, { provider: "github", provider_key: "github", provider_client_id: "gh-client", provider_client_secret: "s" })
     const linked = await withPasskeys("linked@example.com", 1, { emailVerified: false })
-    await query(app, `insert into identities (id, workspace_id, environment_id, user_id, provider, provider_subject, linked_at)
-      values ($1, $2, $3, $4, 'github', $5, now())`, [randomId("idn"), b.workspace_id, b.environment_id, linked.user.id, randomId("sub")])
+    await query(app, `insert into identities (id, workspace_id, environment_id, user_id, provider, provider_issuer, provider_subject, linked_at)
+      values ($1, $2, $3, $4, 'github', 'https://github.com', $5, now())`, [randomId("idn"), b.workspace_id, b.environment_id, linked.user.id, randomId("sub")])
     expect((await me(linked.token, `/passkeys/${linked.ids[0]}`, { method: "DELETE" })).status).toBe(200)
   })
 

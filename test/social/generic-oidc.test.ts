@@ -4,7 +4,7 @@ import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { createClient, type LoginClientInfo, query, uniqueEmail } from "../login/support.js"
 import { makeEnvironment } from "../support/tenancy.js"
 import { type OpAccount, startOidcProvider, throughProvider } from "./oidc-provider.js"
-import { createConnection, eventsOf, requestUrl, startSocial } from "./support.js"
+import { createConnection, eventsOf, requestUrl, socialProofOf, startSocial } from "./support.js"
 
 // Generic OIDC end to end against a real oidc-provider on loopback over HTTPS (test CA via
 // NODE_EXTRA_CA_CERTS; loopback allowed by WEBHOOK_ALLOW_PRIVATE_TARGETS), with openid-client
@@ -73,6 +73,11 @@ describe("generic OIDC (oidc-provider over HTTPS)", () => {
     const page = await app.request(b.interaction_domain, "/login", { headers: { cookie } })
     expect(page.text).toContain('data-status="authenticated"')
     // what the page's script does for an authenticated transaction (with `iss`, RFC 9207)
+    // Hosted Login is bound by its cookie, not by a completion proof: none is issued, and
+    // without the cookie the transaction does not exist for the caller (proof or not).
+    expect(await query(app, "select social_proof_hash from auth_transactions where id = $1", [txnId])).toEqual([{ social_proof_hash: null }])
+    const cookieless = await app.request(b.interaction_domain, `/v1/auth/transactions/${txnId}/complete`, { method: "POST", body: { social_proof: "x".repeat(43) } })
+    expect([cookieless.status, cookieless.json.code]).toEqual([404, "auth_transaction_not_found"])
     const done = await app.request(b.interaction_domain, `/v1/auth/transactions/${txnId}/complete`, { method: "POST", headers: { cookie } })
     expect(done.status, done.text).toBe(200)
     const tokens = await oidc.authorizationCodeGrant(config,
@@ -110,10 +115,12 @@ describe("generic OIDC (oidc-provider over HTTPS)", () => {
     expect(callbackUrl.startsWith(`${b2.issuer}/v1/auth/social/generic_oidc/callback?`)).toBe(true)
     const back = await requestUrl(app, callbackUrl)
     expect(back.status, back.text).toBe(302)
-    expect(back.headers["location"]).toBe(`http://${b2.interaction_domain}/login/social/return?tx=${txnId}&social=completed`)
+    const proof = socialProofOf(back)
+    expect(back.headers["location"]).toBe(`http://${b2.interaction_domain}/login/social/return?tx=${txnId}&social=completed&social_proof=${proof}`)
+    // the return page sends the browser on to the client's registered redirect URI
     const returned = await requestUrl(app, back.headers["location"] as string)
-    expect(returned.status).toBe(200)
-    expect(returned.text).toContain('data-social="completed"')
+    expect(returned.status).toBe(302)
+    expect(returned.headers["location"]).toBe(`${client2.redirect_uri}?tx=${txnId}&state=s1&social=completed&social_proof=${proof}`)
     const view = await app.request(b2.interaction_domain, `/v1/auth/transactions/${txnId}`)
     expect([view.json.status, view.json.method]).toEqual(["authenticated", "social"])
   })

@@ -5,7 +5,7 @@ import { SoftwareAuthenticator } from "../passkeys/support/authenticator.js"
 import { completeAndExchange, type FlowClient, passkeyCall, publicApi, registerClient, startTransaction, type Transaction } from "../passkeys/support/flow.js"
 import { createUser } from "../passkeys/support/helpers.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
-import { connectFake, eventsOf, requestUrl, socialEnv, startSocial } from "./support.js"
+import { connectFake, eventsOf, requestUrl, socialEnv, socialProofOf, startSocial } from "./support.js"
 
 // Never link by email alone (spec: Social login rule 5): a provider address that belongs to
 // an existing user without an identity of that provider sends the transaction to
@@ -44,8 +44,9 @@ const reachLinkRequired = async (sub: string) => {
   const visit = await fake.visit(start.json.authorization_url)
   const callback = await requestUrl(app, visit.location!)
   expect(callback.status).toBe(302)
-  expect(callback.headers["location"]).toBe(`${origin}/login/social/return?tx=${txn.id}&social=link_required`)
-  return { email, user, txn }
+  const proof = socialProofOf(callback)
+  expect(callback.headers["location"]).toBe(`${origin}/login/social/return?tx=${txn.id}&social=link_required&social_proof=${proof}`)
+  return { email, user, txn, proof }
 }
 const view = async (txn: Transaction) => (await publicApi(app, b, `/auth/transactions/${txn.id}`)).json
 const identities = (sub: string) => countRows(app, "identities", "provider_subject = $1", [sub])
@@ -64,7 +65,7 @@ describe("link_required", () => {
   })
 
   it("Email OTP to the account's address proves it: identity.linked, authenticated with method social, tokens amr social", async () => {
-    const { email, user, txn } = await reachLinkRequired("link-2")
+    const { email, user, txn, proof } = await reachLinkRequired("link-2")
     // another address cannot be used for the proof
     const other = await publicApi(app, b, `/auth/transactions/${txn.id}/email/start`, { body: { email: uniqueEmail("attacker") } })
     expect([other.status, other.json.code]).toEqual([400, "invalid_request"])
@@ -83,7 +84,12 @@ describe("link_required", () => {
     expect(identity).toMatchObject({ user_id: user.id, provider: "google" })
     const linked = (await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user.id)
     expect(linked.map((e) => e.payload)).toEqual([{ userId: user.id, identityId: identity!.id, provider: "google" }])
-    const tokens = await completeAndExchange(app, b, client, txn)
+    // The account is proven, but the transaction is still the one whose provider answer came
+    // back to a browser: complete needs that browser's completion proof too.
+    const withoutProof = await publicApi(app, b, `/auth/transactions/${txn.id}/complete`, { method: "POST" })
+    expect([withoutProof.status, withoutProof.json.code]).toEqual([400, "invalid_social_proof"])
+    expect((await view(txn)).status).toBe("authenticated")
+    const tokens = await completeAndExchange(app, b, client, txn, proof)
     expect(tokens.access).toMatchObject({ sub: user.id, amr: ["social"], acr: "urn:example-auth:loa:basic" })
     // the next Google login signs in directly
     const again = await startTransaction(app, b, client)

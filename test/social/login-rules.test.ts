@@ -260,8 +260,8 @@ describe("races, interleaved on purpose", () => {
       await db.query(`insert into users (id, workspace_id, environment_id, email, email_normalized, email_verified, user_handle, created_at, updated_at)
         values ($1, $2, $3, $4, lower($4), true, $1, now(), now())`, [userId, b.workspace_id, b.environment_id, email])
       if (subject !== undefined) {
-        await db.query(`insert into identities (id, workspace_id, environment_id, user_id, connection_id, provider, provider_subject, email, linked_at)
-          select 'idn_' || $1, $2, $3, $1, id, 'google', $4, $5, now() from connections where environment_id = $3 and provider_key = 'google' and deleted_at is null`,
+        await db.query(`insert into identities (id, workspace_id, environment_id, user_id, connection_id, provider, provider_issuer, provider_subject, email, linked_at)
+          select 'idn_' || $1, $2, $3, $1, id, 'google', 'https://accounts.google.com', $4, $5, now() from connections where environment_id = $3 and provider_key = 'google' and deleted_at is null`,
           [userId, b.workspace_id, b.environment_id, subject, email])
       }
       const response = requestUrl(app, callback)
@@ -303,12 +303,12 @@ describe("races, interleaved on purpose", () => {
 })
 
 describe("outcomes", () => {
-  it("native_return: 302 to the registered redirect URI with tx, the original state and social=completed", async () => {
+  it("native_return: 302 to the registered redirect URI with tx, the original state, social=completed and the completion proof", async () => {
     fake.setUser("google", { sub: "native-1", email: uniqueEmail("native"), email_verified: true })
     const id = await createTransaction(app, b, nativeClient, { response_mode: "native_return", state: "app-state-xyz" })
     const res = await requestUrl(app, await toCallback(id))
     expect(res.status).toBe(302)
-    expect(res.headers["location"]).toBe(`com.example.app:/oauth/callback?tx=${id}&state=app-state-xyz&social=completed`)
+    expect(res.headers["location"]).toMatch(new RegExp(`^com\\.example\\.app:/oauth/callback\\?tx=${id}&state=app-state-xyz&social=completed&social_proof=[A-Za-z0-9_-]{43}$`))
     expect(res.headers["cache-control"]).toBe("no-store")
     // a refusal comes back the same way, with social=failed
     fake.refuseNext("google")

@@ -4,7 +4,7 @@ import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { countRows, createClient, type LoginClientInfo, pkce, query, transactionBody, uniqueEmail } from "../login/support.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { makeEnvironment } from "../support/tenancy.js"
-import { connectFake, createConnection, eventsOf, requestUrl, socialEnv, socialRoundTrip, startSocial, transactionView } from "./support.js"
+import { connectFake, createConnection, eventsOf, requestUrl, socialEnv, socialProofOf, socialRoundTrip, startSocial, transactionView } from "./support.js"
 
 // Google, Microsoft (multi-tenant), GitHub and Apple against local servers speaking their
 // documented protocols; the app reaches them through SOCIAL_PROVIDER_HOSTS over TLS with the
@@ -36,9 +36,9 @@ const newTransaction = async (overrides: Record<string, unknown> = {}) => {
   return { id: res.json.transaction_id as string, verifier }
 }
 
-/** Complete + token exchange: the access and ID token claims. */
-const completeAndExchange = async (txn: { id: string; verifier: string }) => {
-  const done = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn.id}/complete`, { method: "POST" })
+/** Complete (with the social login's completion proof) + token exchange: the access and ID token claims. */
+const completeAndExchange = async (txn: { id: string; verifier: string }, socialProof: string) => {
+  const done = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn.id}/complete`, { method: "POST", body: { social_proof: socialProof } })
   expect(done.status, done.text).toBe(200)
   const token = await app.issuer(b.environment_id, "/oauth2/token", {
     method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -55,7 +55,8 @@ describe("Google", () => {
     const txn = await newTransaction()
     const callback = await socialRoundTrip(app, b, fake, txn.id, "google")
     expect(callback.status, callback.text).toBe(302)
-    expect(callback.headers["location"]).toBe(`http://${b.interaction_domain}/login/social/return?tx=${txn.id}&social=completed`)
+    const proof = socialProofOf(callback)
+    expect(callback.headers["location"]).toBe(`http://${b.interaction_domain}/login/social/return?tx=${txn.id}&social=completed&social_proof=${proof}`)
     const view = await transactionView(app, b, txn.id)
     expect([view.status, view.method]).toEqual(["authenticated", "social"])
 
@@ -68,7 +69,7 @@ describe("Google", () => {
     const linked = (await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user!.id)
     expect(linked.map((e) => [e.payload, e.actor])).toEqual([[{ userId: user!.id, identityId: identity!.id, provider: "google" }, { type: "end_user", id: user!.id }]])
 
-    const tokens = await completeAndExchange(txn)
+    const tokens = await completeAndExchange(txn, proof)
     expect(tokens.access).toMatchObject({ sub: user!.id, amr: ["social"], acr: "urn:example-auth:loa:basic" })
     expect(tokens.id).toMatchObject({ sub: user!.id, amr: ["social"], acr: "urn:example-auth:loa:basic" })
     const sessionId = tokens.access["sid"]

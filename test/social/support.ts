@@ -86,6 +86,13 @@ export const socialRoundTrip = async (app: TestApp, b: Bootstrapped, fake: FakeP
   return requestUrl(app, visit.location!)
 }
 
+/** The completion proof a callback's redirect carries for a custom-UI transaction (src/login/transactions/social-proof.ts). */
+export const socialProofOf = (callback: TestResponse) => {
+  const proof = new URL(callback.headers["location"] as string).searchParams.get("social_proof")
+  expect(proof).toMatch(/^[A-Za-z0-9_-]{43}$/)
+  return proof!
+}
+
 export const eventsOf = async (app: TestApp, environmentId: string, type: string) =>
   (await query<{ envelope: any }>(app, "select envelope from event_outbox where environment_id = $1 and type = $2 order by seq", [environmentId, type]))
     .map((r) => r.envelope)

@@ -6,7 +6,7 @@ import { completeAndExchange, type FlowClient, passkeyCall, publicApi, registerC
 import { createUser } from "../passkeys/support/helpers.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { startOidcProvider, throughProvider } from "./oidc-provider.js"
-import { connectFake, createConnection, eventsOf, requestUrl, socialEnv, startSocial } from "./support.js"
+import { connectFake, createConnection, eventsOf, requestUrl, socialEnv, socialProofOf, startSocial } from "./support.js"
 
 // An address the provider did not verify never creates an account and never links to one
 // without proof (pre-account takeover: someone holding a provider account with another
@@ -60,8 +60,10 @@ const microsoftWithoutEdov = async (sub: string, email: string) => {
   expect(start.status, start.text).toBe(200)
   const callback = await requestUrl(app, (await fake.visit(start.json.authorization_url)).location!)
   expect(callback.status).toBe(302)
-  expect(callback.headers["location"]).toBe(`${origin}/login/social/return?tx=${txn.id}&social=link_required`)
-  return txn
+  // The completion proof comes already at link_required: `complete` after the address proof needs it.
+  const proof = socialProofOf(callback)
+  expect(callback.headers["location"]).toBe(`${origin}/login/social/return?tx=${txn.id}&social=link_required&social_proof=${proof}`)
+  return { ...txn, proof }
 }
 
 /** Email OTP on the transaction to `email`; returns the verify answer. */
@@ -105,7 +107,7 @@ describe("an address the provider did not verify, of nobody yet", () => {
     expect(await eventsAbout("identity.linked", user!.id)).toEqual([{ userId: user!.id, identityId: identity!.id, provider: "microsoft" }])
     expect(await eventsAbout("user.updated", user!.id)).toEqual([])
 
-    const tokens = await completeAndExchange(app, b, client, txn)
+    const tokens = await completeAndExchange(app, b, client, txn, txn.proof)
     expect(tokens.access).toMatchObject({ sub: user!.id, amr: ["social"], acr: "urn:example-auth:loa:basic" })
     const expected = { userId: user!.id, sessionId: tokens.access["sid"], method: "social", clientId: client.client_id, ipPrefixHash: expect.stringMatching(/^[0-9a-f]{64}$/) }
     expect(await eventsAbout("session.created", user!.id)).toEqual([expected])
@@ -118,7 +120,7 @@ describe("an address the provider did not verify, of nobody yet", () => {
     const txn = await startTransaction(app, b, client)
     const start = await startSocial(app, b, txn.id, "generic_oidc")
     const back = await requestUrl(app, await throughProvider(start.json.authorization_url, origin))
-    expect(back.headers["location"]).toBe(`${origin}/login/social/return?tx=${txn.id}&social=link_required`)
+    expect(back.headers["location"]).toBe(`${origin}/login/social/return?tx=${txn.id}&social=link_required&social_proof=${socialProofOf(back)}`)
     expect((await view(txn)).pending_link).toMatchObject({ provider: "corp-sso", email_verified_by_provider: false, reason: "email_unverified", proof_methods: ["email_otp"] })
     expect(await usersWith(email)).toBe(0)
     expect(await identitiesOf("op-unverified-1")).toEqual([])

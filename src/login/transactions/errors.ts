@@ -12,3 +12,10 @@ export class TransactionNotAuthenticated extends Schema.TaggedError<TransactionN
 export class InvalidTransactionState extends Schema.TaggedError<InvalidTransactionState>()("InvalidTransactionState", detail) {}
 /** 403 `access_denied`: the user is blocked or pending deletion (the spec's code for a blocked user). */
 export class AccessDenied extends Schema.TaggedError<AccessDenied>()("AccessDenied", detail) {}
+/**
+ * 400 `invalid_social_proof`: `complete` (or passkey registration) of a custom-UI transaction
+ * that a social login authenticated, without the one-time `social_proof` the callback handed to
+ * the browser that came back from the provider, or with a wrong one (docs/decisions.md, Social
+ * login: "Custom UI: the completion proof"). Nothing changes.
+ */
+export class InvalidSocialProof extends Schema.TaggedError<InvalidSocialProof>()("InvalidSocialProof", detail) {}

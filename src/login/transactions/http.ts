@@ -6,7 +6,7 @@ import { loginClient } from "../clients.js"
 import { assertOriginAllowedForClient } from "../cors/cors.js"
 import { availableMethods } from "../methods.js"
 import { checkAgainstClient, checkPkce, checkStateLike, CLIENT_RULE_MESSAGES, parseResources, parseScope } from "../rules.js"
-import { CompletedTransaction, CreatedTransaction, CreateTransactionBody, TransactionParams, TransactionView } from "./schema.js"
+import { CompleteBody, CompletedTransaction, CreatedTransaction, CreateTransactionBody, TransactionParams, TransactionView } from "./schema.js"
 import {
   cancelTransaction, completeTransaction, createTransaction, limitTransactionCreation, loadTransactionForUse, presentTransaction,
 } from "./service.js"
@@ -67,8 +67,12 @@ export const transactionRoutes = [
   }), { summary: "Cancel a login transaction (it cannot be resumed)", tags, params: TransactionParams, response: TransactionView }),
   route("POST", "/auth/transactions/:transactionId/complete", Effect.gen(function* () {
     const { transactionId } = yield* decodeParams(TransactionParams)
-    const { code, row } = yield* completeTransaction(transactionId)
+    const body = yield* decodeJsonBody(CompleteBody, { emptyAs: {} })
+    const { code, row } = yield* completeTransaction(transactionId, body.social_proof)
     const env = yield* CurrentEnvironment
     return json({ transaction_id: row.id, authorization_code: code, state: row.state, redirect_uri: row.redirect_uri, iss: env.urls.issuer })
-  }), { summary: "Complete an authenticated transaction: one-time authorization code, state and the issuer (RFC 9207 iss)", tags, params: TransactionParams, response: CompletedTransaction }),
+  }), {
+    summary: "Complete an authenticated transaction: one-time authorization code, state and the issuer (RFC 9207 iss). A custom-UI social login sends the social_proof its redirect URI received",
+    tags, params: TransactionParams, body: CompleteBody, response: CompletedTransaction,
+  }),
 ]

@@ -34,13 +34,15 @@ export interface TransactionRow {
   readonly source: "api" | "authorize"
   readonly browser_binding_hash: string | null
   readonly handoff_token_hash: string | null
+  /** SHA-256 of the custom-UI social login's completion proof (./social-proof.ts); null once used or when none was issued. */
+  readonly social_proof_hash: string | null
   readonly created_at: Date
   readonly expires_at: Date
 }
 
 const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, client_id, redirect_uri, code_challenge,
   state, nonce, scopes, resources, response_mode, status, method, user_id, authenticated_at, pending_link, source,
-  browser_binding_hash, handoff_token_hash, created_at, expires_at`
+  browser_binding_hash, handoff_token_hash, social_proof_hash, created_at, expires_at`
 
 const textArray = (values: ReadonlyArray<string>) => values as Array<string>
 const statusList = (statuses: ReadonlyArray<TransactionStatus>) => statuses as Array<string>
@@ -100,13 +102,19 @@ export const transition = (environmentId: string, id: string, from: ReadonlyArra
   if (extras.method !== undefined) sets.push(sql`method = ${extras.method}`)
   if (extras.userId !== undefined) sets.push(sql`user_id = ${extras.userId}`)
   if (extras.authenticatedAt !== undefined) sets.push(sql`authenticated_at = ${extras.authenticatedAt}`)
-  if (to === "code_issued") sets.push(sql`code_issued_at = ${now}`)
+  // The completion proof is used once: the code it unlocked is the only one.
+  if (to === "code_issued") sets.push(sql`code_issued_at = ${now}`, sql`social_proof_hash = null`)
   if (to === "failed") sets.push(sql`failed_at = ${now}`, sql`failed_reason = ${extras.failedReason ?? "cancelled"}`)
   return sql<TransactionRow>`update auth_transactions set ${sql.join(", ", false)(sets)}
     where environment_id = ${environmentId} and id = ${id} and status = any(${statusList(from)}::text[])
       and expires_at > ${now}
     returning ${columns(sql)}`
 }).pipe(Effect.map((rows) => rows[0]))
+
+/** Keeps the SHA-256 of a social login's completion proof (issued by the callback, in its SQL transaction). */
+export const setSocialProofHash = (environmentId: string, id: string, proofHash: string) => SqlClient.SqlClient.use((sql) =>
+  sql`update auth_transactions set social_proof_hash = ${proofHash} where environment_id = ${environmentId} and id = ${id}`)
+  .pipe(Effect.asVoid)
 
 /** An active transaction past its 10 minutes becomes `expired` (one conditional UPDATE). */
 export const expireIfDue = (environmentId: string, id: string, now: Date) => SqlClient.SqlClient.use((sql) =>

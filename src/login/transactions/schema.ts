@@ -31,6 +31,15 @@ export const TransactionView = Schema.Struct({
 })
 
 /**
+ * The body of `complete` (spec: "no body"). A transaction authenticated by a custom-UI social
+ * login must present the one-time `social_proof` its browser got at the redirect URI
+ * (docs/decisions.md, Social login: "Custom UI: the completion proof"); others send nothing.
+ */
+export const CompleteBody = Schema.Struct({
+  social_proof: Schema.optionalKey(Schema.String),
+})
+
+/**
  * The answer of `complete` (spec: "one-time `authorization_code` and `state`; other fields: not
  * shown"). `iss` is the Environment's issuer: discovery announces RFC 9207
  * (`authorization_response_iss_parameter_supported`), so RP libraries refuse a callback

@@ -19,6 +19,7 @@ import { stillRegistered } from "../rules.js"
 import { requestBindingHash } from "./binding.js"
 import { AccessDenied, AuthTransactionExpired, AuthTransactionNotFound, InvalidTransactionState, TransactionNotAuthenticated } from "./errors.js"
 import * as repo from "./repo.js"
+import { requireSocialProof } from "./social-proof.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Spec, Limits: login transaction lifetime 10 minutes. */
@@ -177,16 +178,18 @@ type CompleteOutcome =
 
 /**
  * `POST .../complete` (spec: Login transaction, authenticated -> code_issued): only from
- * `authenticated` (else 409 `transaction_not_authenticated`); the redirect URI is checked
+ * `authenticated` (else 409 `transaction_not_authenticated`); a custom-UI social login's
+ * completion proof (else 400 `invalid_social_proof`, ./social-proof.ts); the redirect URI is checked
  * again against the client's current registration; one conditional UPDATE decides the
  * single winner of concurrent calls; the code, session and events come from
  * `issueAuthorizationCode` in the same SQL transaction.
  */
-export const completeTransaction = (transactionId: string) => Effect.gen(function* () {
+export const completeTransaction = (transactionId: string, socialProof: string | undefined) => Effect.gen(function* () {
   const row = yield* loadTransactionForUse(transactionId)
   if (row.status !== "authenticated" || row.user_id === null || row.method === null || row.authenticated_at === null) {
     return yield* new TransactionNotAuthenticated({ detail: `The transaction is ${row.status}; it must be authenticated first` })
   }
+  yield* requireSocialProof(row, socialProof, "complete")
   const { user_id: userId, method, authenticated_at: authTime } = row
   const sql = yield* SqlClient.SqlClient
   const events = yield* Events

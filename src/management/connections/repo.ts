@@ -102,11 +102,18 @@ export const activeSocialProviders = (environmentId: string) => SqlClient.SqlCli
     order by provider`).pipe(Effect.map((rows) => rows.map((r) => r.provider)), Effect.orDie)
 
 /**
- * A subquery: the `provider_key`s of the Environment's usable connections (the `provider` of
- * the identities a user can sign in with now), for the last-factor count (src/me/methods.ts).
+ * A subquery: the Environment's usable connections (with the `provider_key` an identity names
+ * and what decides whether they still issue it: provider, issuer, mapping), for the last-factor
+ * count (src/me/methods.ts).
  */
-export const usableProviderKeys = (sql: SqlClient.SqlClient, environmentId: string) =>
-  sql`select provider_key from connections where environment_id = ${environmentId} and ${usable(sql)}`
+export const usableConnectionRows = (sql: SqlClient.SqlClient, environmentId: string) =>
+  sql`select provider_key, provider, issuer, profile_mapping from connections where environment_id = ${environmentId} and ${usable(sql)}`
+
+/** The connection `id` if it is still usable (a social login or link continuing after its callback). */
+export const usableConnectionById = (environmentId: string, id: string) => SqlClient.SqlClient.use((sql) =>
+  sql<ConnectionRow>`select ${columns(sql)} from connections
+    where environment_id = ${environmentId} and id = ${id} and ${usable(sql)}`)
+  .pipe(Effect.map((rows) => rows[0]), Effect.orDie)
 
 /** The usable connection of `provider` in an Environment (social start and callback), if any. */
 export const usableConnection = (environmentId: string, provider: string) => SqlClient.SqlClient.use((sql) =>

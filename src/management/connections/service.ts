@@ -10,7 +10,7 @@ import type { Page } from "../http/pagination.js"
 import { ConnectionAlreadyExists, ConnectionNotFound } from "./errors.js"
 import { issuerProblem } from "./issuer.js"
 import * as repo from "./repo.js"
-import type { CreateConnectionBody, Provider, UpdateConnectionBody } from "./schema.js"
+import type { CreateConnectionBody, ProfileMapping, Provider, UpdateConnectionBody } from "./schema.js"
 import { sealProviderClientSecret } from "./secret.js"
 
 /** Scopes asked of the provider when none are given: enough for the subject, email and name. */
@@ -33,6 +33,20 @@ const checkIssuer = (provider: Provider, issuer: string | null | undefined) => E
   const problem = issuerProblem(issuer)
   if (problem !== undefined) return yield* new InvalidRequest({ detail: `issuer ${problem}` })
 })
+
+/**
+ * `profile_mapping.sub` only for generic OIDC (docs/decisions.md, Social login: "Identities carry
+ * their issuer"): Google, Microsoft, GitHub and Apple have a stable subject of their own, and
+ * reading it from a claim their users choose (GitHub `login`, Microsoft `preferred_username`)
+ * would let anyone take that value.
+ */
+const checkProfileMapping = (provider: Provider, mapping: ProfileMapping | undefined) =>
+  provider !== "generic_oidc" && mapping?.sub !== undefined
+    ? Effect.fail(new InvalidRequest({ detail: `profile_mapping.sub may be set only for generic_oidc connections, not ${provider}: its subject is the provider's own` }))
+    : Effect.void
+
+/** The claim a mapping reads the subject from (absent: the standard `sub`). */
+const subjectClaim = (mapping: ProfileMapping) => mapping.sub ?? "sub"
 
 const checkScopes = (scopes: ReadonlyArray<string> | undefined) => {
   const duplicate = scopes?.find((s, i) => scopes.indexOf(s) !== i)
@@ -65,6 +79,7 @@ export const createConnection = (body: CreateConnectionBody) => Effect.gen(funct
   yield* requireWorkspaceMatch(body.workspace_id)
   const env = yield* environmentForCaller(body.environment_id)
   yield* checkIssuer(body.provider, body.issuer)
+  yield* checkProfileMapping(body.provider, body.profile_mapping)
   yield* checkScopes(body.scopes)
   yield* repo.lockProviderSlot(env.id).pipe(Effect.orDie)
   const clash = yield* repo.liveConnectionClash(env.id, body.provider, body.provider_key).pipe(Effect.orDie)
@@ -105,11 +120,16 @@ export const updateConnection = (id: string, patch: UpdateConnectionBody) => Eff
   const { row: current, env } = yield* reachable(id, { lock: true })
   yield* checkIfMatch(current.id, current.version)
   if (patch.issuer !== undefined) yield* checkIssuer(current.provider, patch.issuer)
+  yield* checkProfileMapping(current.provider, patch.profile_mapping)
   yield* checkScopes(patch.scopes)
   // Changing the issuer clears the Owner's confirmation, unless this same PATCH confirms
-  // (spec: Connection). Re-sending the current issuer is no change.
+  // (spec: Connection). Re-sending the current issuer is no change. The claim the subject is
+  // read from decides who an identity is as much as the issuer does (src/social/identity-key.ts),
+  // so a change of it is treated the same way.
   const issuerChanged = patch.issuer !== undefined && patch.issuer !== current.issuer
-  const ownerConfirmed = issuerChanged ? patch.owner_confirmed === true : patch.owner_confirmed ?? current.owner_confirmed
+  const subjectClaimChanged = patch.profile_mapping !== undefined && subjectClaim(patch.profile_mapping) !== subjectClaim(current.profile_mapping)
+  const namespaceChanged = issuerChanged || subjectClaimChanged
+  const ownerConfirmed = namespaceChanged ? patch.owner_confirmed === true : patch.owner_confirmed ?? current.owner_confirmed
   const now = new Date(yield* Clock.currentTimeMillis)
   const updated = yield* repo.updateConnection(current.id, current.version, {
     provider_client_id: patch.provider_client_id ?? current.provider_client_id ?? "",
@@ -131,13 +151,16 @@ export const updateConnection = (id: string, patch: UpdateConnectionBody) => Eff
   yield* audit.append({
     ...base, action: "connection.updated",
     // Field names only: the provider secret never reaches the audit trail.
-    details: { changed_fields: changed, ...(issuerChanged ? { issuer: updated.issuer } : {}) },
+    details: {
+      changed_fields: changed, ...(issuerChanged ? { issuer: updated.issuer } : {}),
+      ...(subjectClaimChanged ? { subject_claim: { from: subjectClaim(current.profile_mapping), to: subjectClaim(updated.profile_mapping) } } : {}),
+    },
   })
   if (!current.owner_confirmed && ownerConfirmed) yield* audit.append({ ...base, action: "connection.owner_confirmed", details: { issuer: updated.issuer } })
   if (current.owner_confirmed && !ownerConfirmed) {
     yield* audit.append({
       ...base, action: "connection.owner_confirmation_cleared",
-      details: { reason: issuerChanged ? "issuer_changed" : "owner_confirmed_false" },
+      details: { reason: issuerChanged ? "issuer_changed" : subjectClaimChanged ? "subject_claim_changed" : "owner_confirmed_false" },
     })
   }
   return { row: updated, env }

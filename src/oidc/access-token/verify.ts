@@ -42,7 +42,8 @@ export interface VerifyAccessTokenOptions {
   readonly realm?: string
 }
 
-const challenge = (realm: string | undefined, description: string) =>
+/** The RFC 6750 3 challenge of a refused access token. */
+export const bearerChallenge = (realm: string | undefined, description: string) =>
   `Bearer ${realm ? `realm="${realm}", ` : ""}error="invalid_token", error_description="${description.replace(/["\\]/g, "")}"`
 
 const unavailable = (cause: Cause.Cause<unknown>) => Effect.logError("access-token state could not be read", cause).pipe(
@@ -80,7 +81,7 @@ const shape = (p: JWTPayload): AccessTokenClaims | undefined => {
 export const verifyAccessToken = (token: string, options: VerifyAccessTokenOptions) => Effect.gen(function* () {
   const keys = yield* Keys
   const nowMs = yield* Clock.currentTimeMillis
-  const reject = (description: string) => new AccessTokenRejected({ detail: description, wwwAuthenticate: challenge(options.realm, description) })
+  const reject = (description: string) => new AccessTokenRejected({ detail: description, wwwAuthenticate: bearerChallenge(options.realm, description) })
 
   let header: ProtectedHeaderParameters
   try {

@@ -72,8 +72,8 @@ export const appleProvider: ProviderAdapter = {
   exchange: async (call, checks, callback) => {
     const user = callback.get("user")
     const params = new URLSearchParams([...callback].filter(([name]) => name !== "user"))
-    const claims = await base.exchange(call, checks, params)
+    const answer = await base.exchange(call, checks, params)
     const name = nameFromUserField(user)
-    return name !== undefined && claims["name"] === undefined ? { ...claims, name } : claims
+    return name !== undefined && answer.claims["name"] === undefined ? { ...answer, claims: { ...answer.claims, name } } : answer
   },
 }

@@ -60,15 +60,18 @@ export const githubProvider: ProviderAdapter = {
     const verified = (Array.isArray(emails) ? emails : []).filter(isEmailEntry).filter((e) => e.verified)
     const chosen = verified.find((e) => e.primary) ?? verified[0]
     return {
-      // GitHub's own /user fields (login, avatar_url, html_url, ...), so a profile_mapping can
-      // name them; then the standard names, which win. `email` is only a verified address:
-      // /user's own `email` (the public profile address) is never verified, so it is replaced.
-      ...user,
-      sub: String(user["id"]),
-      name: user["name"] ?? user["login"],
-      picture: user["avatar_url"],
-      email: chosen?.email,
-      email_verified: chosen !== undefined,
+      issuer: GITHUB.issuer,
+      claims: {
+        // GitHub's own /user fields (login, avatar_url, html_url, ...), so a profile_mapping can
+        // name them; then the standard names, which win. `email` is only a verified address:
+        // /user's own `email` (the public profile address) is never verified, so it is replaced.
+        ...user,
+        sub: String(user["id"]),
+        name: user["name"] ?? user["login"],
+        picture: user["avatar_url"],
+        email: chosen?.email,
+        email_verified: chosen !== undefined,
+      },
     }
   },
 }

@@ -99,12 +99,14 @@ export const oidcProvider = (options: OidcOptions): ProviderAdapter => ({
       idTokenExpected: true,
     })
     const claims: Record<string, unknown> = { ...tokens.claims() }
+    // openid-client validated `iss` against the discovered issuer (Microsoft: the template filled with the token's `tid`).
+    const issuer = String(claims["iss"])
     // Providers that keep profile claims out of the ID token serve them at UserInfo; the
     // subject must be the ID token's (openid-client checks it, OIDC Core section 5.3.2).
     if (claims["email"] === undefined && config.serverMetadata().userinfo_endpoint !== undefined) {
       const info = await oidc.fetchUserInfo(config, tokens.access_token, String(claims["sub"]))
-      return { ...info, ...claims }
+      return { issuer, claims: { ...info, ...claims } }
     }
-    return claims
+    return { issuer, claims }
   },
 })

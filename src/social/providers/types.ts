@@ -34,13 +34,24 @@ export interface AuthorizationChecks {
   readonly codeVerifier: string
 }
 
+/** A provider's validated answer: who it says the user is, and which issuer says so. */
+export interface VerifiedAnswer {
+  /**
+   * The issuer of the subject: the ID token's validated `iss` (OIDC Core 3.1.3.7; Microsoft's is
+   * per tenant), or GitHub's fixed origin (plain OAuth 2, no issuer of its own). With the subject
+   * it names the identity (OIDC Core 2: only `iss` + `sub` together are stable and unique).
+   */
+  readonly issuer: string
+  readonly claims: Record<string, unknown>
+}
+
 export interface ProviderAdapter {
   /** The provider's authorization endpoint with every parameter (the URL the browser opens). */
   readonly authorizationUrl: (call: ProviderCall, checks: AuthorizationChecks) => Promise<URL>
   /**
    * Validates the callback (state, `iss` where the provider sends it), redeems the code and
-   * returns the validated claims of the user, standard names (`sub`, `email`,
+   * returns the issuer and the validated claims of the user, standard names (`sub`, `email`,
    * `email_verified`, `name`, `picture`, `locale`) plus anything else the provider sent.
    */
-  readonly exchange: (call: ProviderCall, checks: AuthorizationChecks, callback: URLSearchParams) => Promise<Record<string, unknown>>
+  readonly exchange: (call: ProviderCall, checks: AuthorizationChecks, callback: URLSearchParams) => Promise<VerifiedAnswer>
 }

@@ -57,9 +57,13 @@ export const passkeyCall = (app: TestApp, b: Bootstrapped, txn: string, step: "r
 
 export const getTransaction = (app: TestApp, b: Bootstrapped, txn: string) => publicApi(app, b, `/auth/transactions/${txn}`)
 
-/** complete + token exchange; returns the token response and the decoded access and ID tokens. */
-export const completeAndExchange = async (app: TestApp, b: Bootstrapped, client: FlowClient, txn: Transaction) => {
-  const completed = await publicApi(app, b, `/auth/transactions/${txn.id}/complete`, { method: "POST" })
+/**
+ * complete + token exchange; returns the token response and the decoded access and ID tokens. A
+ * custom-UI social login passes the `social_proof` its redirect URI received.
+ */
+export const completeAndExchange = async (app: TestApp, b: Bootstrapped, client: FlowClient, txn: Transaction, socialProof?: string) => {
+  const completed = await publicApi(app, b, `/auth/transactions/${txn.id}/complete`,
+    { method: "POST", ...(socialProof === undefined ? {} : { body: { social_proof: socialProof } }) })
   expect(completed.status, completed.text).toBe(200)
   const form = new URLSearchParams({
     grant_type: "authorization_code", code: completed.json.authorization_code, redirect_uri: client.redirect_uri,
