@@ -11,6 +11,7 @@ import { dataKeySealContext } from "../../platform/hmac-data-keys.js"
 import { secretSealContext as webhookSecretContext } from "../../webhooks/service.js"
 import { callbackSealContext as socialCallbackContext } from "../../social/bound-browser.js"
 import { verifierSealContext as socialVerifierContext } from "../../social/redirect.js"
+import { linkResultSealContext as socialLinkResultContext } from "../../social/link.js"
 
 /**
  * Every place a value sealed under the master key lives (AES-256-GCM, `v1.<key-id>....`),
@@ -84,6 +85,8 @@ export const SEALED_VALUES: ReadonlyArray<SealedValues> = [
   // Social login states live minutes; re-sealed like the rest so the old key can go at once.
   column("social_states", "code_verifier_sealed", "id", {}, (f) => socialVerifierContext(f["row"]!)),
   { ...column("social_states", "callback_sealed", "id", {}, (f) => socialCallbackContext(f["row"]!)), where: "callback_sealed is not null" },
+  // The provider's answer of a /me link, kept until the starting session confirms it (minutes).
+  { ...column("social_states", "link_result_sealed", "id", {}, (f) => socialLinkResultContext(f["row"]!)), where: "link_result_sealed is not null" },
   column("refresh_families", "grace_response_sealed", "id", { generation: "grace_generation::text" },
     (f) => graceSealContext(f["row"]!, Number(f["generation"]))),
   {
