@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { usableConnection } from "../../src/management/connections/repo.js"
 import { openProviderClientSecret } from "../../src/management/connections/secret.js"
@@ -13,7 +13,7 @@ import { isAddressSuppressed } from "../../src/bounces/suppression.js"
 import { emailAddressSubject, KNOWN_ADDRESS } from "../../src/login/rate-limit/limits.js"
 import * as rateLimit from "../../src/login/rate-limit/service.js"
 import { Crypto, CryptoFromKeyring, keyId, makeCrypto } from "../../src/platform/crypto.js"
-import type { ProcessRegistration } from "../../src/platform/process-heartbeat.js"
+import { ProcessHeartbeat, ProcessHeartbeatLive, type ProcessRegistration } from "../../src/platform/process-heartbeat.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
 import * as rotationRepo from "../../src/operator/master-key/repo.js"
@@ -313,5 +313,73 @@ describe("a process passing its key check while the rotation checks the live pro
     expect(String(rotation._tag === "Failure" ? rotation.cause : "")).toMatch(/Refused, nothing re-sealed: 1 server process runs without MASTER_KEY=<new>.*server on old-host \(pid 1\) with MASTER_KEY \S+ only/)
     expect(await sqlRows(app, "select 1 from master_key_rotation_progress")).toEqual([])
     expect(await sqlRows(app, "select previous_check_value from master_key_check")).toEqual([{ previous_check_value: null }])
+  }, 60_000)
+})
+
+describe("the switch: re-sealing waits until every live process has acknowledged it", () => {
+  it("a live process that does not acknowledge stops the rotation after the switch, nothing re-sealed; starts in the switched state; its heartbeat switches, then acknowledges; the rotation then completes", async () => {
+    const idA = keyId(keyA)
+    const idB = keyId(keyB)
+    const first = await restart(undefined, { MASTER_KEY: A })
+    const env = await first.bootstrap()
+    await createWebhook(first, { environment_id: env.environment_id, url: "http://127.0.0.1:9/hook", event_types: ["user.created"] })
+    const app = await restart(first.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
+    const checkOf = (key: Uint8Array) => makeCrypto({ current: key }).keyCheck()
+    const keyCheckRow = async () => (await sqlRows<{ check: string; previous: string | null }>(app,
+      "select check_value as check, previous_check_value as previous from master_key_check"))[0]
+    const sealingOf = async (processId: string) => (await sqlRows<{ sealing_key_id: string }>(app,
+      "select sealing_key_id from process_heartbeats where process_id = $1", [processId]))[0]?.sealing_key_id
+
+    // A server started with both keys before the switch (so sealing under A) that does not beat.
+    const silent: ProcessRegistration = { processId: "prc_silent", kind: "server", host: "silent-host", pid: 7, masterKeyId: idB, previousMasterKeyId: idA }
+    const silentCrypto = makeCrypto({ current: keyB, previous: keyA })
+    expect(await app.run(verifyMasterKey(silentCrypto, { register: silent }))).toBe("previous-key")
+    expect([silentCrypto.sealingKeyId(), await sealingOf("prc_silent")]).toEqual([idA, idA])
+
+    const waitedFrom = Date.now()
+    const stopped = await app.run(Effect.exit(rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1500 })))
+    // The wait is real time (the test clock did not move).
+    expect(Date.now() - waitedFrom).toBeGreaterThanOrEqual(1500)
+    expect(stopped._tag).toBe("Failure")
+    expect(String(stopped._tag === "Failure" ? stopped.cause : "")).toContain(`Switched (new values are sealed under MASTER_KEY, key id ${idB}), but nothing re-sealed: `
+      + `1 server process has not acknowledged the switch within 1.5 s: server on silent-host (pid 7) still sealing under ${idA}. `
+      + "A process acknowledges at its heartbeat (every 5 s); one that stopped without shutting down stops counting 120 s after its last heartbeat. "
+      + "Check that it runs and reaches the database (or stop it), then run this again (docs/master-key-rotation.md, step 3)")
+    // Switched, nothing re-sealed; the process that ran it seals under B.
+    expect(await keyCheckRow()).toEqual({ check: checkOf(keyB), previous: checkOf(keyA) })
+    expect(await sqlRows(app, "select 1 from master_key_rotation_progress")).toEqual([])
+    expect(new Set(await sealedKeyIds(app))).toEqual(new Set([idA]))
+    expect(await app.run(sealingKeyId)).toBe(idB)
+
+    // Starts once switched: both keys seal under B at once (and say so in their row); the old key
+    // alone, the keys swapped, another key and the new key alone are refused.
+    const late: ProcessRegistration = { processId: "prc_late", kind: "worker", host: "late-host", pid: 8, masterKeyId: idB, previousMasterKeyId: idA }
+    const lateCrypto = makeCrypto({ current: keyB, previous: keyA })
+    expect(await app.run(verifyMasterKey(lateCrypto, { register: late }))).toBe("master-key")
+    expect([lateCrypto.sealingKeyId(), await sealingOf("prc_late")]).toEqual([idB, idB])
+    await expect(app.run(verifyMasterKey(makeCrypto({ current: keyA })))).rejects.toThrow(
+      "A master-key rotation away from this MASTER_KEY has switched to the new key (`master-key rotate`): start with the new key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS (step 2)")
+    await expect(app.run(verifyMasterKey(makeCrypto({ current: keyA, previous: keyB })))).rejects.toThrow(/has switched to the key given as MASTER_KEY_PREVIOUS/)
+    await expect(app.run(verifyMasterKey(makeCrypto({ current: randomBytes(32), previous: keyB })))).rejects.toThrow(/earlier master-key rotation is not finished/)
+    await expect(app.run(verifyMasterKey(makeCrypto({ current: keyB })))).rejects.toThrow(/rotation is not finished/)
+
+    // The silent server's heartbeat: the first beat reads the switch and switches (its row still
+    // says A: a request that sealed under A just before has until the next beat to commit); the
+    // second acknowledges. (Beats run by hand here: the test clock holds the 5-second fiber.)
+    await app.run(Effect.gen(function* () {
+      const heartbeat = yield* ProcessHeartbeat
+      yield* heartbeat.beat
+      expect(silentCrypto.sealingKeyId()).toBe(idB)
+      expect(yield* Effect.promise(() => sealingOf("prc_silent"))).toBe(idA)
+      yield* heartbeat.beat
+      expect(yield* Effect.promise(() => sealingOf("prc_silent"))).toBe(idB)
+      // Run again (this test runner has no heartbeat of its own): every live process has acknowledged.
+      const report = yield* rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1500 }).pipe(
+        Effect.provideService(ProcessHeartbeat, ProcessHeartbeat.of({ beat: Effect.void })))
+      expect(report).toMatchObject({ from_key_id: idA, to_key_id: idB, completed: true, remaining: {} })
+      expect(report.resealed["webhooks.secret_sealed"]).toBe(1)
+    }).pipe(Effect.provide(ProcessHeartbeatLive(silent).pipe(Layer.provide(Layer.succeed(Crypto, silentCrypto))))))
+    expect(new Set(await sealedKeyIds(app))).toEqual(new Set([idB]))
+    expect(await keyCheckRow()).toEqual({ check: checkOf(keyB), previous: null })
   }, 60_000)
 })
