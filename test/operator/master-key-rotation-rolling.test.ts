@@ -258,6 +258,14 @@ describe("a master-key rotation never breaks the running service, even mid-resta
     const storedBefore = await idempotentReplay(serverX, serverY)
     await smtp.waitForCode(beforeSwitch.email, 1, 30_000)
 
+    // A bad wait is refused before anything changes.
+    for (const bad of ["soon", "0"]) {
+      const refused = await rotate("--ack-timeout", bad)
+      expect([refused.code, refused.stdout, refused.stderr.trim()]).toEqual([1, "",
+        bad === "0" ? "authservice cli: --ack-timeout must be at least 1" : `authservice cli: --ack-timeout must be a whole number of seconds (got "${bad}")`])
+    }
+    expect(await keyCheck()).toEqual({ switched: false })
+
     // --- Step 3 with a worker that never acknowledges (stopped): switched, nothing re-sealed. ------------
     killGroup(worker, "SIGSTOP")
     const waitedFrom = Date.now()
