@@ -96,7 +96,7 @@ async function main() {
 
   const app = AppLayer(config, databaseUrl, keyring, { maxConnections: EMITTERS + 2 })
   const runtime = ManagedRuntime.make(Layer.mergeAll(app, quiet).pipe(Layer.provideMerge(quiet)) as Layer.Layer<any, unknown, never>)
-  await runtime.runPromise(prepareDatabase(databaseUrl, keyring))
+  await runtime.runPromise(prepareDatabase(databaseUrl))
 
   const tenant = await runtime.runPromise(Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient

@@ -68,7 +68,7 @@ export const boot = (kind: ProcessKind, makeLayer: (ctx: BootContext) => Layer.L
       // The process is listed (kind, master key ids) from its key check on, beating while it runs:
       // `master-key rotate` waits for every live process to hold both keys.
       const registration = yield* processRegistration(kind)
-      yield* prepareDatabase(databaseUrl, keyring, { register: registration })
+      yield* prepareDatabase(databaseUrl, { register: registration })
       // The ready hook runs once the process layer (listener, worker) is built.
       const ready = Layer.effectDiscard(Effect.sync(() => options.onReady?.(ctx)))
       return yield* Layer.launch(ready.pipe(Layer.provide(Layer.mergeAll(makeLayer(ctx), MetricsServerLive, ProcessHeartbeatLive(registration)))))

@@ -20,13 +20,6 @@ const reachable = async (url: string) => {
   }
 }
 
-/**
- * MASTER_KEY=<new> MASTER_KEY_PREVIOUS=<the database's key> before any server or worker began the
- * rotation: a command would seal under a key the running processes cannot open.
- */
-const ROTATION_NOT_BEGUN = "MASTER_KEY_PREVIOUS is the database's key, but no server or worker has started with MASTER_KEY=<new> and "
-  + "MASTER_KEY_PREVIOUS=<old> yet: restart every server and worker with both keys first (docs/master-key-rotation.md, step 2)"
-
 const print = (outcome: Outcome, asJson: boolean) => {
   if (asJson) return void process.stdout.write(JSON.stringify(outcome.json) + "\n")
   const lines = Object.entries(outcome.json).map(([k, v]) => `${k.padEnd(20)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : String(v)}`)
@@ -73,13 +66,11 @@ const main = async (): Promise<number> => {
   try {
     const outcome = await Effect.runPromise(Effect.gen(function* () {
       // Listed among the running processes while it runs (a command holding only the old key
-      // makes `master-key rotate` wait, like a server); never begins a rotation itself.
+      // makes `master-key rotate` wait, like a server); with both keys it seals under the old one
+      // until the switch, like a server (src/platform/master-key.ts).
       const registration = yield* processRegistration("cli")
       return yield* Effect.gen(function* () {
-        const keys = yield* prepareDatabase(url, keyring, { register: registration, mayBeginRotation: false })
-        if (keys === "rotation-not-begun" && command.runsBeforeRotationBegins !== true) {
-          return yield* new ConfigInvalid({ message: ROTATION_NOT_BEGUN })
-        }
+        yield* prepareDatabase(url, { register: registration })
         return yield* command.run(args, config).pipe(Effect.provide(ProcessHeartbeatLive(registration)))
       }).pipe(Effect.ensuring(forgetProcessOnExit(registration.processId)))
     }).pipe(Effect.provide(AppLayer(config, url, keyring, { maxConnections: 2 }))) as Effect.Effect<Outcome, unknown, never>)

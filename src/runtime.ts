@@ -1,7 +1,7 @@
 import { Effect, Layer, References } from "effect"
 import { AuditLive } from "./platform/audit.js"
 import { type AppConfig, ConfigFrom } from "./platform/config.js"
-import { CryptoFromKeyring, type Keyring } from "./platform/crypto.js"
+import { Crypto, CryptoFromKeyring, type Keyring } from "./platform/crypto.js"
 import { DatabaseUrl, runMigrations, SqlLive } from "./platform/database.js"
 import { EventsLive } from "./platform/events/service.js"
 import { HmacDataKeysLive } from "./platform/hmac-data-keys.js"
@@ -63,11 +63,12 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
 }
 
 /**
- * Applies our migrations and graphile-worker's, then checks the master key (recording the
- * process's heartbeat row when `options.register` is given; src/platform/master-key.ts).
+ * Applies our migrations and graphile-worker's, then checks the master key, which also decides
+ * which key the Crypto service seals under (recording the process's heartbeat row when
+ * `options.register` is given; src/platform/master-key.ts).
  */
-export const prepareDatabase = (databaseUrl: string, keyring: Keyring, options: VerifyMasterKeyOptions = {}) => Effect.gen(function* () {
+export const prepareDatabase = (databaseUrl: string, options: VerifyMasterKeyOptions = {}) => Effect.gen(function* () {
   yield* runMigrations
   yield* installWorkerSchema(databaseUrl)
-  return yield* verifyMasterKey(keyring, options)
+  return yield* verifyMasterKey(yield* Crypto, options)
 })

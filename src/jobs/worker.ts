@@ -7,6 +7,7 @@ import { Config } from "../platform/config.js"
 import { Crypto } from "../platform/crypto.js"
 import { DatabaseUrl } from "../platform/database.js"
 import { CurrentMetrics } from "../platform/observability/metrics.js"
+import { pauseRealTime } from "../platform/real-time.js"
 import { workerLogger } from "../platform/worker-logger.js"
 import { beat, DEFAULT_HEARTBEAT, forget, type HeartbeatOptions, releaseStaleWorkers, releaseWorkers } from "./heartbeat.js"
 import { crontab, tasks } from "./tasks.js"
@@ -44,8 +45,6 @@ interface Running {
 /** A runner lost sooner than this after its start counts as a quick loss (replacements back off). */
 const QUICK_LOSS_MS = 10_000
 
-/** Real time, not the Effect Clock: a back-off is scheduling, and a test's TestClock must not hold the job runner down. */
-const pause = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 export class Worker extends Context.Service<Worker, { readonly current: () => Runner }>()("jobs/Worker") {}
 
@@ -168,7 +167,7 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
         // never releases a job the old runner may still be finishing.
         yield* retire(current)
         retired = [...retired, ...current.ids]
-        if (quickLosses > 1) yield* pause(Math.min(10_000, 500 * 2 ** (quickLosses - 2)))
+        if (quickLosses > 1) yield* pauseRealTime(Math.min(10_000, 500 * 2 ** (quickLosses - 2)))
         for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 10_000)) {
           if (stopping) return
           const replaced = yield* replace
@@ -176,7 +175,7 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
             if (!replaced.value) return
             break
           }
-          yield* pause(delayMs)
+          yield* pauseRealTime(delayMs)
         }
         // The new runner's ids are in the heartbeat row before the old one's jobs are released,
         // so whatever it locks is released by another process if this one dies now.

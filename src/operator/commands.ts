@@ -36,12 +36,6 @@ export interface Command {
   readonly parse?: (flags: ReadonlyArray<string>) => unknown
   /** Prints its JSON object whether or not --json is given. */
   readonly alwaysJson?: boolean
-  /**
-   * Runs while MASTER_KEY_PREVIOUS names the database's key and no process has begun the rotation
-   * (src/cli.ts refuses every other command then): only `master-key rotate`, which refuses itself
-   * with the list of processes still to restart.
-   */
-  readonly runsBeforeRotationBegins?: boolean
 }
 
 const required = (args: Args, name: string) => {
@@ -63,6 +57,13 @@ const positive = (args: Args, name: string, fallback: number) => {
   return value
 }
 
+/**
+ * How long `master-key rotate` waits for every live process to acknowledge the switch: a process
+ * switches at its next heartbeat and acknowledges at the one after (5 s apart), so a healthy
+ * service answers within about 10 s; the rest is room for a slow database.
+ */
+const DEFAULT_ACK_TIMEOUT_SECONDS = 60
+
 /** The publish-ahead default: verifiers re-read the JWKS within an hour (it is served with max-age=60). */
 const DEFAULT_PUBLISH_AHEAD_SECONDS = 3600
 
@@ -80,12 +81,14 @@ export const COMMANDS: ReadonlyArray<Command> = [
   },
   {
     name: "master-key rotate",
-    synopsis: "master-key rotate [--batch-size <n>] [--json]",
-    description: "With MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>, re-seals every value sealed under the old key (in batches, resumable, safe while the service runs). Refused (exit code 1, nothing re-sealed) while a live server or worker runs without both keys. When it reports completed, MASTER_KEY_PREVIOUS may be dropped after old_key_needed_until. Exit code 2: not finished, run it again. See docs/master-key-rotation.md.",
-    valueFlags: ["batch-size"],
-    runsBeforeRotationBegins: true,
+    synopsis: "master-key rotate [--batch-size <n>] [--ack-timeout <seconds>] [--json]",
+    description: "With MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>, once every live process holds both: switches the service to sealing under the new key, waits (--ack-timeout, default 60 s) until every live process has acknowledged the switch, then re-seals every value sealed under the old key (in batches, resumable, safe while the service runs). Refused (exit code 1, nothing re-sealed) while a live server or worker runs without both keys, or when one has not acknowledged in time (run it again). When it reports completed, MASTER_KEY_PREVIOUS may be dropped after old_key_needed_until. Exit code 2: not finished, run it again. See docs/master-key-rotation.md.",
+    valueFlags: ["batch-size", "ack-timeout"],
     run: (args) => Effect.gen(function* () {
-      const report = yield* rotateMasterKey({ batchSize: positive(args, "batch-size", 500) })
+      const report = yield* rotateMasterKey({
+        batchSize: positive(args, "batch-size", 500),
+        acknowledgementTimeoutMs: positive(args, "ack-timeout", DEFAULT_ACK_TIMEOUT_SECONDS) * 1000,
+      })
       return report.completed
         ? { json: { ...report }, note: `Completed: restart every process without MASTER_KEY_PREVIOUS after ${report.old_key_needed_until} (step 4).` }
         : { json: { ...report }, note: "Not finished (values changed while it ran): run it again.", exitCode: 2 }

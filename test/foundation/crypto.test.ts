@@ -74,15 +74,57 @@ describe("secret box (AES-256-GCM under MASTER_KEY)", () => {
     expect(constantTimeEqual("abc", "abcd")).toBe(false)
   })
 
-  it("during a rotation, HMAC candidates are the current key's then the previous key's (what cannot be re-keyed still verifies)", () => {
+  it("during a rotation, HMAC candidates are the sealing key's then the other key's (what cannot be re-keyed still verifies)", () => {
     const previous = key()
     const current = key()
     const rotating = makeCrypto({ current, previous })
-    const [first, second, ...rest] = rotating.hmacCandidates("email-otp", "x")
-    expect(rest).toEqual([])
-    expect(first!.equals(makeCrypto({ current }).hmac("email-otp", "x"))).toBe(true)
-    expect(second!.equals(makeCrypto({ current: previous }).hmac("email-otp", "x"))).toBe(true)
+    const underCurrent = makeCrypto({ current }).hmac("email-otp", "x")
+    const underPrevious = makeCrypto({ current: previous }).hmac("email-otp", "x")
+    expect(rotating.hmacCandidates("email-otp", "x")).toEqual([underPrevious, underCurrent])
+    rotating.sealUnderMasterKey()
+    expect(rotating.hmacCandidates("email-otp", "x")).toEqual([underCurrent, underPrevious])
     expect(makeCrypto({ current }).hmacCandidates("email-otp", "x")).toHaveLength(1)
+  })
+})
+
+// docs/master-key-rotation.md, expand/contract: a process started with MASTER_KEY=<new> and
+// MASTER_KEY_PREVIOUS=<old> writes only what a process holding the old key alone can read, until
+// the database records the switch; then it writes under the new key, and still reads both.
+describe("which key seals during a master-key rotation", () => {
+  it("with both keys: seals and makes HMACs under MASTER_KEY_PREVIOUS (an old-key process reads them) until switched", async () => {
+    const [old, fresh] = [key(), key()]
+    const oldOnly = makeCrypto({ current: old })
+    const both = makeCrypto({ current: fresh, previous: old })
+    expect(both.sealingKeyId()).toBe(oldOnly.currentKeyId)
+    expect(both.currentKeyId).toBe(makeCrypto({ current: fresh }).currentKeyId)
+    const sealed = await Effect.runPromise(both.seal(ctx, "expand"))
+    expect(both.sealedKeyId(sealed)).toBe(oldOnly.currentKeyId)
+    expect((await Effect.runPromise(oldOnly.open(ctx, sealed))).toString()).toBe("expand")
+    expect(both.hmac("email-otp", "x").equals(oldOnly.hmac("email-otp", "x"))).toBe(true)
+  })
+
+  it("switched: seals and makes HMACs under MASTER_KEY at once, still opens the old key's values; one way", async () => {
+    const [old, fresh] = [key(), key()]
+    const both = makeCrypto({ current: fresh, previous: old })
+    const freshOnly = makeCrypto({ current: fresh })
+    const before = await Effect.runPromise(both.seal(ctx, "before"))
+    // Warm the derived-key caches of the old key: the switch must not leave them in use.
+    both.hmac("social-state", "warm")
+    expect(both.sealUnderMasterKey()).toBe(true)
+    expect(both.sealingKeyId()).toBe(freshOnly.currentKeyId)
+    const after = await Effect.runPromise(both.seal(ctx, "after"))
+    expect(both.sealedKeyId(after)).toBe(freshOnly.currentKeyId)
+    expect((await Effect.runPromise(freshOnly.open(ctx, after))).toString()).toBe("after")
+    expect((await Effect.runPromise(both.open(ctx, before))).toString()).toBe("before")
+    expect(both.hmac("social-state", "warm").equals(freshOnly.hmac("social-state", "warm"))).toBe(true)
+    expect(both.sealUnderMasterKey()).toBe(false)
+    expect(both.sealingKeyId()).toBe(freshOnly.currentKeyId)
+  })
+
+  it("one key: seals under it; switching is a no-op", () => {
+    const only = makeCrypto({ current: key() })
+    expect(only.sealingKeyId()).toBe(only.currentKeyId)
+    expect(only.sealUnderMasterKey()).toBe(false)
   })
 })
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { usableConnection } from "../../src/management/connections/repo.js"
 import { openProviderClientSecret } from "../../src/management/connections/secret.js"
@@ -12,8 +12,8 @@ import { recordBounce } from "../../src/bounces/service.js"
 import { isAddressSuppressed } from "../../src/bounces/suppression.js"
 import { emailAddressSubject, KNOWN_ADDRESS } from "../../src/login/rate-limit/limits.js"
 import * as rateLimit from "../../src/login/rate-limit/service.js"
-import { CryptoFromKeyring, keyId, makeCrypto } from "../../src/platform/crypto.js"
-import type { ProcessRegistration } from "../../src/platform/process-heartbeat.js"
+import { Crypto, CryptoFromKeyring, keyId, makeCrypto } from "../../src/platform/crypto.js"
+import { ProcessHeartbeat, ProcessHeartbeatLive, type ProcessRegistration } from "../../src/platform/process-heartbeat.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
 import * as rotationRepo from "../../src/operator/master-key/repo.js"
@@ -59,6 +59,11 @@ const sealedKeyIds = async (a: TestApp) => {
     union all select split_part(j.payload->>'sealed', '.', 2) from graphile_worker._private_jobs j where j.payload->>'sealed' is not null`)
   return rows.map((r) => r.k)
 }
+
+/** The key id the app's Crypto seals under right now. */
+const sealingKeyId = Effect.gen(function* () {
+  return (yield* Crypto).sealingKeyId()
+})
 
 const CONNECTION_SECRET = "provider-secret-rotated-0123456789"
 
@@ -109,15 +114,18 @@ describe("master-key rotation that completes (issue 12)", () => {
     expect(new Set(await sealedKeyIds(first))).toEqual(new Set([idA]))
     expect((await sealedKeyIds(first)).length).toBeGreaterThanOrEqual(5)
 
-    // --- B with A as previous: the rotation begins; B alone is refused until it completes. -------
+    // --- B with A as previous (expand): the start records nothing and seals under A, so a process
+    // still on A alone reads all it writes; B alone is still a wrong key. -------------------------
     const second = await restart(databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
-    await expect(second.run(verifyMasterKey({ current: keyB }))).rejects.toThrow(/rotation is not finished/)
+    expect(await second.run(sealingKeyId)).toBe(idA)
+    const expanded = await second.management("/v1/api-keys", { body: apiKeyBody, headers: { "idempotency-key": "rotation-key-2" }, key: env.api_key })
+    expect(expanded.status, expanded.text).toBe(201)
+    expect(new Set(await sealedKeyIds(second))).toEqual(new Set([idA]))
+    expect(await second.run(verifyMasterKey(makeCrypto({ current: keyA })))).toBe("master-key")
+    await expect(second.run(verifyMasterKey(makeCrypto({ current: keyB })))).rejects.toThrow(/does not match/)
     const serverWithB = await runEntry("src/main.ts", [], { DATABASE_URL: databaseUrl, MASTER_KEY: B, PORT: String(await freePort()) })
     expect(serverWithB.code).toBe(1)
-    expect(serverWithB.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^authservice: .*rotation is not finished.*master-key rotate/)])
-    // The keys swapped (a process that would seal under the old key again) and a third key are refused too.
-    await expect(second.run(verifyMasterKey({ current: keyA, previous: keyB }))).rejects.toThrow(/has begun/)
-    await expect(second.run(verifyMasterKey({ current: randomBytes(32), previous: keyB }))).rejects.toThrow(/earlier master-key rotation is not finished/)
+    expect(serverWithB.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^authservice: MASTER_KEY does not match/)])
     const cliEnv = { DATABASE_URL: databaseUrl, MASTER_KEY: B, MASTER_KEY_PREVIOUS: A }
     const help = await runEntry("src/cli.ts", ["master-key", "rotate", "--help"], {})
     expect(help.code).toBe(0)
@@ -129,7 +137,7 @@ describe("master-key rotation that completes (issue 12)", () => {
       from_key_id: idA, to_key_id: idB, completed: true, remaining: {}, old_key_needed_until: expect.any(String),
       resealed: expect.objectContaining({
         "signing_keys.private_key_sealed": 1, "webhooks.secret_sealed": 1, "connections.provider_client_secret_sealed": 1,
-        "idempotency_keys.response_sealed": 1, "graphile_worker.jobs.send_login_code": 1, "refresh_families.grace_response_sealed": 1,
+        "idempotency_keys.response_sealed": 2, "graphile_worker.jobs.send_login_code": 1, "refresh_families.grace_response_sealed": 1,
         "graphile_worker.jobs.send_email_change_notice": 1, "hmac_data_keys.key_sealed": 2,
       }),
     })
@@ -168,12 +176,12 @@ describe("master-key rotation that completes (issue 12)", () => {
     // (The command ran on the wall clock.)
     expect(neededUntil - Date.now()).toBeGreaterThan(9 * 60_000)
     expect(neededUntil - Date.now()).toBeLessThanOrEqual(10 * 60_000)
-    await expect(second.run(verifyMasterKey({ current: keyB }))).rejects.toThrow(
+    await expect(second.run(verifyMasterKey(makeCrypto({ current: keyB })))).rejects.toThrow(
       `The master-key rotation completed, but Email OTP codes and social login states made under the old key verify only with it until ${rotated.json!["old_key_needed_until"]}: keep MASTER_KEY_PREVIOUS set to the old key until then (step 4)`)
     // Both keys are still accepted meanwhile.
-    expect(await second.run(verifyMasterKey({ current: keyB, previous: keyA }))).toBe("ready")
+    expect(await second.run(verifyMasterKey(makeCrypto({ current: keyB, previous: keyA })))).toBe("master-key")
     await second.advance(neededUntil - second.now() + 1)
-    expect(await second.run(verifyMasterKey({ current: keyB }))).toBe("ready")
+    expect(await second.run(verifyMasterKey(makeCrypto({ current: keyB })))).toBe("master-key")
     // The next app starts on its own clock (now): the ten minutes pass for it too.
     await sqlRows(second, "update master_key_check set old_key_needed_until = old_key_needed_until - interval '10 minutes 5 seconds'")
 
@@ -211,7 +219,7 @@ describe("master-key rotation that completes (issue 12)", () => {
     const [suppressions] = await sqlRows<{ n: number }>(third, "select count(*)::int as n from email_suppressions where environment_id = $1", [env.environment_id])
     expect(suppressions!.n).toBe(1)
     // The old key alone is now refused.
-    await expect(third.run(verifyMasterKey({ current: keyA }))).rejects.toThrow(/does not match/)
+    await expect(third.run(verifyMasterKey(makeCrypto({ current: keyA })))).rejects.toThrow(/does not match/)
   }, 180_000)
 })
 
@@ -220,17 +228,19 @@ describe("re-sealing is resumable, compare-and-set, and covers every sealed colu
     const fresh = await restart(undefined, { MASTER_KEY: A })
     expect(await fresh.run(rotationRepo.unregisteredSealedValues)).toEqual([])
     // Without a previous key there is nothing to rotate from.
-    await expect(fresh.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/MASTER_KEY_PREVIOUS to the old one/)
+    await expect(fresh.run(rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1000 }))).rejects.toThrow(/MASTER_KEY_PREVIOUS to the old one/)
     const withPrevious = await restart(fresh.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
     await sqlRows(withPrevious, "alter table webhooks add column extra_sealed text")
-    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/Sealed values unknown to the rotation: webhooks.extra_sealed$/)
+    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1000 }))).rejects.toThrow(/Sealed values unknown to the rotation: webhooks.extra_sealed$/)
     // A column named plain `sealed`, and a queued job of another task whose payload carries a sealed value, are seen too.
     await sqlRows(withPrevious, "create table extra_chunks (id text primary key, sealed text)")
     await withPrevious.run(addJob("some_new_task", { sealed: "v1.x.y.z.w" }))
-    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(
+    await expect(withPrevious.run(rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1000 }))).rejects.toThrow(
       /Sealed values unknown to the rotation: extra_chunks.sealed, webhooks.extra_sealed, graphile_worker.jobs.some_new_task$/)
-    const [state] = await sqlRows<{ previous: string | null }>(withPrevious, "select previous_check_value as previous from master_key_check")
-    expect(state!.previous).not.toBeNull()
+    // Refused before the switch: the service still seals under A.
+    const [state] = await sqlRows<{ check: string; previous: string | null }>(withPrevious, "select check_value as check, previous_check_value as previous from master_key_check")
+    expect(state).toEqual({ check: makeCrypto({ current: keyA }).keyCheck(), previous: null })
+    expect(await withPrevious.run(sealingKeyId)).toBe(keyId(keyA))
   }, 60_000)
 
   it("a run that stops half-way resumes after the last recorded row; a value the service changed meanwhile is not overwritten", async () => {
@@ -251,7 +261,7 @@ describe("re-sealing is resumable, compare-and-set, and covers every sealed colu
         return new;
       end $$`)
     await sqlRows(second, "create trigger simulated_crash before update of secret_sealed on webhooks for each row execute function simulated_crash()")
-    await expect(second.run(rotateMasterKey({ batchSize: 1 }))).rejects.toThrow(/Query failed/)
+    await expect(second.run(rotateMasterKey({ batchSize: 1, acknowledgementTimeoutMs: 1000 }))).rejects.toThrow(/Query failed/)
     await sqlRows(second, "create table crash_over ()")
     const stored = async () => new Map((await sqlRows<{ id: string; secret_sealed: string }>(second, "select id, secret_sealed from webhooks")).map((r) => [r.id, r.secret_sealed]))
     const afterCrash = await stored()
@@ -271,7 +281,7 @@ describe("re-sealing is resumable, compare-and-set, and covers every sealed colu
     expect(changed).toBe(false)
     const serviceValue = (await stored()).get(ordered[2]!.id)!
 
-    const report = await second.run(rotateMasterKey({ batchSize: 1 }))
+    const report = await second.run(rotateMasterKey({ batchSize: 1, acknowledgementTimeoutMs: 1000 }))
     expect(report.completed).toBe(true)
     const final = await stored()
     expect(final.get(ordered[0]!.id)).toBe(afterCrash.get(ordered[0]!.id)) // not re-sealed a second time
@@ -290,17 +300,86 @@ describe("a process passing its key check while the rotation checks the live pro
     await sqlRows(app, `create function slow_heartbeat() returns trigger language plpgsql as $$
       begin if new.process_id = 'prc_old_key' then perform pg_sleep(3); end if; return new; end $$`)
     await sqlRows(app, "create trigger slow_heartbeat before insert on process_heartbeats for each row execute function slow_heartbeat()")
-    const oldStart = app.run(verifyMasterKey({ current: keyA }, { register: oldProcess }))
+    const oldStart = app.run(verifyMasterKey(makeCrypto({ current: keyA }), { register: oldProcess }))
     await until("the old-key process to be inside its key check", async () =>
       (await sqlRows(app, "select 1 from pg_stat_activity where wait_event = 'PgSleep' and datname = current_database()")).length > 0 ? true : undefined, 10_000)
-    // Meanwhile a new-key server starts (beginning the rotation) and the operator runs the rotation.
-    expect(await app.run(verifyMasterKey({ current: keyB, previous: keyA }, { register: newProcess }))).toBe("ready")
-    const rotation = await app.run(Effect.exit(rotateMasterKey({ batchSize: 10 }).pipe(Effect.provide(CryptoFromKeyring({ current: keyB, previous: keyA })))))
+    // Meanwhile a server starts with both keys (sealing under A) and the operator runs the rotation.
+    expect(await app.run(verifyMasterKey(makeCrypto({ current: keyB, previous: keyA }), { register: newProcess }))).toBe("previous-key")
+    const rotation = await app.run(Effect.exit(rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1000 }).pipe(Effect.provide(CryptoFromKeyring({ current: keyB, previous: keyA })))))
     // The old-key process passed its key check (it began before the rotation did) and is listed:
-    // the rotation was refused, and nothing was re-sealed.
-    expect(await oldStart).toBe("ready")
+    // the rotation was refused, nothing was re-sealed and the service was not switched.
+    expect(await oldStart).toBe("master-key")
     expect(rotation._tag).toBe("Failure")
     expect(String(rotation._tag === "Failure" ? rotation.cause : "")).toMatch(/Refused, nothing re-sealed: 1 server process runs without MASTER_KEY=<new>.*server on old-host \(pid 1\) with MASTER_KEY \S+ only/)
     expect(await sqlRows(app, "select 1 from master_key_rotation_progress")).toEqual([])
+    expect(await sqlRows(app, "select previous_check_value from master_key_check")).toEqual([{ previous_check_value: null }])
+  }, 60_000)
+})
+
+describe("the switch: re-sealing waits until every live process has acknowledged it", () => {
+  it("a live process that does not acknowledge stops the rotation after the switch, nothing re-sealed; starts in the switched state; its heartbeat switches, then acknowledges; the rotation then completes", async () => {
+    const idA = keyId(keyA)
+    const idB = keyId(keyB)
+    const first = await restart(undefined, { MASTER_KEY: A })
+    const env = await first.bootstrap()
+    await createWebhook(first, { environment_id: env.environment_id, url: "http://127.0.0.1:9/hook", event_types: ["user.created"] })
+    const app = await restart(first.databaseUrl, { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A })
+    const checkOf = (key: Uint8Array) => makeCrypto({ current: key }).keyCheck()
+    const keyCheckRow = async () => (await sqlRows<{ check: string; previous: string | null }>(app,
+      "select check_value as check, previous_check_value as previous from master_key_check"))[0]
+    const sealingOf = async (processId: string) => (await sqlRows<{ sealing_key_id: string }>(app,
+      "select sealing_key_id from process_heartbeats where process_id = $1", [processId]))[0]?.sealing_key_id
+
+    // A server started with both keys before the switch (so sealing under A) that does not beat.
+    const silent: ProcessRegistration = { processId: "prc_silent", kind: "server", host: "silent-host", pid: 7, masterKeyId: idB, previousMasterKeyId: idA }
+    const silentCrypto = makeCrypto({ current: keyB, previous: keyA })
+    expect(await app.run(verifyMasterKey(silentCrypto, { register: silent }))).toBe("previous-key")
+    expect([silentCrypto.sealingKeyId(), await sealingOf("prc_silent")]).toEqual([idA, idA])
+
+    const waitedFrom = Date.now()
+    const stopped = await app.run(Effect.exit(rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1500 })))
+    // The wait is real time (the test clock did not move).
+    expect(Date.now() - waitedFrom).toBeGreaterThanOrEqual(1500)
+    expect(stopped._tag).toBe("Failure")
+    expect(String(stopped._tag === "Failure" ? stopped.cause : "")).toContain(`Switched (new values are sealed under MASTER_KEY, key id ${idB}), but nothing re-sealed: `
+      + `1 server process has not acknowledged the switch within 1.5 s: server on silent-host (pid 7) still sealing under ${idA}. `
+      + "A process acknowledges at its heartbeat (every 5 s); one that stopped without shutting down stops counting 120 s after its last heartbeat. "
+      + "Check that it runs and reaches the database (or stop it), then run this again (docs/master-key-rotation.md, step 3)")
+    // Switched, nothing re-sealed; the process that ran it seals under B.
+    expect(await keyCheckRow()).toEqual({ check: checkOf(keyB), previous: checkOf(keyA) })
+    expect(await sqlRows(app, "select 1 from master_key_rotation_progress")).toEqual([])
+    expect(new Set(await sealedKeyIds(app))).toEqual(new Set([idA]))
+    expect(await app.run(sealingKeyId)).toBe(idB)
+
+    // Starts once switched: both keys seal under B at once (and say so in their row); the old key
+    // alone, the keys swapped, another key and the new key alone are refused.
+    const late: ProcessRegistration = { processId: "prc_late", kind: "worker", host: "late-host", pid: 8, masterKeyId: idB, previousMasterKeyId: idA }
+    const lateCrypto = makeCrypto({ current: keyB, previous: keyA })
+    expect(await app.run(verifyMasterKey(lateCrypto, { register: late }))).toBe("master-key")
+    expect([lateCrypto.sealingKeyId(), await sealingOf("prc_late")]).toEqual([idB, idB])
+    await expect(app.run(verifyMasterKey(makeCrypto({ current: keyA })))).rejects.toThrow(
+      "A master-key rotation away from this MASTER_KEY has switched to the new key (`master-key rotate`): start with the new key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS (step 2)")
+    await expect(app.run(verifyMasterKey(makeCrypto({ current: keyA, previous: keyB })))).rejects.toThrow(/has switched to the key given as MASTER_KEY_PREVIOUS/)
+    await expect(app.run(verifyMasterKey(makeCrypto({ current: randomBytes(32), previous: keyB })))).rejects.toThrow(/earlier master-key rotation is not finished/)
+    await expect(app.run(verifyMasterKey(makeCrypto({ current: keyB })))).rejects.toThrow(/rotation is not finished/)
+
+    // The silent server's heartbeat: the first beat reads the switch and switches (its row still
+    // says A: a request that sealed under A just before has until the next beat to commit); the
+    // second acknowledges. (Beats run by hand here: the test clock holds the 5-second fiber.)
+    await app.run(Effect.gen(function* () {
+      const heartbeat = yield* ProcessHeartbeat
+      yield* heartbeat.beat
+      expect(silentCrypto.sealingKeyId()).toBe(idB)
+      expect(yield* Effect.promise(() => sealingOf("prc_silent"))).toBe(idA)
+      yield* heartbeat.beat
+      expect(yield* Effect.promise(() => sealingOf("prc_silent"))).toBe(idB)
+      // Run again (this test runner has no heartbeat of its own): every live process has acknowledged.
+      const report = yield* rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1500 }).pipe(
+        Effect.provideService(ProcessHeartbeat, ProcessHeartbeat.of({ beat: Effect.void })))
+      expect(report).toMatchObject({ from_key_id: idA, to_key_id: idB, completed: true, remaining: {} })
+      expect(report.resealed["webhooks.secret_sealed"]).toBe(1)
+    }).pipe(Effect.provide(ProcessHeartbeatLive(silent).pipe(Layer.provide(Layer.succeed(Crypto, silentCrypto))))))
+    expect(new Set(await sealedKeyIds(app))).toEqual(new Set([idB]))
+    expect(await keyCheckRow()).toEqual({ check: checkOf(keyB), previous: null })
   }, 60_000)
 })

@@ -85,7 +85,7 @@ export const startApp = async (options: StartOptions = {}): Promise<TestApp> => 
     : HttpServerLive(port, config.listenHost)
   const layer = Layer.mergeAll(processLayer, clockLayer).pipe(Layer.provideMerge(app), Layer.provideMerge(clockLayer))
   const runtime = ManagedRuntime.make(layer as Layer.Layer<any, unknown, never>)
-  await runtime.runPromise(prepareDatabase(database.url, keyring))
+  await runtime.runPromise(prepareDatabase(database.url))
 
   const run = <A, E>(effect: Effect.Effect<A, E, any>) =>
     runtime.runPromise(Effect.provideService(effect as Effect.Effect<A, E, never>, Clock.Clock, testClock))

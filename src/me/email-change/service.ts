@@ -3,7 +3,7 @@ import { SqlClient, SqlError } from "effect/sql"
 import { CurrentEnvironment } from "../../http/current-environment.js"
 import { InvalidRequest } from "../../http/errors.js"
 import { isAddressSuppressed } from "../../bounces/suppression.js"
-import { codeHmac, generateCode, isCodeShape } from "../../login/email-otp/code.js"
+import { codeHmac, codeMatches, generateCode, isCodeShape } from "../../login/email-otp/code.js"
 import { InvalidCode } from "../../login/email-otp/errors.js"
 import { enqueueLoginCodeMail } from "../../login/email-otp/mail-job.js"
 import * as otp from "../../login/email-otp/repo.js"
@@ -129,7 +129,9 @@ const checkCode = (me: Me, stage: repo.EmailChangeStage, challengeId: string, co
   const row = yield* repo.lockEmailChangeChallenge(env.record.id, me.userId, challengeId, stage)
   if (!row || row.status !== "active") return { kind: "dead" } as Checked
   if (row.expires_at.getTime() <= now) return { kind: "expired" } as Checked
-  if (!crypto.constantTimeEqual(codeHmac(crypto, row.id, row.generation, code), row.code_hmac)) {
+  // Under either master key during a rotation: a code sent by a process on the other side of the
+  // switch still works for its 5 minutes (docs/master-key-rotation.md).
+  if (!codeMatches(crypto, row.id, row.generation, code, row.code_hmac)) {
     const counted = yield* otp.recordFailure({ environmentId: env.record.id, id: row.id, maxFailures: MAX_FAILED_ATTEMPTS, now: new Date(now) })
     yield* rateLimit.record(env.record.id, limits.otpFailuresPerEmailAndIp, emailAddressSubject(me.user.email_normalized, ip))
     yield* rateLimit.record(env.record.id, limits.otpFailuresPerEmail, row.email_normalized)

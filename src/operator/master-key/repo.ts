@@ -84,12 +84,23 @@ export interface LiveProcess {
   readonly pid: number
   readonly master_key_id: string
   readonly previous_master_key_id: string | null
+  /** The key it seals under, as of its last beat (null: a process of an earlier version). */
+  readonly sealing_key_id: string | null
 }
 
 /** Processes that beat within `liveForMs`, by the database's clock (src/platform/process-heartbeat.ts). */
 export const liveProcesses = (liveForMs: number) => SqlClient.SqlClient.use((sql) =>
-  sql<LiveProcess>`select kind, host, pid, master_key_id, previous_master_key_id from process_heartbeats
+  sql<LiveProcess>`select kind, host, pid, master_key_id, previous_master_key_id, sealing_key_id from process_heartbeats
     where beat_at >= now() - make_interval(secs => ${liveForMs / 1000}::float8) order by kind, host, pid`)
+
+/**
+ * The switch of a rotation: the key check moves to the new key and keeps the old one's, so a
+ * start with the old key only is refused from now on, and every process holding both keys seals
+ * under the new one (at start, or at its next heartbeat). Run under lockKeyCheckState's lock.
+ */
+export const recordSwitch = (currentCheck: string, previousCheck: string) => SqlClient.SqlClient.use((sql) =>
+  sql`update master_key_check set check_value = ${currentCheck}, previous_check_value = ${previousCheck}, old_key_needed_until = null
+    where check_value = ${previousCheck} and previous_check_value is null`).pipe(Effect.asVoid)
 
 /**
  * Ends the rotation (compare-and-set): a start without the old key is allowed again once

@@ -1,11 +1,12 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { Crypto, keyId } from "../../platform/crypto.js"
 import { MasterKeyRotationRefused } from "./errors.js"
 import * as repo from "./repo.js"
 import { SEALED_VALUES, type SealedValues } from "./sealed-values.js"
 import { withCallSpan } from "../../platform/observability/span.js"
-import { PROCESS_HEARTBEAT, type ProcessKind } from "../../platform/process-heartbeat.js"
+import { PROCESS_HEARTBEAT, ProcessHeartbeat, type ProcessKind } from "../../platform/process-heartbeat.js"
+import { pauseRealTime } from "../../platform/real-time.js"
 
 export interface RotationReport {
   readonly from_key_id: string
@@ -75,55 +76,95 @@ const countByKind = (processes: ReadonlyArray<repo.LiveProcess>) => {
 
 const SHOWN = 5
 
+/** Up to SHOWN processes, described; then how many more. */
+const listed = (processes: ReadonlyArray<repo.LiveProcess>, describe: (p: repo.LiveProcess) => string) =>
+  processes.slice(0, SHOWN).map(describe).join("; ") + (processes.length > SHOWN ? `; and ${processes.length - SHOWN} more` : "")
+
 const describeProcess = (p: repo.LiveProcess) =>
   `${p.kind} on ${p.host} (pid ${p.pid}) with MASTER_KEY ${p.master_key_id}${p.previous_master_key_id === null ? " only" : ` and MASTER_KEY_PREVIOUS ${p.previous_master_key_id}`}`
+
+const describeSealing = (p: repo.LiveProcess) =>
+  `${p.kind} on ${p.host} (pid ${p.pid}) still sealing under ${p.sealing_key_id ?? "an unknown key (a process of an earlier version)"}`
 
 /**
  * Refused unless every live process (src/platform/process-heartbeat.ts) holds MASTER_KEY=<new>
  * and, until the rotation is finished, MASTER_KEY_PREVIOUS=<old>: one holding the old key only
- * keeps sealing under it, and cannot open what is re-sealed (its requests fail with 500). Runs in
- * one transaction with the key-check row locked, so a process passing its key check right now is
- * either seen here or, starting after, refused by the moved check. Returns the key-check row.
+ * cannot open what is sealed under the new key once switched, nor what is re-sealed (its requests
+ * would fail with 500); nor while the database holds sealed values the registry does not know.
+ * Then records the switch (once). Runs in one transaction with the key-check row locked, so a
+ * process passing its key check right now is either seen here or, starting after, told by the
+ * moved check to seal under the new key (or refused, holding the old key only). Returns the
+ * key-check row as it was.
  */
-const requireEveryProcessReady = (currentKeyId: string, previousKeyId: string, currentCheck: string, previousCheck: string) =>
+const switchOnceEveryProcessIsReady = (currentKeyId: string, previousKeyId: string, currentCheck: string, previousCheck: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     return yield* sql.withTransaction(Effect.gen(function* () {
       const state = (yield* repo.lockKeyCheckState)!
-      const begun = state.check_value === currentCheck && state.previous_check_value === previousCheck
+      const switched = state.check_value === currentCheck && state.previous_check_value === previousCheck
       const finished = state.check_value === currentCheck && state.previous_check_value === null
-      const notBegun = state.check_value === previousCheck && state.previous_check_value === null
-      if (!begun && !finished && !notBegun) {
-        return yield* new MasterKeyRotationRefused({ message: "The database is not rotating from MASTER_KEY_PREVIOUS to MASTER_KEY: start the service once with these keys first" })
+      const expanded = state.check_value === previousCheck && state.previous_check_value === null
+      if (!switched && !finished && !expanded) {
+        return yield* new MasterKeyRotationRefused({
+          message: "The database is not rotating from MASTER_KEY_PREVIOUS to MASTER_KEY: MASTER_KEY_PREVIOUS must be the key the database uses (or, once switched, MASTER_KEY the new one)",
+        })
       }
       const live = yield* repo.liveProcesses(PROCESS_HEARTBEAT.liveForMs)
       const lacking = live.filter((p) => p.master_key_id !== currentKeyId || (!finished && p.previous_master_key_id !== previousKeyId))
       if (lacking.length > 0) {
-        const listed = lacking.slice(0, SHOWN).map(describeProcess).join("; ") + (lacking.length > SHOWN ? `; and ${lacking.length - SHOWN} more` : "")
         return yield* new MasterKeyRotationRefused({
           message: `Refused, nothing re-sealed: ${countByKind(lacking)} ${lacking.length === 1 ? "runs" : "run"} without MASTER_KEY=<new> (key id ${currentKeyId}) `
-            + `and MASTER_KEY_PREVIOUS=<old> (key id ${previousKeyId}): ${listed}. Restart every server and worker with both keys `
+            + `and MASTER_KEY_PREVIOUS=<old> (key id ${previousKeyId}): ${listed(lacking, describeProcess)}. Restart every server and worker with both keys `
             + `(docs/master-key-rotation.md, step 2), then run this again; a process that stopped without shutting down stops counting `
             + `${PROCESS_HEARTBEAT.liveForMs / 1000} s after its last heartbeat`,
         })
       }
-      if (notBegun) {
-        return yield* new MasterKeyRotationRefused({
-          message: "Refused, nothing re-sealed: no server or worker has started with MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old> yet: "
-            + "start them with both keys first (docs/master-key-rotation.md, step 2)",
-        })
+      const unregistered = yield* repo.unregisteredSealedValues
+      if (unregistered.length > 0) {
+        return yield* new MasterKeyRotationRefused({ message: `Sealed values unknown to the rotation: ${unregistered.join(", ")}` })
       }
+      if (expanded) yield* repo.recordSwitch(currentCheck, previousCheck)
       return state
     }))
   })
 
+/** How often the rotation looks whether every live process has acknowledged the switch. */
+const ACKNOWLEDGEMENT_POLL_MS = 250
+
 /**
- * Completes a master-key rotation (issue 12; docs/master-key-rotation.md): every value sealed
- * under MASTER_KEY_PREVIOUS is re-sealed under MASTER_KEY, then the database forgets the old
- * key's check so the service may start without it (once OLD_KEY_NEEDED_FOR_MS has passed).
- * Resumable and safe while the service runs, once every live process holds both keys.
+ * Waits until every live process seals under MASTER_KEY (`sealing_key_id`, written at each
+ * heartbeat), for at most `timeoutMs` of real time: other processes' heartbeats are scheduling,
+ * which no test clock drives (src/platform/real-time.ts). Refused (nothing re-sealed yet) when
+ * one has not acknowledged by then: re-sealing while it still seals under the old key would
+ * leave what it writes behind.
  */
-export const rotateMasterKey = (options: { readonly batchSize: number }) => Effect.gen(function* () {
+const awaitAcknowledgements = (currentKeyId: string, timeoutMs: number) => Effect.gen(function* () {
+  const deadline = performance.now() + timeoutMs
+  for (;;) {
+    const pending = (yield* repo.liveProcesses(PROCESS_HEARTBEAT.liveForMs)).filter((p) => p.sealing_key_id !== currentKeyId)
+    if (pending.length === 0) return
+    if (performance.now() >= deadline) {
+      return yield* new MasterKeyRotationRefused({
+        message: `Switched (new values are sealed under MASTER_KEY, key id ${currentKeyId}), but nothing re-sealed: ${countByKind(pending)} `
+          + `${pending.length === 1 ? "has" : "have"} not acknowledged the switch within ${timeoutMs / 1000} s: ${listed(pending, describeSealing)}. `
+          + `A process acknowledges at its heartbeat (every ${PROCESS_HEARTBEAT.intervalMs / 1000} s); one that stopped without shutting down `
+          + `stops counting ${PROCESS_HEARTBEAT.liveForMs / 1000} s after its last heartbeat. Check that it runs and reaches the database `
+          + `(or stop it), then run this again (docs/master-key-rotation.md, step 3)`,
+      })
+    }
+    yield* pauseRealTime(ACKNOWLEDGEMENT_POLL_MS)
+  }
+})
+
+/**
+ * Completes a master-key rotation (docs/master-key-rotation.md, expand/contract): refused unless
+ * every live process holds both keys; records the switch, after which new values are sealed
+ * under MASTER_KEY; waits until every live process has acknowledged it; then re-seals every
+ * value sealed under MASTER_KEY_PREVIOUS under MASTER_KEY, and the database forgets the old
+ * key's check so the service may start without it (once OLD_KEY_NEEDED_FOR_MS has passed).
+ * Resumable and safe while the service runs.
+ */
+export const rotateMasterKey = (options: { readonly batchSize: number; readonly acknowledgementTimeoutMs: number }) => Effect.gen(function* () {
   const crypto = yield* Crypto
   const previous = crypto.previousKey
   if (previous === undefined) {
@@ -131,11 +172,13 @@ export const rotateMasterKey = (options: { readonly batchSize: number }) => Effe
   }
   const currentCheck = crypto.keyCheck()
   const previousCheck = crypto.keyCheck(previous)
-  const state = yield* requireEveryProcessReady(crypto.currentKeyId, keyId(previous), currentCheck, previousCheck)
-  const unregistered = yield* repo.unregisteredSealedValues
-  if (unregistered.length > 0) {
-    return yield* new MasterKeyRotationRefused({ message: `Sealed values unknown to the rotation: ${unregistered.join(", ")}` })
-  }
+  const state = yield* switchOnceEveryProcessIsReady(crypto.currentKeyId, keyId(previous), currentCheck, previousCheck)
+  // This process re-seals under MASTER_KEY, and acknowledges the switch at once (as an operator
+  // command it is listed among the live processes; in a test it may run without a heartbeat).
+  crypto.sealUnderMasterKey()
+  const heartbeat = yield* Effect.serviceOption(ProcessHeartbeat)
+  if (Option.isSome(heartbeat)) yield* heartbeat.value.beat
+  yield* awaitAcknowledgements(crypto.currentKeyId, options.acknowledgementTimeoutMs)
   const resealed: Record<string, number> = {}
   let remaining: Record<string, number> = {}
   for (let pass = 0; pass < MAX_PASSES; pass++) {
@@ -149,7 +192,8 @@ export const rotateMasterKey = (options: { readonly batchSize: number }) => Effe
   }
   const completed = Object.keys(remaining).length === 0
   let oldKeyNeededUntil = state.old_key_needed_until ?? undefined
-  if (completed && state.previous_check_value !== null) {
+  const finishedBefore = state.check_value === currentCheck && state.previous_check_value === null
+  if (completed && !finishedBefore) {
     oldKeyNeededUntil = new Date((yield* Clock.currentTimeMillis) + OLD_KEY_NEEDED_FOR_MS)
     yield* repo.finishRotation(currentCheck, previousCheck, oldKeyNeededUntil)
   }
