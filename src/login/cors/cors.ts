@@ -82,7 +82,7 @@ const preflight = (allow: string) => Effect.gen(function* () {
 /**
  * Wraps every Public API route in the CORS rules and adds one OPTIONS route per path, so a
  * preflight is answered here rather than by the router's 405. Applied once, in
- * src/http/routes.ts, to the whole Public API list.
+ * src/routes.ts, to the whole Public API list.
  */
 export const withPublicApiCors = (routes: ReadonlyArray<Route>): Array<Route> => {
   const wrapped = routes.map((r) => ({ ...r, handler: withCors(r.handler) }))
