@@ -6,7 +6,7 @@ import { EmbeddedPostgresUnusable, startEmbeddedPostgres } from "./platform/embe
 import { DEV_MAILER_IN_PRODUCTION_WARNING, devMailerRefusal } from "./platform/mailer.js"
 import { loadKeyring, MasterKeyMismatch } from "./platform/master-key.js"
 import { LoggerLive } from "./platform/observability/logger.js"
-import { MetricsServerLive } from "./platform/observability/metrics-http.js"
+import { MetricsServerLive } from "./http/metrics.js"
 import { forgetProcessOnExit, type ProcessKind, ProcessHeartbeatLive, processRegistration } from "./platform/process-heartbeat.js"
 import { AppLayer, prepareDatabase } from "./runtime.js"
 

@@ -6,7 +6,7 @@ import { LiveStateCache, LiveStateCacheLive } from "./oidc/access-token/live-cac
 import { Config } from "./platform/config.js"
 import { CurrentMetrics } from "./platform/observability/metrics.js"
 import { makeHttpApp } from "./http/app.js"
-import { makeFastLane } from "./http/fast-lane.js"
+import { makeFastLane } from "./oidc/access-token/fast-lane.js"
 import { makeStaticAnswers, StaticAnswers } from "./http/static-answers.js"
 import { allRoutes } from "./routes.js"
 
@@ -14,7 +14,7 @@ import { allRoutes } from "./routes.js"
  * The HTTP listener: one server for every surface; in-flight requests finish on shutdown.
  *
  * Before a request reaches the Effect application, the listener answers from memory what it
- * holds a still-true answer for (src/http/fast-lane.ts: the public documents, and remembered
+ * holds a still-true answer for (src/oidc/access-token/fast-lane.ts: the public documents, and remembered
  * UserInfo and introspection answers). Everything else, and every first request, goes
  * through the application unchanged.
  */

@@ -1,6 +1,6 @@
 import { Context, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { OriginNotAllowed } from "../http/errors.js"
 import type { Route } from "../http/route.js"
 import { loginClient } from "../login/clients.js"

@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { AccessDenied, InvalidTransactionState, TransactionNotAuthenticated } from "../login/transactions/errors.js"
 import * as transactions from "../login/transactions/repo.js"
 import { explainLostTransition, loadTransactionForUse, markInteractionStarted } from "../login/transactions/service.js"

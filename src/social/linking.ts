@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { InvalidTransactionState } from "../login/transactions/errors.js"
 import * as transactions from "../login/transactions/repo.js"
 import { Audit } from "../platform/audit.js"

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { InvalidRequest } from "../../http/errors.js"
 import { loginClient } from "../clients.js"
 import { assertOriginAllowedForClient } from "../cors/cors.js"

@@ -1,6 +1,6 @@
 import { Context, Effect } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { OriginNotAllowed } from "../../http/errors.js"
 import { route, type Route } from "../../http/route.js"
 import { originRegisteredInEnvironment } from "../clients.js"

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { Config, type RateLimits } from "../../platform/config.js"
 import { CurrentRequest } from "../../platform/request-context.js"
 import type { AddressLimits } from "./limits.js"

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { InvalidRequest } from "../../http/errors.js"
 import { decodeJsonBody, decodeParams, json, route } from "../../http/route.js"
 import { loginClient } from "../clients.js"

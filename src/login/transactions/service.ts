@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { InvalidRequest } from "../../http/errors.js"
 import { issueAuthorizationCode } from "../../oidc/codes/issue.js"
 import { Audit } from "../../platform/audit.js"

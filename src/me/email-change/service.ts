@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { InvalidRequest } from "../../http/errors.js"
 import { isAddressSuppressed } from "../../bounces/suppression.js"
 import { codeHmac, generateCode, isCodeShape } from "../../login/email-otp/code.js"
