@@ -1,4 +1,4 @@
-import { withPublicApiCors } from "./login/cors/cors.js"
+import { originRegisteredInEnvironment } from "./login/clients.js"
 import { loginRoutes } from "./login/routes.js"
 import { meRoutes } from "./me/routes.js"
 import { withMeWriteLimit } from "./me/write-limit.js"
@@ -8,7 +8,7 @@ import { hostedLoginRoutes } from "./hosted-login/http.js"
 import { authorizeRoutes } from "./oidc/authorize/http.js"
 import { discoveryRoutes } from "./oidc/discovery/http.js"
 import { jwksRoutes } from "./oidc/jwks/http.js"
-import { tokenSideRoutes } from "./oidc/issuer-routes.js"
+import { browserTokenRoutes, serverTokenRoutes } from "./oidc/issuer-routes.js"
 import { apiKeyRoutes } from "./management/api-keys/http.js"
 import { auditEventRoutes } from "./management/audit-events/http.js"
 import { userRoutes } from "./management/users/http.js"
@@ -30,6 +30,7 @@ import { openApiRoutes } from "./openapi/http.js"
 import type { AppConfig } from "./platform/config.js"
 import type { SurfaceRoutes } from "./http/app.js"
 import { withAnyOriginPreflights } from "./http/cors/any-origin.js"
+import { withClientCors } from "./http/cors/client-origins.js"
 import type { Route } from "./http/route.js"
 
 // The route table: every feature's routes, registered here and handed to the HTTP app
@@ -43,6 +44,12 @@ export const publicApiRoutes = (): ReadonlyArray<Route> => [
   ...loginRoutes, ...transactionPasskeyRoutes, ...socialLoginRoutes, ...withMeWriteLimit([...meRoutes, ...meLinkRoutes]),
 ]
 
+/**
+ * Client-based CORS (src/http/cors/client-origins.ts): a cross-origin browser call needs an
+ * Origin some active client of the Environment registers.
+ */
+const withPublicApiCors = (routes: ReadonlyArray<Route>) => withClientCors(originRegisteredInEnvironment, routes)
+
 /** The issuer's public documents, discovery and JWKS: readable by any page (src/http/cors/any-origin.ts). */
 const publicDocumentRoutes = [...discoveryRoutes, ...jwksRoutes]
 
@@ -51,7 +58,7 @@ const underV1 = (routes: ReadonlyArray<Route>): Array<Route> =>
 
 /** Every route of every surface. Features register their route lists here. */
 export const allRoutes = (config: AppConfig): SurfaceRoutes => {
-  // CORS wraps the whole Public API in one place (src/login/cors), OPTIONS preflights included.
+  // CORS wraps the whole Public API in one place, OPTIONS preflights included.
   const publicApi = underV1(withPublicApiCors(publicApiRoutes()))
   const management = managementRoutes()
   const documented = () => [
@@ -60,7 +67,10 @@ export const allRoutes = (config: AppConfig): SurfaceRoutes => {
   ]
   return {
     management: [...management, ...openApiRoutes(documented)],
-    issuer: [...withAnyOriginPreflights(publicDocumentRoutes), ...authorizeRoutes, ...tokenSideRoutes, ...publicApi],
+    issuer: [
+      ...withAnyOriginPreflights(publicDocumentRoutes), ...authorizeRoutes,
+      ...withPublicApiCors(browserTokenRoutes), ...serverTokenRoutes, ...publicApi,
+    ],
     issuerAnyOriginPaths: new Set(publicDocumentRoutes.map((r) => r.path)),
     interaction: [...hostedLoginRoutes, ...hostedLoginPasskeyRoutes, ...socialPageRoutes, ...publicApi],
   }
