@@ -1,6 +1,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer } from "effect"
-import { type AppConfig, ConfigInvalid, parseConfig } from "./platform/config.js"
+import { type AppConfig, parseConfig } from "./platform/config.js"
+import { ConfigInvalid } from "./platform/config-invalid.js"
 import type { Keyring } from "./platform/crypto.js"
 import { EmbeddedPostgresUnusable, startEmbeddedPostgres } from "./platform/embedded-postgres.js"
 import { DEV_MAILER_IN_PRODUCTION_WARNING, devMailerRefusal } from "./platform/mailer.js"

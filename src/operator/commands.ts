@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { ConfigInvalid, type AppConfig } from "../platform/config.js"
+import type { AppConfig } from "../platform/config.js"
+import { ConfigInvalid } from "../platform/config-invalid.js"
 import { bootstrap } from "../tenancy/bootstrap.js"
 import { parsePurgeArgs, type PurgeArgs, purgeUsage, runPurge } from "./purge-deleted-users.js"
 import { rotateMasterKey } from "./master-key/service.js"

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { ConfigInvalid } from "../platform/config.js"
+import { ConfigInvalid } from "../platform/config-invalid.js"
 import { environmentExists } from "../users/purge/repo.js"
 import { purgeDeletedUsers } from "../users/purge/service.js"
 
