@@ -25,7 +25,7 @@ import { InvalidCode, NewUserCreationBlocked, ResendTooSoon } from "./errors.js"
 import { enqueueLoginCodeMail } from "./mail-job.js"
 import * as repo from "./repo.js"
 import { markEmailVerified } from "./users.js"
-import { accountForAddressProof, completePendingLink, pendingLinkProofAddress } from "../../social/linking.js"
+import { accountForAddressProof, completePendingLink, pendingLinkProofAddress } from "../social-linking.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Spec, Limits: Email OTP lifetime 5 minutes; max 5 wrong verifies (the 5th invalidates); resend >= 30 s apart. */
@@ -37,7 +37,7 @@ export const RESEND_INTERVAL_MS = 30_000
 const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
 /**
  * `link_required` (social login found the address's existing account, or an address its
- * provider did not verify): an OTP to THAT address proves it (src/social/linking.ts); the
+ * provider did not verify): an OTP to THAT address proves it (src/login/social-linking.ts); the
  * status stays `link_required`.
  */
 const LINK_PROOF: ReadonlyArray<transactions.TransactionStatus> = ["link_required"]
