@@ -71,8 +71,8 @@ const climbRules = FLOORS.flatMap((floor, level) => floor.map((room) => {
   const allowed = CLIMBS.filter((c) => c.from === room).flatMap((c) => c.to.map((to) => `^${escape(to)}`))
   return {
     name: "no-upward-import",
-    comment: `${room === ROOT ? "the root" : `src/${room}/`} (floor ${level + 1}) may import only its own floor's room and lower floors, `
-      + "and never a room beside it: lower floors must not know who builds on them (docs/architecture.md, Floors).",
+    comment: `${room === ROOT ? "the root" : `src/${room}/`} (floor ${level + 1}) may import only its own room and lower `
+      + "floors, never a room beside it: lower floors must not know who builds on them (docs/architecture.md, Floors).",
     severity: "error",
     from: { path: roomPath(room) },
     to: { path: anyOf([...above, ...sameFloor]), ...(allowed.length > 0 ? { pathNot: allowed.join("|") } : {}) },
@@ -100,9 +100,9 @@ const config = {
     },
     {
       name: "http-knows-no-feature",
-      comment: "http/ is the shared HTTP plumbing (app, routes, problems, CORS, logs): features are handed to it by the "
-        + "composition root (src/routes.ts), never imported. It stands on platform/ and tenancy/ (every request "
-        + "addresses a surface and, on two of them, an Environment).",
+      comment: "http/ is the shared HTTP plumbing (app, routes, problems, CORS, logs): features are handed to it "
+        + "by the composition root (src/routes.ts), never imported. It stands on platform/ and tenancy/ (every "
+        + "request addresses a surface and, on two of them, an Environment).",
       severity: "error",
       from: { path: "^src/http/" },
       to: { path: "^src/", pathNot: "^src/(http|platform|tenancy)/" },

@@ -54,8 +54,9 @@ for (const v of violations) byRule.set(v.rule.name, (byRule.get(v.rule.name) ?? 
 const cycles = violations.filter((v) => v.rule.name === "no-circular")
 
 const sum = (list) => list.reduce((n, a) => n + a.imports.length, 0)
-const rooms = new Set(result.modules.filter((m) => m.source.startsWith("src/") && !m.source.startsWith("src/hono/")).map((m) => roomOf(m.source)))
-console.log(`modules under src/:   ${result.modules.filter((m) => m.source.startsWith("src/")).length} (${internalImports} imports between them)`)
+const modules = result.modules.filter((m) => m.source.startsWith("src/"))
+const rooms = new Set(modules.filter((m) => !m.source.startsWith("src/hono/")).map((m) => roomOf(m.source)))
+console.log(`modules under src/:   ${modules.length} (${internalImports} imports between them)`)
 console.log(`rooms:                ${rooms.size} on ${FLOORS.length} floors (plus hono/, apart)`)
 console.log(`arrows between rooms: ${arrows.size} (${sum([...arrows.values()])} imports)`)
 console.log(`climbs:               ${climbs.length} arrows (${sum(climbs)} imports)`)
@@ -65,7 +66,8 @@ for (const c of climbs.sort((x, y) => `${x.from}${x.to}`.localeCompare(`${y.from
 }
 console.log(`cycles:               ${cycles.length}`)
 for (const c of cycles) console.log(`  ${[c.from, ...(c.cycle ?? []).map((step) => step.name ?? step)].join(" -> ")}`)
-console.log(`rule violations:      ${violations.length}${byRule.size === 0 ? "" : ` (${[...byRule].map(([r, n]) => `${r} ${n}`).join(", ")})`}`)
+const perRule = [...byRule].map(([rule, n]) => `${rule} ${n}`).join(", ")
+console.log(`rule violations:      ${violations.length}${perRule === "" ? "" : ` (${perRule})`}`)
 if (process.argv.includes("--list")) {
   console.log("arrows:")
   for (const a of [...arrows.values()].sort((x, y) => `${x.from}${x.to}`.localeCompare(`${y.from}${y.to}`))) {

@@ -37,7 +37,11 @@ import type { Route } from "./http/route.js"
 // (src/http/app.ts), which imports no feature. Features never import this file.
 
 /** Every Management API route (host MANAGEMENT_HOST, prefix /v1). */
-export const managementRoutes = (): ReadonlyArray<Route> => [...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes, ...domainRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes, ...usageRoutes, ...userDataJobRoutes, ...impersonationRoutes, ...billingRoutes, ...bounceRoutes]
+export const managementRoutes = (): ReadonlyArray<Route> => [
+  ...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes,
+  ...domainRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes, ...usageRoutes, ...userDataJobRoutes,
+  ...impersonationRoutes, ...billingRoutes, ...bounceRoutes,
+]
 
 /** The Public Authentication API: served under `/v1` on the Interaction Domain and at `{issuer}/v1`. */
 export const publicApiRoutes = (): ReadonlyArray<Route> => [

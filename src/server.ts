@@ -14,9 +14,9 @@ import { allRoutes } from "./routes.js"
  * The HTTP listener: one server for every surface; in-flight requests finish on shutdown.
  *
  * Before a request reaches the Effect application, the listener answers from memory what it
- * holds a still-true answer for (src/oidc/access-token/fast-lane.ts: the public documents, and remembered
- * UserInfo and introspection answers). Everything else, and every first request, goes
- * through the application unchanged.
+ * holds a still-true answer for (src/oidc/access-token/fast-lane.ts: the public documents,
+ * and remembered UserInfo and introspection answers). Everything else, and every first
+ * request, goes through the application unchanged.
  */
 export const HttpServerLive = (port: number, host?: string) =>
   Layer.unwrap(Effect.gen(function* () {

@@ -43,7 +43,7 @@ export const TASKS = {
     generation: Schema.Number,
     sealed: Schema.String,
   }), 3),
-  /** The notice to the old address of an email change (src/me/email-change/notice-job.ts); the addresses travel sealed. */
+  /** The notice to the old address of an email change (src/me/email-change/notice-job.ts); addresses travel sealed. */
   sendEmailChangeNotice: task("send_email_change_notice", Schema.Struct({
     environment_id: Schema.String,
     user_id: Schema.String,

@@ -109,7 +109,9 @@ export const runImportTask = (payload: unknown) => Effect.gen(function* () {
     Effect.catchTag("ImportSuperseded", () => Effect.succeed("superseded" as const)),
     Effect.catch((e: SourceFailure) => Effect.succeed(e)),
   )
-  if (outcome === "superseded") return yield* Effect.logWarning(`${TASKS.userImport.name}: another run moved the job's checkpoint; this run stops`, { job_id: job.id })
+  if (outcome === "superseded") {
+    return yield* Effect.logWarning(`${TASKS.userImport.name}: another run moved the job's checkpoint; this run stops`, { job_id: job.id })
+  }
   if (outcome !== undefined && TRANSIENT.has(outcome.code) && run < MAX_IMPORT_RUNS) {
     // The committed batches stay; graphile-worker runs the task again, which resumes after them.
     return yield* Effect.die(new Error(`${TASKS.userImport.name} ${job.id}: ${outcome.code} (run ${run} of ${MAX_IMPORT_RUNS}); retried`))

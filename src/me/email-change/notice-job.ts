@@ -5,7 +5,10 @@ import { maskEmail } from "../../platform/events/schema.js"
 import { Mailer } from "../../platform/mailer.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
-/** The graphile-worker task that tells the old address of an email change (TASKS.sendEmailChangeNotice; src/operator/master-key reads its name). */
+/**
+ * The graphile-worker task that tells the old address of an email change
+ * (TASKS.sendEmailChangeNotice; src/operator/master-key reads its name).
+ */
 export const SEND_EMAIL_CHANGE_NOTICE_TASK = TASKS.sendEmailChangeNotice.name
 
 /** Spec, /me rule 3: "the old address gets a change notice". Addresses travel sealed, never in clear text. */
