@@ -225,7 +225,7 @@ describe("re-sealing is resumable, compare-and-set, and covers every sealed colu
     await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(/Sealed values unknown to the rotation: webhooks.extra_sealed$/)
     // A column named plain `sealed`, and a queued job of another task whose payload carries a sealed value, are seen too.
     await sqlRows(withPrevious, "create table extra_chunks (id text primary key, sealed text)")
-    await sqlRows(withPrevious, `select graphile_worker.add_job('some_new_task', '{"sealed": "v1.x.y.z.w"}'::json)`)
+    await sqlRows(withPrevious, `select (graphile_worker.add_job('some_new_task', '{"sealed": "v1.x.y.z.w"}'::json)).id::text as id`)
     await expect(withPrevious.run(rotateMasterKey({ batchSize: 10 }))).rejects.toThrow(
       /Sealed values unknown to the rotation: extra_chunks.sealed, webhooks.extra_sealed, graphile_worker.jobs.some_new_task$/)
     const [state] = await sqlRows<{ previous: string | null }>(withPrevious, "select previous_check_value as previous from master_key_check")
