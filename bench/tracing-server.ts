@@ -1,7 +1,7 @@
 import { Layer, References } from "effect"
 import { printUrls } from "../src/banner.js"
 import { boot } from "../src/boot.js"
-import { HttpServerLive } from "../src/http/server.js"
+import { HttpServerLive } from "../src/server.js"
 
 // src/main.ts with Effect's tracer switched off entirely (References.TracerEnabled = false): no
 // span is even created for our Effect.withSpan calls or the SQL statements. Used only by

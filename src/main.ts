@@ -1,5 +1,5 @@
 import { boot } from "./boot.js"
-import { HttpServerLive } from "./http/server.js"
+import { HttpServerLive } from "./server.js"
 import { printUrls } from "./banner.js"
 
 // The HTTP server alone (production: run any number of these beside src/worker.ts).

@@ -19,7 +19,7 @@ import { TenancyLive } from "./tenancy/service.js"
 import { UsersLive } from "./users/service.js"
 import { WebhookSenderLive } from "./webhooks/delivery/send.js"
 import { WebhooksLive } from "./webhooks/service.js"
-import { BillingLive } from "./billing/provider.js"
+import { BillingLive } from "./billing/live.js"
 import { ProviderDiscoveryCacheLive } from "./social/provider-discovery-cache.js"
 
 /**

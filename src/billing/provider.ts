@@ -1,7 +1,5 @@
-import { Context, Effect, Layer } from "effect"
-import { Config } from "../platform/config.js"
+import { Context, Effect } from "effect"
 import { BillingNotConfigured, type BillingProviderFailed, type BillingWebhookInvalid } from "./errors.js"
-import { makeStripeBilling } from "./stripe.js"
 
 /** A provider webhook event, reduced to what billing state needs. */
 export interface ProviderEvent {
@@ -38,9 +36,3 @@ export const BillingNotConfiguredLive = Billing.of({
   createPortalSession: () => notConfigured,
   verifyWebhook: () => notConfigured,
 })
-
-/** Chooses the implementation from the configuration (STRIPE_SECRET_KEY, STRIPE_PRICE_ID, STRIPE_WEBHOOK_SECRET). */
-export const BillingLive = Layer.effect(Billing, Effect.gen(function* () {
-  const config = yield* Config
-  return config.providers.stripe === undefined ? BillingNotConfiguredLive : makeStripeBilling(config.providers.stripe)
-}))

@@ -1,8 +1,8 @@
 import type { Context } from "hono"
 import { decodeJwt } from "jose"
 import type * as oidc from "openid-client"
-import type { Auth } from "./auth.js"
-import { clearCookie, readCookie, writeCookie } from "./cookies.js"
+import { type CookieAttributes, clearCookie, readCookie, writeCookie } from "./cookies.js"
+import type { Sealer } from "./seal.js"
 import type { AuthSession, AuthUser } from "./types.js"
 
 /** What the sealed session cookie holds. Short keys: the cookie travels on every request. */
@@ -66,22 +66,33 @@ const isStoredSession = (v: Record<string, unknown>): v is Record<string, unknow
   typeof v["user"] === "object" && v["user"] !== null && typeof (v["user"] as { sub?: unknown }).sub === "string" &&
   Array.isArray(v["scope"])
 
-export const readSession = (c: Context, auth: Auth): StoredSession | undefined => {
+/**
+ * What the session cookie needs of the auth object (`Auth` of ./auth.ts has it): named here, so
+ * this file does not import auth.ts, which imports the refresher, which imports this file.
+ */
+export interface SessionCookieSettings {
+  readonly cookies: { readonly session: string; readonly attributes: CookieAttributes }
+  readonly sealer: Sealer
+  readonly sessionMaxAgeSeconds: number
+  readonly now: () => number
+}
+
+export const readSession = (c: Context, auth: SessionCookieSettings): StoredSession | undefined => {
   const sealed = readCookie(c, auth.cookies.session)
   if (sealed === undefined) return undefined
   const payload = auth.sealer.open(SESSION_PURPOSE, sealed, auth.now())
   return payload !== undefined && isStoredSession(payload) ? payload : undefined
 }
 
-export const writeSession = (c: Context, auth: Auth, session: StoredSession) => {
+export const writeSession = (c: Context, auth: SessionCookieSettings, session: StoredSession) => {
   const sealed = auth.sealer.seal(SESSION_PURPOSE, session, auth.now() + auth.sessionMaxAgeSeconds * 1000)
   writeCookie(c, auth.cookies.session, sealed, auth.cookies.attributes, auth.sessionMaxAgeSeconds)
 }
 
-export const clearSession = (c: Context, auth: Auth) => clearCookie(c, auth.cookies.session, auth.cookies.attributes)
+export const clearSession = (c: Context, auth: SessionCookieSettings) => clearCookie(c, auth.cookies.session, auth.cookies.attributes)
 
 /** True when the request carries any cookie of the session (so a refusal should clear it). */
-export const hasSessionCookie = (c: Context, auth: Auth) => readCookie(c, auth.cookies.session) !== undefined
+export const hasSessionCookie = (c: Context, auth: SessionCookieSettings) => readCookie(c, auth.cookies.session) !== undefined
 
 export const publicView = (s: StoredSession): AuthSession => ({
   id: s.sid,

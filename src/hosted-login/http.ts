@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs"
 import { Clock, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { route } from "../http/route.js"
 import { loginClient } from "../login/clients.js"
 import { requestBindingHash, setBindingCookie } from "../login/transactions/binding.js"

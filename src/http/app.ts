@@ -7,7 +7,7 @@ import { CurrentRequest } from "../platform/request-context.js"
 import { clientIp, UNTRUSTED_FORWARDING_WARNING, untrustedForwardingDetector } from "../platform/trust-proxy.js"
 import { Tenancy } from "../tenancy/service.js"
 import { environmentUrls } from "../tenancy/urls.js"
-import { CurrentEnvironment } from "./current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { EnvironmentSuspended, InvalidRequest, NotFound, OAuthError, RateLimited, ServiceUnavailable } from "./errors.js"
 import { isStorageUnavailable } from "./storage-failure.js"
 import { classifyHost } from "./hosts.js"
@@ -15,10 +15,10 @@ import { logRequest } from "./log.js"
 import { oauthErrorResponse, oauthRateLimitedResponse, PROBLEMS, problemResponse, STORAGE_RETRY_AFTER_SECONDS } from "./problems.js"
 import { MAX_BODY_BYTES } from "./route.js"
 import { CurrentMetrics } from "../platform/observability/metrics.js"
-import { metricsEndpoint } from "../platform/observability/metrics-http.js"
+import { metricsEndpoint } from "./metrics.js"
 import { type MatchedRoute, makeSurface } from "./surface.js"
-import { allRoutes } from "./routes.js"
-import { PUBLIC_DOCUMENT_PATHS, withAnyOrigin } from "../oidc/public-cors.js"
+import { withAnyOrigin } from "./cors/any-origin.js"
+import type { Route } from "./route.js"
 
 /** The endpoints whose errors are OAuth error bodies (RFC 6749 §4.1.2.1, §5.2; RFC 7009; RFC 7662). */
 const OAUTH_ERROR_ENDPOINTS = /\/oauth2\/(token|revoke|introspect|authorize)$/
@@ -78,12 +78,23 @@ const renderFailure = (path: string, matched: RequestRoute) => (cause: Cause.Cau
     Effect.andThen(problemResponse({ status: 500, code: "internal_error", title: "Internal server error" })))
 }
 
-export const makeHttpApp = Effect.gen(function* () {
+/** Each surface's routes, handed in by the composition root's route table (src/routes.ts). */
+export interface SurfaceRoutes {
+  readonly management: ReadonlyArray<Route>
+  readonly issuer: ReadonlyArray<Route>
+  readonly interaction: ReadonlyArray<Route>
+  /**
+   * Issuer paths (under `/e/{environment_id}`) whose every answer carries the any-origin CORS
+   * header, the failures before routing included (src/http/cors/any-origin.ts).
+   */
+  readonly issuerAnyOriginPaths: ReadonlySet<string>
+}
+
+export const makeHttpApp = (routes: SurfaceRoutes) => Effect.gen(function* () {
   const config = yield* Config
   const tenancy = yield* Tenancy
   const sql = yield* SqlClient.SqlClient
   const metrics = yield* CurrentMetrics
-  const routes = allRoutes(config)
   const forwardedButUntrusted = untrustedForwardingDetector(config.trustProxy)
   const management = makeSurface(routes.management)
   const issuer = makeSurface(routes.issuer)
@@ -135,8 +146,9 @@ export const makeHttpApp = Effect.gen(function* () {
         if (!m || !m[2]) return Effect.fail(new NotFound({}))
         matched.prefix = "/e/{environment_id}"
         const run = withEnvironment(m[1], "issuer", m[2], issuer.handle(request.method, m[2] + (m[3] ?? ""), matched))
-        // Discovery and JWKS: `*` on every answer, the Environment lookup's failures included (issue 16).
-        return PUBLIC_DOCUMENT_PATHS.has(m[2]) ? withAnyOrigin(run) : run
+        // Discovery and JWKS: `*` on every answer, the Environment lookup's failures included
+        // (docs/decisions.md, RP libraries: "CORS of discovery and JWKS").
+        return routes.issuerAnyOriginPaths.has(m[2]) ? withAnyOrigin(run) : run
       }
       case "interaction":
         return withEnvironment(target.environmentId, "interaction", path, interaction.handle(request.method, url, matched))

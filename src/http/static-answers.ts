@@ -2,8 +2,8 @@ import { createHash } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Clock, Context, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { onEnvironmentChanged } from "../tenancy/changes.js"
-import { CurrentEnvironment } from "./current-environment.js"
+import { onEnvironmentChanged } from "../platform/environment-changes.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 
 /**
  * The issuer's public documents (JWKS, discovery) are the same bytes for every caller, so
@@ -15,7 +15,7 @@ import { CurrentEnvironment } from "./current-environment.js"
  * `If-None-Match` with 304 (RFC 9110 13.1.2, 15.4.5).
  *
  * Coherence: an entry lives `TTL_MS` at most; a change of the Environment or of its keys on
- * this replica drops its entries at once (src/tenancy/changes.ts). Other replicas already
+ * this replica drops its entries at once (src/platform/environment-changes.ts). Other replicas already
  * see such changes through their Environment (5 s) and key (10 s) caches; this memory adds
  * at most `TTL_MS` to those bounds (decisions, "Performance").
  */

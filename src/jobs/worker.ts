@@ -10,7 +10,7 @@ import { CurrentMetrics } from "../platform/observability/metrics.js"
 import { pauseRealTime } from "../platform/real-time.js"
 import { workerLogger } from "../platform/worker-logger.js"
 import { beat, DEFAULT_HEARTBEAT, forget, type HeartbeatOptions, releaseStaleWorkers, releaseWorkers } from "./heartbeat.js"
-import { crontab, tasks } from "./tasks.js"
+import { crontab, tasks, type TaskServices } from "./tasks.js"
 import { withCallSpan } from "../platform/observability/span.js"
 
 /**
@@ -58,7 +58,7 @@ export const WorkerLive = (options: { concurrency?: number; pollInterval?: numbe
     const url = yield* DatabaseUrl
     const sql = yield* SqlClient.SqlClient
     const crypto = yield* Crypto
-    const context = yield* Effect.context<any>()
+    const context = yield* Effect.context<TaskServices>()
     const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
     const config = yield* Config
     const concurrency = options.concurrency ?? config.workerConcurrency

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { deleteEndedWindows } from "./rate-limit/repo.js"
+import { deleteEndedWindows } from "../rate-limit/repo.js"
 import { expireDue } from "./transactions/repo.js"
 import { withCallSpan } from "../platform/observability/span.js"
 

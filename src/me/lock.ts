@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { UserUnavailable } from "../oidc/access-token/errors.js"
 import { lockUser } from "../users/repo.js"
 import type { Me } from "./auth.js"

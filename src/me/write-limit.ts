@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { Route } from "../http/route.js"
-import { limitWrite } from "../login/rate-limit/write-limits.js"
+import { limitWrite } from "../rate-limit/write-limits.js"
 import { unavailableOnSqlError } from "./unavailable.js"
 
 /**

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { decodeJsonBody, decodeParams, json, route } from "../http/route.js"
-import { limitWrite } from "../login/rate-limit/write-limits.js"
+import { limitWrite } from "../rate-limit/write-limits.js"
 import { TransactionParams } from "../login/transactions/schema.js"
 import { presentPasskey } from "./present.js"
 import {

@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { AccessDenied, InvalidTransactionState, TransactionNotAuthenticated } from "../login/transactions/errors.js"
 import * as transactions from "../login/transactions/repo.js"
 import { explainLostTransition, loadTransactionForUse, markInteractionStarted } from "../login/transactions/service.js"
@@ -11,7 +11,7 @@ import { ipPrefixHash } from "../platform/ip-prefix.js"
 import { CurrentRequest } from "../platform/request-context.js"
 import { userById } from "../users/repo.js"
 import { ReauthenticationRequired, WebAuthnVerificationFailed } from "./errors.js"
-import { completePendingLink } from "../social/linking.js"
+import { completePendingLink } from "../login/social-linking.js"
 import { requireSocialProof } from "../login/transactions/social-proof.js"
 import type {
   AuthenticationCredential, AuthenticationOptionsBody, TransactionRegistrationOptionsBody, TransactionRegistrationVerifyBody,
@@ -87,7 +87,7 @@ export const transactionRegistrationVerify = (transactionId: string, body: Trans
  */
 export const transactionAuthenticationOptions = (transactionId: string, body: AuthenticationOptionsBody) => Effect.gen(function* () {
   const txn = yield* loadTransactionForUse(transactionId)
-  // `link_required`: the existing account's passkey proves it (src/social/linking.ts); the status stays.
+  // `link_required`: the existing account's passkey proves it (src/login/social-linking.ts); the status stays.
   const linkProof = txn.status === "link_required"
   if (!STARTABLE.includes(txn.status) && !linkProof) {
     return yield* new InvalidTransactionState({ detail: `Passkey authentication cannot start on a ${txn.status} transaction` })

@@ -1,4 +1,4 @@
-import { ConfigInvalid } from "./config.js"
+import { ConfigInvalid } from "./config-invalid.js"
 
 type Env = Readonly<Record<string, string | undefined>>
 

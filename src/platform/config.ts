@@ -1,7 +1,8 @@
 import { isIP } from "node:net"
-import { Context, Layer, Schema } from "effect"
+import { Context, Layer } from "effect"
 import { parseTrustProxy, type TrustProxy } from "./trust-proxy.js"
 import { type ProviderConfig, parseProviderConfig } from "./config-providers.js"
+import { ConfigInvalid } from "./config-invalid.js"
 
 /**
  * Every environment variable of the run contract (docs/architecture.md), parsed once at start.
@@ -119,10 +120,6 @@ export interface RateLimits {
   /** `POST /webhooks/{id}/test` per webhook (each makes an outbound request). */
   readonly webhookTestPerMinute: number
 }
-
-export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigInvalid", {
-  message: Schema.String,
-}) {}
 
 export class Config extends Context.Service<Config, AppConfig>()("platform/Config") {}
 

@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { errorPage } from "../hosted-login/page.js"
 import { route } from "../http/route.js"
 import { usableConnection } from "../management/connections/repo.js"

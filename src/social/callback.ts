@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { InvalidRequest, InvalidRequestBody } from "../http/errors.js"
 import { bodyText } from "../http/route.js"
 import { ConnectionNotFound } from "../management/connections/errors.js"

@@ -2,8 +2,8 @@ import type { IncomingMessage } from "node:http"
 import { request as httpsRequest } from "node:https"
 import { isIP } from "node:net"
 import type { CustomFetch, CustomFetchOptions } from "openid-client"
-import { isBlockedAddress } from "../webhooks/delivery/blocked-addresses.js"
-import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "../webhooks/delivery/guarded-lookup.js"
+import { isBlockedAddress } from "../platform/outbound/blocked-addresses.js"
+import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "../platform/outbound/guarded-lookup.js"
 
 /**
  * The one way social login talks to a provider: the webhook SSRF policy (docs/architecture.md, security

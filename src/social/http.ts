@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { decodeJsonBody, decodeParams, json, route } from "../http/route.js"
-import { limitWrite } from "../login/rate-limit/write-limits.js"
+import { limitWrite } from "../rate-limit/write-limits.js"
 import { withMe } from "../me/auth.js"
 import { handleCallback } from "./callback.js"
 import { startLink } from "./link.js"

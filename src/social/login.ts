@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { HOSTED_LOGIN_PATH } from "../hosted-login/urls.js"
 import type { ConnectionRow } from "../management/connections/repo.js"
 import type { Provider } from "../management/connections/schema.js"

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { htmlPage } from "../hosted-login/page.js"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { route } from "../http/route.js"
 import { loginClient } from "../login/clients.js"
 import { stillRegistered } from "../login/rules.js"

@@ -1,5 +1,5 @@
 import { Clock, Effect } from "effect"
-import { CurrentEnvironment } from "../http/current-environment.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
 import { connectionCallbackUrl } from "../management/connections/callback-url.js"
 import { ConnectionNotFound } from "../management/connections/errors.js"
 import { type ConnectionRow, usableConnection } from "../management/connections/repo.js"

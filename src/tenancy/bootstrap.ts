@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { Config } from "../platform/config.js"
-import { SCOPES } from "../management/scopes.js"
+import { SCOPES } from "./scopes.js"
 import { Tenancy } from "./service.js"
 import { environmentUrls } from "./urls.js"
 

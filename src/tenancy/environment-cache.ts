@@ -1,7 +1,7 @@
 import { Cache, Duration, Effect, Exit } from "effect"
 import type { SqlClient } from "effect/sql"
 import { ID_PATTERN } from "../platform/ids.js"
-import { environmentChanged } from "./changes.js"
+import { environmentChanged } from "../platform/environment-changes.js"
 import * as repo from "./repo.js"
 import type { EnvironmentRecord } from "./schema.js"
 

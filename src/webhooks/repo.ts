@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { addJobs, jobKeySql, TASKS } from "../platform/jobs.js"
 
 // SQL only. Every query of webhooks / webhook_deliveries filters by Workspace or Environment,
 // except the worker's reads by a delivery id it was handed by its own job.
@@ -236,35 +237,17 @@ export const settleDeliveries = (rows: ReadonlyArray<Settlement>) => rows.length
  * keyed by the record so an attempt never has two jobs; one statement for any number.
  * `priority`: graphile-worker's (lower runs first; 0 unless given).
  */
-export const enqueueAttempts = (deliveryIds: ReadonlyArray<string>, runAt: Date, maxAttempts: number, priority = 0) => deliveryIds.length === 0
+export const enqueueAttempts = (deliveryIds: ReadonlyArray<string>, runAt: Date, priority = 0) => deliveryIds.length === 0
   ? Effect.succeed(0)
-  : SqlClient.SqlClient.use((sql) => sql<{ n: number }>`select count(*)::int as n from graphile_worker.add_jobs(array(
-      select row('webhooks.deliver', json_build_object('deliveryId', id), null, ${runAt}::timestamptz, ${maxAttempts}::smallint,
-        'webhooks.deliver:' || id, ${priority}::int, null)::graphile_worker.job_spec
-      from unnest(${deliveryIds as Array<string>}::text[]) as id))`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+  : addJobs(TASKS.webhookDeliver, (sql) => ({
+    payload: sql`json_build_object('deliveryId', id)`,
+    runAt: sql`${runAt}::timestamptz`,
+    jobKey: jobKeySql(sql, TASKS.webhookDeliver, sql`id`),
+    priority: sql`${priority}::int`,
+    from: sql`unnest(${deliveryIds as Array<string>}::text[]) as id`,
+  }))
 
 /** Delivery history retention (spec: 90 days). */
 export const deleteDeliveriesBefore = (cutoff: Date) => SqlClient.SqlClient.use((sql) =>
   sql<{ n: number }>`with gone as (delete from webhook_deliveries where occurred_at < ${cutoff} returning 1)
     select count(*)::int as n from gone`).pipe(Effect.map((rows) => rows[0]?.n ?? 0))
-
-/**
- * The webhook fan-out jobs of many events in one statement (the condition and job key of
- * src/platform/events/repo.ts, per event): a user import batch enqueues the fan-outs of its `user.created` events at once.
- */
-export const enqueueFanoutsIfSubscribed = (events: ReadonlyArray<{
-  eventId: string; workspaceId: string; environmentId: string | null; type: string; runAt: Date
-}>) => events.length === 0 ? Effect.void : SqlClient.SqlClient.use((sql) => sql`select (graphile_worker.add_job(
-      identifier => 'webhooks.fanout',
-      payload => json_build_object('eventId', v.event_id),
-      run_at => v.run_at,
-      max_attempts => 25,
-      job_key => 'webhooks.fanout:' || v.event_id
-    )).id::text as id
-    from jsonb_to_recordset(${JSON.stringify(events.map((e) => ({
-      event_id: e.eventId, workspace_id: e.workspaceId, environment_id: e.environmentId, type: e.type, run_at: e.runAt,
-    })))}::jsonb) as v(event_id text, workspace_id text, environment_id text, type text, run_at timestamptz)
-    where exists (select 1 from webhooks w
-      where w.workspace_id = v.workspace_id and (v.environment_id is null or w.environment_id = v.environment_id)
-        and w.status = 'active' and w.deleted_at is null and v.type = any(w.event_types))
-    order by v.run_at, v.event_id`).pipe(Effect.asVoid)

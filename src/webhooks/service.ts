@@ -11,7 +11,7 @@ import { deliveryHeaders, signatureOf } from "./delivery/signing.js"
 import { WebhookSender } from "./delivery/send.js"
 import { InvalidEventTypes, InvalidWebhookUrl, WebhookNotFound } from "./errors.js"
 import * as repo from "./repo.js"
-import { checkWebhookUrl, redactUrl } from "./url-policy.js"
+import { checkWebhookUrl, redactUrl } from "../platform/outbound/url-policy.js"
 import { withCallSpan } from "../platform/observability/span.js"
 
 /** The synthetic type sent only by the test route; never subscribable (spec: Events, Payloads). */

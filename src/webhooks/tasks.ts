@@ -2,6 +2,7 @@ import { Clock, Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { canonicalJson } from "../platform/canonical-json.js"
 import { Ids } from "../platform/ids.js"
+import { type Task, TASKS } from "../platform/jobs.js"
 import { WebhookSender } from "./delivery/send.js"
 import { deliveryHeaders, signatureOf } from "./delivery/signing.js"
 import { webhookSigningKey } from "./delivery/signing-keys.js"
@@ -16,14 +17,6 @@ import { withCallSpan } from "../platform/observability/span.js"
 // (unique per webhook, event and attempt number) and the conditional settle make sure each
 // attempt is recorded once and schedules at most one next attempt.
 
-export const FANOUT_TASK = "webhooks.fanout"
-export const DELIVER_TASK = "webhooks.deliver"
-
-/** graphile-worker's own retries cover crashes and database failures, not HTTP failures. */
-const JOB_MAX_ATTEMPTS = 25
-
-/** Job key of an attempt's job (see repo.enqueueAttempts): `webhooks.deliver:<dlv id>`. */
-export const deliverJobKey = (deliveryId: string) => `${DELIVER_TASK}:${deliveryId}`
 
 /** Concurrent sends of one event's fan-out (an event rarely has more subscriptions). */
 const FANOUT_SEND_CONCURRENCY = 16
@@ -143,7 +136,7 @@ const postpone = (row: repo.AttemptRow, target: string) => Effect.gen(function* 
   const sender = yield* WebhookSender
   const runAt = new Date((yield* Clock.currentTimeMillis) + (yield* sender.backoff.postpone(target)))
   yield* sql.withTransaction(Effect.gen(function* () {
-    if (yield* repo.deferAttempt(row.id, runAt)) yield* repo.enqueueAttempts([row.id], runAt, JOB_MAX_ATTEMPTS, POSTPONED_PRIORITY)
+    if (yield* repo.deferAttempt(row.id, runAt)) yield* repo.enqueueAttempts([row.id], runAt, POSTPONED_PRIORITY)
   }))
   return { kind: "done", report: { deliveryId: row.id, attempt: row.attempt, verdict: { status: "deferred", runAt } } } satisfies Sent as Sent
 })
@@ -199,7 +192,7 @@ const settle = (sent: ReadonlyArray<Sent>) => Effect.gen(function* () {
         event_id: row.event_id, event_type: row.event_type, attempt: verdict.nextAttempt, status: "pending",
         occurred_at: verdict.runAt, scheduled_at: verdict.runAt,
       }])
-      yield* repo.enqueueAttempts(inserted, verdict.runAt, JOB_MAX_ATTEMPTS)
+      yield* repo.enqueueAttempts(inserted, verdict.runAt)
       return inserted[0]
     })).pipe(Effect.map((nextDeliveryId): AttemptReport => ({ deliveryId: row.id, attempt: row.attempt, verdict, nextDeliveryId })))
   })
@@ -213,19 +206,15 @@ export const pruneDeliveries = Effect.gen(function* () {
   return yield* repo.deleteDeliveriesBefore(new Date(now - DELIVERY_RETENTION_MS))
 }).pipe(Effect.orDie, withCallSpan("webhooks.pruneDeliveries"))
 
-const FanoutPayload = Schema.Struct({ eventId: Schema.String })
-const DeliverPayload = Schema.Struct({ deliveryId: Schema.String })
-
 /** A payload that is not ours is logged and dropped (retrying it cannot help). */
 const withPayload = <S extends Schema.Top & { readonly DecodingServices: never }, R>(
-  task: string, schema: S, run: (payload: S["Type"]) => Effect.Effect<unknown, never, R>,
-) => (payload: unknown) => Schema.decodeUnknownEffect(schema)(payload).pipe(
+  task: Task<string, S>, run: (payload: S["Type"]) => Effect.Effect<unknown, never, R>,
+) => (payload: unknown) => Schema.decodeUnknownEffect(task.payload)(payload).pipe(
   Effect.matchEffect({
-    onFailure: () => Effect.logError("dropping a job with a malformed payload", { task }),
+    onFailure: () => Effect.logError("dropping a job with a malformed payload", { task: task.name }),
     onSuccess: (p) => Effect.asVoid(run(p)),
   }))
 
-export const webhookTasks = {
-  [FANOUT_TASK]: withPayload(FANOUT_TASK, FanoutPayload, (p) => fanOutAndDeliver(p.eventId)),
-  [DELIVER_TASK]: withPayload(DELIVER_TASK, DeliverPayload, (p) => deliverAttempt(p.deliveryId)),
-}
+/** The webhook tasks of the worker's registry (src/jobs/tasks.ts). */
+export const fanOutTask = withPayload(TASKS.webhookFanout, (p) => fanOutAndDeliver(p.eventId))
+export const deliverTask = withPayload(TASKS.webhookDeliver, (p) => deliverAttempt(p.deliveryId))

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
 import { afterAll, beforeAll, expect, it } from "vitest"
-import { addJob } from "../../src/platform/jobs.js"
+import { addJob, TASKS } from "../../src/platform/jobs.js"
 import { type TestApp, startApp } from "../support/app.js"
 import { type Child, killGroup, startEntry, stopChild, until } from "./support.js"
 
@@ -46,7 +46,7 @@ const startWorker = () => startEntry("src/worker.ts", {
 const faultOn = () => db.query(`insert into test_faults values ('complete') on conflict do nothing`)
 const faultOff = () => db.query(`delete from test_faults`)
 /** A job that runs in milliseconds (a delivery that does not exist is skipped). */
-const quickJob = (n: number) => app.run(addJob("webhooks.deliver", { deliveryId: `dlv_${String(n).padStart(32, "q")}` }))
+const quickJob = (n: number) => app.run(addJob(TASKS.webhookDeliver, { deliveryId: `dlv_${String(n).padStart(32, "q")}` }))
 const jobRow = async (id: string) => (await db.query<{ locked_by: string | null; attempts: number }>(
   `select locked_by, attempts from graphile_worker.jobs where id = $1::bigint`, [id])).rows[0]
 const lockedJobs = async () => (await db.query(`select id from graphile_worker.jobs where locked_by is not null`)).rows

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { ConfigInvalid, parseConfig } from "../../src/platform/config.js"
+import { parseConfig } from "../../src/platform/config.js"
+import { ConfigInvalid } from "../../src/platform/config-invalid.js"
 
 const KEY = Buffer.alloc(32, 7).toString("base64url")
 const refuse = (env: Record<string, string>, message: RegExp) => {

@@ -2,14 +2,14 @@ import { createServer, type IncomingMessage, request as httpRequest, type Server
 import type { AddressInfo } from "node:net"
 import { Clock, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeFastLane } from "../../src/http/fast-lane.js"
+import { makeFastLane } from "../../src/oidc/access-token/fast-lane.js"
 import { makeStaticAnswers } from "../../src/http/static-answers.js"
 import type { RememberedAnswer } from "../../src/oidc/access-token/live-cache.js"
 import { introspectionAnswerKey, userinfoAnswerKey } from "../../src/oidc/access-token/remembered-answers.js"
 import { parseConfig } from "../../src/platform/config.js"
 import { makeMetrics } from "../../src/platform/observability/metrics.js"
 
-// The listener's lane (src/http/fast-lane.ts) answers a request from memory only when its
+// The listener's lane (src/oidc/access-token/fast-lane.ts) answers a request from memory only when its
 // method, host, target and headers are exactly those a remembered answer's key names; every
 // other request reaches the application unchanged, with its body intact.
 

@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { addJob } from "../../src/platform/jobs.js"
+import { addJob, TASKS } from "../../src/platform/jobs.js"
 import { Events } from "../../src/platform/events/service.js"
 import { EVENT_TYPES, EventPayloads, maskEmail, strict } from "../../src/platform/events/schema.js"
 import { Audit } from "../../src/platform/audit.js"
@@ -27,14 +27,14 @@ const rollback = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.gen(functio
 
 describe("jobs are enqueued inside the caller's transaction", () => {
   it("a job enqueued in a transaction that rolls back never exists", async () => {
-    await app.run(rollback(addJob("housekeeping", { probe: "rolled-back" })))
+    await app.run(rollback(addJob(TASKS.housekeeping, { probe: "rolled-back" })))
     expect(await jobCount("housekeeping")).toBe(0)
   })
 
   it("a job enqueued in a committed transaction runs (the worker takes and completes it)", async () => {
     await app.run(Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      yield* sql.withTransaction(addJob("housekeeping", { probe: "committed" }))
+      yield* sql.withTransaction(addJob(TASKS.housekeeping, { probe: "committed" }))
     }))
     expect(await jobCount("housekeeping")).toBeGreaterThanOrEqual(0)
     const deadline = Date.now() + 15_000

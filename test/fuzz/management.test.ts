@@ -1,7 +1,7 @@
 import fc from "fast-check"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { trackDelivery } from "../../src/bounces/deliveries.js"
-import { allRoutes } from "../../src/http/routes.js"
+import { allRoutes } from "../../src/routes.js"
 import { type FakeStripe, startFakeStripe } from "../billing/fake-stripe.js"
 import { type AwsStub, CERT_FILE, sesBounce, signSns, SNS_TOPIC, startAwsStub } from "../bounces/sns.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"

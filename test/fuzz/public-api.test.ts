@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { afterAll, beforeAll, expect, it } from "vitest"
-import { allRoutes } from "../../src/http/routes.js"
+import { allRoutes } from "../../src/routes.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createTransaction, type LoginClientInfo, publicApi, query, transactionBody, uniqueEmail } from "../login/support.js"
 import { createUser, signIn } from "../me/support.js"

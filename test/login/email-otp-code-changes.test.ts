@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { loginLimits } from "../../src/login/rate-limit/limits.js"
-import * as rateLimit from "../../src/login/rate-limit/service.js"
+import { loginLimits } from "../../src/rate-limit/limits.js"
+import * as rateLimit from "../../src/rate-limit/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import type { TestResponse } from "../support/http.js"
 import {

@@ -1,8 +1,8 @@
 import { Clock, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { sweepLogin } from "../../src/login/housekeeping.js"
-import { KNOWN_ADDRESS } from "../../src/login/rate-limit/limits.js"
-import * as rateLimit from "../../src/login/rate-limit/service.js"
+import { KNOWN_ADDRESS } from "../../src/rate-limit/limits.js"
+import * as rateLimit from "../../src/rate-limit/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
   createClient, type LoginClientInfo, loginMailsSettled, publicApi, query, type SmtpSink, startSmtpSink, transactionBody, transactionStatus,

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { SCOPES } from "../../src/management/scopes.js"
+import { SCOPES } from "../../src/tenancy/scopes.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { apiKey, auditActions, dashboardUser, expectProblem, query } from "./helpers.js"
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { managementRoutes } from "../../src/management/routes.js"
+import { managementRoutes } from "../../src/routes.js"
 import { type TestApp, startApp } from "../support/app.js"
 import { CORE_ROUTES, documentedRoutes, normalize } from "./spec-routes.js"
 

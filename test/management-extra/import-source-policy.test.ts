@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fetchSource, type FetchOptions } from "../../src/management/user-data-jobs/fetch-source.js"
-import type { Resolver } from "../../src/webhooks/delivery/guarded-lookup.js"
+import type { Resolver } from "../../src/platform/outbound/guarded-lookup.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { startFileServer } from "./file-server.js"
 import { expectProblem, query } from "./helpers.js"

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createPlatformUser, mintDashboardSession } from "../../src/management/auth/dashboard.js"
-import { SCOPES } from "../../src/management/scopes.js"
+import { SCOPES } from "../../src/tenancy/scopes.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { expectProblem, makeEnvironment, makeKey, seedIdentity, seedPasskey, seedSession, snapshot } from "./helpers.js"
 

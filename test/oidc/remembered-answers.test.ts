@@ -3,7 +3,7 @@ import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { basic, createClient, createUser, exchangeCode, mintCode, postForm, queryRows, type TestClient, userinfo } from "./support.js"
 
 // UserInfo and introspection answers are remembered by the application and replayed by the
-// listener (src/http/fast-lane.ts) only while they are still true: the replay equals the full
+// listener (src/oidc/access-token/fast-lane.ts) only while they are still true: the replay equals the full
 // answer, and a change on this replica (logout, profile, block, secret rotation), the token's
 // expiry or the session's, ends it at once; another replica's change within the live-state
 // bound (test/faults/live-state.test.ts) or the Environment cache's bound plus one second.

@@ -6,12 +6,11 @@ import { openProviderClientSecret } from "../../src/management/connections/secre
 import { sealContext as loginCodeMailContext } from "../../src/login/email-otp/mail-job.js"
 import { graceSealContext } from "../../src/oidc/refresh/service.js"
 import { enqueueEmailChangeNotice, sealContext as emailChangeNoticeContext } from "../../src/me/email-change/notice-job.js"
-import { addJob } from "../../src/platform/jobs.js"
 import { DELIVERY_ID_HEADER, trackDelivery } from "../../src/bounces/deliveries.js"
 import { recordBounce } from "../../src/bounces/service.js"
 import { isAddressSuppressed } from "../../src/bounces/suppression.js"
-import { emailAddressSubject, KNOWN_ADDRESS } from "../../src/login/rate-limit/limits.js"
-import * as rateLimit from "../../src/login/rate-limit/service.js"
+import { emailAddressSubject, KNOWN_ADDRESS } from "../../src/rate-limit/limits.js"
+import * as rateLimit from "../../src/rate-limit/service.js"
 import { Crypto, CryptoFromKeyring, keyId, makeCrypto } from "../../src/platform/crypto.js"
 import { ProcessHeartbeat, ProcessHeartbeatLive, type ProcessRegistration } from "../../src/platform/process-heartbeat.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
@@ -234,7 +233,7 @@ describe("re-sealing is resumable, compare-and-set, and covers every sealed colu
     await expect(withPrevious.run(rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1000 }))).rejects.toThrow(/Sealed values unknown to the rotation: webhooks.extra_sealed$/)
     // A column named plain `sealed`, and a queued job of another task whose payload carries a sealed value, are seen too.
     await sqlRows(withPrevious, "create table extra_chunks (id text primary key, sealed text)")
-    await withPrevious.run(addJob("some_new_task", { sealed: "v1.x.y.z.w" }))
+    await sqlRows(withPrevious, `select (graphile_worker.add_job('some_new_task', '{"sealed": "v1.x.y.z.w"}'::json)).id::text as id`)
     await expect(withPrevious.run(rotateMasterKey({ batchSize: 10, acknowledgementTimeoutMs: 1000 }))).rejects.toThrow(
       /Sealed values unknown to the rotation: extra_chunks.sealed, webhooks.extra_sealed, graphile_worker.jobs.some_new_task$/)
     // Refused before the switch: the service still seals under A.

@@ -6,7 +6,7 @@ import { Clock, Duration, Effect, Exit, Layer, ManagedRuntime, Scope } from "eff
 import { TestClock } from "effect/testing"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { inject } from "vitest"
-import { HttpServerLive } from "../../src/http/server.js"
+import { HttpServerLive } from "../../src/server.js"
 import { WorkerLive } from "../../src/jobs/worker.js"
 import { type AppConfig, parseConfig } from "../../src/platform/config.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"

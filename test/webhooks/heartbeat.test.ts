@@ -3,7 +3,7 @@ import { TestClock } from "effect/testing"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { beat, releaseStaleWorkers } from "../../src/jobs/heartbeat.js"
 import { housekeeping } from "../../src/jobs/housekeeping.js"
-import { addJob } from "../../src/platform/jobs.js"
+import { addJob, TASKS } from "../../src/platform/jobs.js"
 import { type TestApp, startApp } from "../support/app.js"
 import { sqlRows } from "./support.js"
 
@@ -20,7 +20,7 @@ const lockedBy = async (jobId: string) =>
   (await sqlRows<{ locked_by: string | null }>(app, "select locked_by from graphile_worker.jobs where id = $1::bigint", [jobId]))[0]!.locked_by
 
 const lockedJob = async (owner: string) => {
-  const id = await app.run(addJob("webhooks.deliver", { deliveryId: `dlv_${"z".repeat(32)}` }))
+  const id = await app.run(addJob(TASKS.webhookDeliver, { deliveryId: `dlv_${"z".repeat(32)}` }))
   await sqlRows(app, "update graphile_worker._private_jobs set locked_by = $1, locked_at = now(), attempts = 1 where id = $2::bigint", [owner, id])
   return id
 }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { guardedLookup, type Resolver } from "../../src/webhooks/delivery/guarded-lookup.js"
+import { guardedLookup, type Resolver } from "../../src/platform/outbound/guarded-lookup.js"
 import { makeSender, type SenderOptions, type SendOutcome } from "../../src/webhooks/delivery/send.js"
 
 // docs/architecture.md, Security model: SSRF checks at connect time (a validating `lookup`, so DNS

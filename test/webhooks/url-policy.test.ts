@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { isBlockedAddress } from "../../src/webhooks/delivery/blocked-addresses.js"
-import { checkWebhookUrl, type UrlRefusal } from "../../src/webhooks/url-policy.js"
+import { isBlockedAddress } from "../../src/platform/outbound/blocked-addresses.js"
+import { checkWebhookUrl, type UrlRefusal } from "../../src/platform/outbound/url-policy.js"
 
 // Spec, Events, Subscription rule 2: HTTPS, no userinfo, no fragment, no localhost-type host,
 // no blocked IP literal (every IPv4 and IPv6 range listed, plus 64:ff9b::/96, 2002::/16,

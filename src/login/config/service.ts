@@ -1,8 +1,8 @@
 import { Effect } from "effect"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { InvalidRequest } from "../../http/errors.js"
 import { loginClient } from "../clients.js"
-import { assertOriginAllowedForClient } from "../cors/cors.js"
+import { assertOriginAllowedForClient } from "../../http/cors/client-origins.js"
 import { availableMethods } from "../methods.js"
 import { environmentTheme } from "./repo.js"
 

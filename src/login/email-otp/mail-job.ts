@@ -1,27 +1,19 @@
 import { Effect, Schema } from "effect"
 import { Crypto, type SealContext } from "../../platform/crypto.js"
 import { Mailer } from "../../platform/mailer.js"
-import { addJob } from "../../platform/jobs.js"
+import { addJob, TASKS } from "../../platform/jobs.js"
 import { countWith } from "../../platform/observability/metrics.js"
 import { isCurrentGeneration } from "./repo.js"
 import { recordProviderReply, trackDelivery } from "../../bounces/deliveries.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
-/** The graphile-worker task that mails login codes (registered in src/jobs/tasks.ts). */
-export const SEND_LOGIN_CODE_TASK = "send_login_code"
+/** The graphile-worker task that mails login codes (TASKS.sendLoginCode; src/operator/master-key reads its name). */
+export const SEND_LOGIN_CODE_TASK = TASKS.sendLoginCode.name
 
-/**
- * The job payload never holds the code or the address in clear text: both are sealed
- * (AES-256-GCM under the master key, bound to this challenge generation). Every start and
- * resend enqueues the same job shape; for a suppressed address `deliver` is false inside
- * the seal and the job sends nothing (docs/architecture.md: no enumeration by side effects).
- */
-const JobPayload = Schema.Struct({
-  environment_id: Schema.String,
-  challenge_id: Schema.String,
-  generation: Schema.Number,
-  sealed: Schema.String,
-})
+// The job payload never holds the code or the address in clear text: both are sealed
+// (AES-256-GCM under the master key, bound to this challenge generation). Every start and
+// resend enqueues the same job shape; for a suppressed address `deliver` is false inside
+// the seal and the job sends nothing (docs/architecture.md: no enumeration by side effects).
 
 /** What the code is for; absent means a sign-in code (jobs enqueued before email change existed). */
 export const CodePurpose = Schema.Literals(["login", "email_change_old", "email_change_new"])
@@ -32,9 +24,6 @@ const Sealed = Schema.Struct({ to: Schema.String, code: Schema.String, deliver: 
 export const sealContext = (challengeId: string, generation: number): SealContext =>
   ({ purpose: "email-otp-mail", table: "email_challenges", rowId: `${challengeId}:${generation}` })
 
-/** Mail is useless after the code's 5 minutes: few retries, close together. */
-const MAX_ATTEMPTS = 3
-
 /** Enqueues the mail job in the caller's SQL transaction (it exists iff the transaction commits). */
 export const enqueueLoginCodeMail = (m: {
   environmentId: string; challengeId: string; generation: number; to: string; code: string; deliver: boolean; purpose?: CodePurpose
@@ -42,9 +31,9 @@ export const enqueueLoginCodeMail = (m: {
   const crypto = yield* Crypto
   const sealed = yield* crypto.seal(sealContext(m.challengeId, m.generation),
     JSON.stringify({ to: m.to, code: m.code, deliver: m.deliver, ...(m.purpose === undefined ? {} : { purpose: m.purpose }) }))
-  yield* addJob(SEND_LOGIN_CODE_TASK, {
+  yield* addJob(TASKS.sendLoginCode, {
     environment_id: m.environmentId, challenge_id: m.challengeId, generation: m.generation, sealed,
-  }, { maxAttempts: MAX_ATTEMPTS })
+  })
 })
 
 export const loginCodeMessage = (to: string, code: string) => ({
@@ -68,7 +57,7 @@ const messageFor = (purpose: CodePurpose | undefined, to: string, code: string) 
 
 /** The task: open the seal, skip codes that were superseded meanwhile, send through the Mailer. */
 export const sendLoginCode = (payload: unknown) => Effect.gen(function* () {
-  const job = yield* Schema.decodeUnknownEffect(JobPayload)(payload)
+  const job = yield* Schema.decodeUnknownEffect(TASKS.sendLoginCode.payload)(payload)
   const crypto = yield* Crypto
   const mailer = yield* Mailer
   const opened = yield* crypto.open(sealContext(job.challenge_id, job.generation), job.sealed)

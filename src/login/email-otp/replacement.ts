@@ -2,8 +2,8 @@ import { Effect } from "effect"
 import { Config } from "../../platform/config.js"
 import { Crypto, type makeCrypto } from "../../platform/crypto.js"
 import { rateLimitAddress } from "../../platform/ip-prefix.js"
-import { loginLimits } from "../rate-limit/limits.js"
-import * as rateLimit from "../rate-limit/service.js"
+import { loginLimits } from "../../rate-limit/limits.js"
+import * as rateLimit from "../../rate-limit/service.js"
 import * as repo from "./repo.js"
 
 /*

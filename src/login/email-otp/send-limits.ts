@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import { emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
+import { emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../../rate-limit/limits.js"
 import { Config } from "../../platform/config.js"
-import * as rateLimit from "../rate-limit/service.js"
+import * as rateLimit from "../../rate-limit/service.js"
 
 /*
  * The limits of an OTP mail (login start and resend, email change), narrowest first: per

@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { InvalidRequest, type RateLimited } from "../../http/errors.js"
 import { isAddressSuppressed } from "../../bounces/suppression.js"
 import { Audit } from "../../platform/audit.js"
@@ -13,10 +13,10 @@ import { ipPrefixHash } from "../../platform/ip-prefix.js"
 import { CurrentRequest } from "../../platform/request-context.js"
 import { normalizeEmail, type UserRow, userByEmail } from "../../users/repo.js"
 import { Users } from "../../users/service.js"
-import { emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../rate-limit/limits.js"
+import { emailAddressSubject, KNOWN_ADDRESS, loginLimits } from "../../rate-limit/limits.js"
 import { issuerOf, mayChangeCode } from "./replacement.js"
 import { consumeMailCeiling, isKnownAddress, limitSendPerAddress } from "./send-limits.js"
-import * as rateLimit from "../rate-limit/service.js"
+import * as rateLimit from "../../rate-limit/service.js"
 import { AccessDenied, InvalidTransactionState } from "../transactions/errors.js"
 import * as transactions from "../transactions/repo.js"
 import { explainLostTransition, loadTransactionForUse, markInteractionStarted } from "../transactions/service.js"
@@ -25,7 +25,7 @@ import { InvalidCode, NewUserCreationBlocked, ResendTooSoon } from "./errors.js"
 import { enqueueLoginCodeMail } from "./mail-job.js"
 import * as repo from "./repo.js"
 import { markEmailVerified } from "./users.js"
-import { accountForAddressProof, completePendingLink, pendingLinkProofAddress } from "../../social/linking.js"
+import { accountForAddressProof, completePendingLink, pendingLinkProofAddress } from "../social-linking.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Spec, Limits: Email OTP lifetime 5 minutes; max 5 wrong verifies (the 5th invalidates); resend >= 30 s apart. */
@@ -37,7 +37,7 @@ export const RESEND_INTERVAL_MS = 30_000
 const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
 /**
  * `link_required` (social login found the address's existing account, or an address its
- * provider did not verify): an OTP to THAT address proves it (src/social/linking.ts); the
+ * provider did not verify): an OTP to THAT address proves it (src/login/social-linking.ts); the
  * status stays `link_required`.
  */
 const LINK_PROOF: ReadonlyArray<transactions.TransactionStatus> = ["link_required"]

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { PageQuery } from "../http/pagination.js"
-import { SCOPES } from "../scopes.js"
+import { SCOPES } from "../../tenancy/scopes.js"
 import { Name } from "../workspaces/slug.js"
 
 export const ApiKeyParams = Schema.Struct({ apiKeyId: Schema.String })

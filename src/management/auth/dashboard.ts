@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 import { Forbidden, InvalidRequest, Unauthorized } from "../../http/errors.js"
 import { Crypto, sha256Hex } from "../../platform/crypto.js"
 import { Ids } from "../../platform/ids.js"
-import { SCOPES } from "../scopes.js"
+import { SCOPES } from "../../tenancy/scopes.js"
 import type { Caller } from "./caller.js"
 
 /** Dashboard session tokens: `dsh_` + a 256-bit secret; the server keeps only its SHA-256. */

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
-import { consumeAdvertised, consumeCallerBudget } from "../../login/rate-limit/advertised.js"
-import type { Limit } from "../../login/rate-limit/limits.js"
+import { consumeAdvertised, consumeCallerBudget } from "../../rate-limit/advertised.js"
+import type { Limit } from "../../rate-limit/limits.js"
 import { Config } from "../../platform/config.js"
 import type { Caller } from "../auth/caller.js"
 

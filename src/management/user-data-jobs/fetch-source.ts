@@ -2,8 +2,8 @@ import { type ClientRequest, request as httpRequest, type IncomingMessage } from
 import { Readable, Transform } from "node:stream"
 import { request as httpsRequest } from "node:https"
 import { Effect } from "effect"
-import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "../../webhooks/delivery/guarded-lookup.js"
-import { checkWebhookUrl } from "../../webhooks/url-policy.js"
+import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "../../platform/outbound/guarded-lookup.js"
+import { checkWebhookUrl } from "../../platform/outbound/url-policy.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
 /**

@@ -4,9 +4,9 @@ import { InvalidRequest } from "../../http/errors.js"
 import { Audit } from "../../platform/audit.js"
 import { Crypto } from "../../platform/crypto.js"
 import { Ids } from "../../platform/ids.js"
-import { addJob } from "../../platform/jobs.js"
+import { addJob, jobKey, TASKS } from "../../platform/jobs.js"
 import type { EnvironmentRecord } from "../../tenancy/schema.js"
-import { redactUrl } from "../../webhooks/url-policy.js"
+import { redactUrl } from "../../platform/outbound/url-policy.js"
 import { CurrentCaller } from "../auth/caller.js"
 import type { Page } from "../http/pagination.js"
 import { csvRows } from "./csv-stream.js"
@@ -32,8 +32,6 @@ export const INLINE_CSV_BYTES = 1024 * 1024
 export const INLINE_CSV_ROWS = 10_000
 /** A streamed CSV source may be this large (256 MiB; it is never held in memory). */
 export const MAX_CSV_SOURCE_BYTES = 256 * 1024 * 1024
-/** The task that imports a large CSV source. */
-export const USER_IMPORT_TASK = "user_import.run"
 
 /** The full source URL is sealed in the job row for the worker, bound to that row. */
 export const sourceSealContext = (jobId: string) => ({ purpose: "user-import-source", table: "user_import_jobs", rowId: jobId })
@@ -123,7 +121,7 @@ export const runImport = (input: ImportRequest) => Effect.gen(function* () {
   }).pipe(Effect.orDie)
   if (prepared.kind === "background") {
     yield* repo.setImportSource(id, yield* (yield* Crypto).seal(sourceSealContext(id), input.sourceUrl)).pipe(Effect.orDie)
-    yield* addJob(USER_IMPORT_TASK, { jobId: id }, { jobKey: `${USER_IMPORT_TASK}:${id}`, maxAttempts: 10 })
+    yield* addJob(TASKS.userImport, { jobId: id }, { jobKey: jobKey(TASKS.userImport, id) })
   }
   if (prepared.kind === "rows") {
     const seen = new Set<string>()

@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import { Audit } from "../../platform/audit.js"
 import { Config } from "../../platform/config.js"
 import { Crypto } from "../../platform/crypto.js"
+import { TASKS } from "../../platform/jobs.js"
 import type { Actor } from "../../platform/request-context.js"
 import { csvRows } from "./csv-stream.js"
 import { openSource, SOURCE_TIMEOUT_MS, SourceFailure } from "./fetch-source.js"
@@ -31,8 +32,7 @@ import { withCallSpan } from "../../platform/observability/span.js"
 export const MAX_IMPORT_RUNS = 5
 const TRANSIENT = new Set(["source_unreachable", "source_timeout"])
 
-const Payload = Schema.Struct({ jobId: Schema.String })
-const decodePayload = Schema.decodeUnknownOption(Payload)
+const decodePayload = Schema.decodeUnknownOption(TASKS.userImport.payload)
 
 type Next = IteratorResult<SourceRow, undefined>
 
@@ -91,7 +91,7 @@ const importRows = (url: string, target: ImportTarget, rowsDone: number) => Effe
 
 export const runImportTask = (payload: unknown) => Effect.gen(function* () {
   const decoded = decodePayload(payload)
-  if (decoded._tag === "None") return yield* Effect.logWarning("user_import.run: payload without a jobId; dropped")
+  if (decoded._tag === "None") return yield* Effect.logWarning(`${TASKS.userImport.name}: payload without a jobId; dropped`)
   const job = yield* repo.importJobForWork(decoded.value.jobId).pipe(Effect.orDie)
   // Ended (or never ours): a re-delivered job has nothing to do.
   if (!job || job.status !== "processing" || job.source_url_sealed === null) return
@@ -109,10 +109,12 @@ export const runImportTask = (payload: unknown) => Effect.gen(function* () {
     Effect.catchTag("ImportSuperseded", () => Effect.succeed("superseded" as const)),
     Effect.catch((e: SourceFailure) => Effect.succeed(e)),
   )
-  if (outcome === "superseded") return yield* Effect.logWarning("user_import.run: another run moved the job's checkpoint; this run stops", { job_id: job.id })
+  if (outcome === "superseded") {
+    return yield* Effect.logWarning(`${TASKS.userImport.name}: another run moved the job's checkpoint; this run stops`, { job_id: job.id })
+  }
   if (outcome !== undefined && TRANSIENT.has(outcome.code) && run < MAX_IMPORT_RUNS) {
     // The committed batches stay; graphile-worker runs the task again, which resumes after them.
-    return yield* Effect.die(new Error(`user_import.run ${job.id}: ${outcome.code} (run ${run} of ${MAX_IMPORT_RUNS}); retried`))
+    return yield* Effect.die(new Error(`${TASKS.userImport.name} ${job.id}: ${outcome.code} (run ${run} of ${MAX_IMPORT_RUNS}); retried`))
   }
 
   const sql = yield* SqlClient.SqlClient

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { jobKeySql, TASKS } from "../../platform/jobs.js"
 import type { IdentityRow, PasskeySummaryRow } from "../users/repo.js"
 import type { SessionRow } from "../../sessions/repo.js"
 import type { RowError } from "./parse-source.js"
@@ -102,7 +103,7 @@ export const failAbandonedImports = (end: { readonly failureCode: string; readon
       source_url_sealed = null
     where i.status = 'processing'
       and not exists (select 1 from graphile_worker.jobs j
-        where j.key = 'user_import.run:' || i.id and (j.attempts < j.max_attempts or j.locked_at is not null))
+        where j.key = ${jobKeySql(sql, TASKS.userImport, sql`i.id`)} and (j.attempts < j.max_attempts or j.locked_at is not null))
     returning ${importColumns(sql)}, created_by_type, created_by_id`)
 
 const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<Array<A>> => {

@@ -1,15 +1,17 @@
 import { Effect, Schema } from "effect"
-import { addJob } from "../../platform/jobs.js"
+import { addJob, TASKS } from "../../platform/jobs.js"
 import { Crypto, type SealContext } from "../../platform/crypto.js"
 import { maskEmail } from "../../platform/events/schema.js"
 import { Mailer } from "../../platform/mailer.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
-/** The graphile-worker task that tells the old address of an email change (registered in src/jobs/tasks.ts). */
-export const SEND_EMAIL_CHANGE_NOTICE_TASK = "send_email_change_notice"
+/**
+ * The graphile-worker task that tells the old address of an email change
+ * (TASKS.sendEmailChangeNotice; src/operator/master-key reads its name).
+ */
+export const SEND_EMAIL_CHANGE_NOTICE_TASK = TASKS.sendEmailChangeNotice.name
 
 /** Spec, /me rule 3: "the old address gets a change notice". Addresses travel sealed, never in clear text. */
-const JobPayload = Schema.Struct({ environment_id: Schema.String, user_id: Schema.String, security_version: Schema.Number, sealed: Schema.String })
 const Sealed = Schema.Struct({ to: Schema.String, new_email: Schema.String })
 
 export const sealContext = (userId: string, securityVersion: number): SealContext =>
@@ -20,9 +22,9 @@ export const enqueueEmailChangeNotice = (n: { environmentId: string; userId: str
   Effect.gen(function* () {
     const crypto = yield* Crypto
     const sealed = yield* crypto.seal(sealContext(n.userId, n.securityVersion), JSON.stringify({ to: n.oldEmail, new_email: n.newEmail }))
-    yield* addJob(SEND_EMAIL_CHANGE_NOTICE_TASK, {
+    yield* addJob(TASKS.sendEmailChangeNotice, {
       environment_id: n.environmentId, user_id: n.userId, security_version: n.securityVersion, sealed,
-    }, { maxAttempts: 10 })
+    })
   })
 
 /** The new address is masked: the notice may reach someone who no longer controls the account. */
@@ -34,7 +36,7 @@ export const emailChangeNoticeMessage = (to: string, newEmail: string) => ({
 })
 
 export const sendEmailChangeNotice = (payload: unknown) => Effect.gen(function* () {
-  const job = yield* Schema.decodeUnknownEffect(JobPayload)(payload)
+  const job = yield* Schema.decodeUnknownEffect(TASKS.sendEmailChangeNotice.payload)(payload)
   const crypto = yield* Crypto
   const opened = yield* crypto.open(sealContext(job.user_id, job.security_version), job.sealed)
   const content = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(Sealed))(opened.toString("utf8"))

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import type { Page } from "../../management/http/pagination.js"
 import * as identities from "../../management/users/repo.js"
 import { Audit } from "../../platform/audit.js"

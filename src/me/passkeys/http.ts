@@ -5,7 +5,7 @@ import { presentPasskey } from "../../passkeys/present.js"
 import { CreationOptions, PasskeySummary, RegistrationOptionsBody, RegistrationVerifyBody } from "../../passkeys/schema.js"
 import { withMe } from "../auth.js"
 import { deleteMyPasskey, listMyPasskeys, myRegistrationOptions, myRegistrationVerify } from "./service.js"
-import { limitWrite } from "../../login/rate-limit/write-limits.js"
+import { limitWrite } from "../../rate-limit/write-limits.js"
 import { unavailableOnSqlError } from "../unavailable.js"
 
 const tags = ["Self-service"]

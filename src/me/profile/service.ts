@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { InvalidRequest } from "../../http/errors.js"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { canonicalProfile, sameValue } from "../../management/users/service.js"
 import { Audit } from "../../platform/audit.js"
 import { Events } from "../../platform/events/service.js"

@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Context, Effect, Layer, Option, Queue } from "effect"
 import { onLiveStateChanged } from "../../platform/live-state-changes.js"
-import { onEnvironmentChanged } from "../../tenancy/changes.js"
+import { onEnvironmentChanged } from "../../platform/environment-changes.js"
 import { clientById, type OAuthClientRow } from "../token/client-repo.js"
 import { type LiveState, liveState } from "./repo.js"
 

@@ -5,9 +5,9 @@ import { type AnswerDependencies, LiveStateCache } from "./live-cache.js"
 
 /**
  * UserInfo and introspection answers replayed from memory (issue 13): the Effect path
- * remembers its 200 under a key naming every input the answer depends on, and the listener
- * (src/http/fast-lane.ts) replays it for the next request with exactly those inputs while the
- * state it was built from is unchanged (src/oidc/access-token/live-cache.ts decides that).
+ * remembers its 200 under a key naming every input the answer depends on, and the listener's
+ * fast lane (./fast-lane.ts) replays it for the next request with exactly those inputs while
+ * the state it was built from is unchanged (src/oidc/access-token/live-cache.ts decides that).
  * Both sides build the key here, so they cannot disagree on what an input is.
  */
 

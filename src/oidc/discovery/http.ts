@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { route } from "../../http/route.js"
 import { answerStatic } from "../../http/static-answers.js"
 

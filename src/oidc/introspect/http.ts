@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { bodyText, route } from "../../http/route.js"
 import { introspectionAnswerKey, rememberAnswer } from "../access-token/remembered-answers.js"
 import { anyAudience, verifyAccessToken } from "../access-token/verify.js"

@@ -1,7 +1,7 @@
 import { Cause, Clock, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { InvalidRequest, ServiceUnavailable } from "../../http/errors.js"
 import { RouteMatch, route } from "../../http/route.js"
 import { revokeSessionAndFamilies } from "../refresh/service.js"

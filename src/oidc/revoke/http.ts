@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { CurrentEnvironment } from "../../http/current-environment.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
 import { route } from "../../http/route.js"
 import { constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
 import { generationHash } from "../refresh/repo.js"

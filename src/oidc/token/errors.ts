@@ -27,7 +27,7 @@ export const serverError = () => new OAuthError({ error: "server_error", descrip
 export const failuresAsServerError = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, OAuthError | OriginNotAllowed | RateLimited, R> =>
   self.pipe(Effect.catchCause((cause) => {
     const error = Cause.squash(cause)
-    // The request's own refusals pass through: OAuth errors, CORS (src/login/cors) Problem
+    // The request's own refusals pass through: OAuth errors, CORS (src/http/cors/client-origins.ts) Problem
     // Details, and rate limits (answered as OAuth bodies by src/http/app.ts).
     if (error instanceof OAuthError || error instanceof OriginNotAllowed || error instanceof RateLimited) return Effect.fail(error)
     return Effect.logError("oauth2 endpoint failure", cause).pipe(Effect.andThen(Effect.fail(serverError())))

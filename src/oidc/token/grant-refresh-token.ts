@@ -5,7 +5,7 @@ import { Events } from "../../platform/events/service.js"
 import { ACR_BASIC } from "../codes/issue.js"
 import { OAuthError } from "../../http/errors.js"
 import { type FamilyState, readClientAndFamily, rotateFamily } from "../refresh/repo.js"
-import { assertOriginAllowedForClient } from "../../login/cors/cors.js"
+import { assertOriginAllowedForClient } from "../../http/cors/client-origins.js"
 import { checkClient } from "./client-auth.js"
 import { clientOf } from "./client-repo.js"
 import {

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { limitWrite, type WriteLimitName } from "../../login/rate-limit/write-limits.js"
+import { limitWrite, type WriteLimitName } from "../../rate-limit/write-limits.js"
 import { readClientRow } from "../access-token/live-cache.js"
 
 /** Requests that name no client of this Environment share one budget per address. */

@@ -1,4 +1,6 @@
+import { Effect } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
+import { addJobCall, jobKeySql, TASKS } from "../jobs.js"
 
 export interface OutboxRow {
   readonly eventId: string
@@ -23,13 +25,11 @@ export const outboxCtes = (sql: SqlClient.SqlClient, e: OutboxRow, guard?: strin
       ${guard === undefined ? sql`` : sql`from ${sql.literal(guard)} limit 1`}
       returning id
     ), fanout as (
-      select (graphile_worker.add_job(
-        identifier => 'webhooks.fanout',
-        payload => json_build_object('eventId', event.id),
-        run_at => ${e.occurredAt}::timestamptz,
-        max_attempts => 25,
-        job_key => 'webhooks.fanout:' || event.id
-      )).id::text as id
+      select (${addJobCall(sql, TASKS.webhookFanout, {
+        payload: sql`json_build_object('eventId', event.id)`,
+        runAt: sql`${e.occurredAt}::timestamptz`,
+        jobKey: jobKeySql(sql, TASKS.webhookFanout, sql`event.id`),
+      })}).id::text as id
       from event
       where exists (select 1 from webhooks
         where workspace_id = ${e.workspaceId}
@@ -43,3 +43,23 @@ export const outboxCtes = (sql: SqlClient.SqlClient, e: OutboxRow, guard?: strin
  */
 export const appendToOutbox = (e: OutboxRow) => SqlClient.SqlClient.use((sql) =>
   sql`with ${outboxCtes(sql, e)} select count(*)::int as jobs from fanout`)
+
+/**
+ * The webhook fan-out jobs of many events in one statement (the condition and job key of
+ * `outboxCtes`, per event): a user import batch enqueues the fan-outs of its `user.created`
+ * events at once (`Events.emitMany`).
+ */
+export const enqueueFanoutsIfSubscribed = (events: ReadonlyArray<{
+  eventId: string; workspaceId: string; environmentId: string | null; type: string; runAt: Date
+}>) => events.length === 0 ? Effect.void : SqlClient.SqlClient.use((sql) => sql`select (${addJobCall(sql, TASKS.webhookFanout, {
+      payload: sql`json_build_object('eventId', v.event_id)`,
+      runAt: sql`v.run_at`,
+      jobKey: jobKeySql(sql, TASKS.webhookFanout, sql`v.event_id`),
+    })}).id::text as id
+    from jsonb_to_recordset(${JSON.stringify(events.map((e) => ({
+      event_id: e.eventId, workspace_id: e.workspaceId, environment_id: e.environmentId, type: e.type, run_at: e.runAt,
+    })))}::jsonb) as v(event_id text, workspace_id text, environment_id text, type text, run_at timestamptz)
+    where exists (select 1 from webhooks w
+      where w.workspace_id = v.workspace_id and (v.environment_id is null or w.environment_id = v.environment_id)
+        and w.status = 'active' and w.deleted_at is null and v.type = any(w.event_types))
+    order by v.run_at, v.event_id`).pipe(Effect.asVoid)

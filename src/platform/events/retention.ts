@@ -1,5 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { jobKeySql, TASKS } from "../jobs.js"
 import { withCallSpan } from "../observability/span.js"
 
 /**
@@ -22,7 +23,7 @@ export const pruneOutbox = Effect.gen(function* () {
       delete from event_outbox e
       where e.occurred_at < ${cutoff}
         and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status in ('pending', 'failed'))
-        and not exists (select 1 from graphile_worker.jobs j where j.key = 'webhooks.fanout:' || e.id)
+        and not exists (select 1 from graphile_worker.jobs j where j.key = ${jobKeySql(sql, TASKS.webhookFanout, sql`e.id`)})
       returning 1)
     select count(*)::int as n from gone`
   return rows[0]?.n ?? 0

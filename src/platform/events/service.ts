@@ -1,10 +1,9 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { enqueueFanoutsIfSubscribed } from "../../webhooks/repo.js"
 import { Ids } from "../ids.js"
 import { countWith } from "../observability/metrics.js"
 import { type Actor, CurrentRequest } from "../request-context.js"
-import { appendToOutbox, type OutboxRow } from "./repo.js"
+import { appendToOutbox, enqueueFanoutsIfSubscribed, type OutboxRow } from "./repo.js"
 import { type EventPayload, type EventType, Envelope, strict } from "./schema.js"
 import { withCallSpan } from "../observability/span.js"
 

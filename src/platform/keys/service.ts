@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { environmentChanged } from "../../tenancy/changes.js"
+import { environmentChanged } from "../environment-changes.js"
 import { Crypto } from "../crypto.js"
 import { generateP256, publicJwkOf, type PublicSigningJwk } from "./jwk.js"
 import * as repo from "./repo.js"

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import { ConfigInvalid } from "./platform/config.js"
-import { environmentExists } from "./users/purge/repo.js"
-import { purgeDeletedUsers } from "./users/purge/service.js"
+import { ConfigInvalid } from "../platform/config-invalid.js"
+import { environmentExists } from "../users/purge/repo.js"
+import { purgeDeletedUsers } from "../users/purge/service.js"
 
 export const purgeUsage = `usage: npm run cli -- purge-deleted-users [--environment-id <env_...>] [--older-than <N>d|h|m] [--dry-run]
 

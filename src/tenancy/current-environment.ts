@@ -1,5 +1,5 @@
 import { Context } from "effect"
-import type { EnvironmentRecord, EnvironmentUrls } from "../tenancy/schema.js"
+import type { EnvironmentRecord, EnvironmentUrls } from "./schema.js"
 
 /** The Environment a request on the issuer host or an Interaction Domain addresses. */
 export class CurrentEnvironment extends Context.Service<CurrentEnvironment, {
@@ -7,4 +7,4 @@ export class CurrentEnvironment extends Context.Service<CurrentEnvironment, {
   readonly urls: EnvironmentUrls
   /** Which host the request arrived on: the Canonical Issuer host or the Interaction Domain. */
   readonly via: "issuer" | "interaction"
-}>()("http/CurrentEnvironment") {}
+}>()("tenancy/CurrentEnvironment") {}

@@ -1,22 +1,27 @@
 import { Context, Effect } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { CurrentEnvironment } from "../../http/current-environment.js"
-import { OriginNotAllowed } from "../../http/errors.js"
-import { route, type Route } from "../../http/route.js"
-import { originRegisteredInEnvironment } from "../clients.js"
+import { CurrentEnvironment } from "../../tenancy/current-environment.js"
+import { OriginNotAllowed } from "../errors.js"
+import { route, type Route } from "../route.js"
 
 /**
- * CORS of the Public Authentication API (spec: CORS; docs/architecture.md, Decisions): a browser call needs
+ * Client-based CORS, of the Public Authentication API and of the issuer's browser endpoints
+ * (token, userinfo, revoke) (spec: CORS; docs/architecture.md, Decisions): a browser call needs
  * its page Origin registered exactly (string equality, no wildcard) in a client's
  * `allowed_origins`. A preflight passes when any active client of the Environment
  * registers the Origin; the real request is checked against its own client wherever the
  * request names one (`assertOriginAllowedForClient`). Requests without an Origin (native
  * apps, servers) and same-origin calls from the Interaction Domain (Hosted Login) pass.
- * No credentials mode: the API never reads cookies of a cross-origin caller.
+ * No credentials mode: the API never reads cookies of a cross-origin caller. Which routes
+ * get these rules, and how an Origin is looked up among the clients, the route table decides
+ * (src/routes.ts): this file knows no feature.
  */
 
+/** Is `origin` registered by any active client of the Environment (the preflight's check)? */
+export type OriginRegistered<R> = (environmentId: string, origin: string) => Effect.Effect<boolean, never, R>
+
 /** The cross-origin Origin of the current request, once it passed the Environment-wide check. */
-export const CorsRequestOrigin = Context.Reference<string | undefined>("login/CorsRequestOrigin", {
+export const CorsRequestOrigin = Context.Reference<string | undefined>("http/CorsRequestOrigin", {
   defaultValue: () => undefined,
 })
 
@@ -37,19 +42,19 @@ const isNavigation = (request: HttpServerRequest.HttpServerRequest, path: string
 const pathOf = (url: string) => url.split("?")[0]!
 
 /** Is this Origin allowed to call the Environment's Public API at all? */
-const originAllowedInEnvironment = (origin: string) => Effect.gen(function* () {
+const originAllowedInEnvironment = <R>(registered: OriginRegistered<R>, origin: string) => Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   if (origin === env.urls.interactionOrigin) return true
-  return yield* originRegisteredInEnvironment(env.record.id, origin)
+  return yield* registered(env.record.id, origin)
 })
 
 /** The real request: headers on every response (errors included), and the Environment-wide Origin check. */
-const withCors = <R>(handler: Route<R>["handler"]) => Effect.gen(function* () {
+const withCors = <R, R2>(registered: OriginRegistered<R2>, handler: Route<R>["handler"]) => Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const env = yield* CurrentEnvironment
   const origin = request.headers["origin"]
   const crossOrigin = origin !== undefined && origin !== env.urls.interactionOrigin && !isNavigation(request, pathOf(request.url))
-  if (crossOrigin && !(yield* originAllowedInEnvironment(origin))) return yield* new OriginNotAllowed()
+  if (crossOrigin && !(yield* originAllowedInEnvironment(registered, origin))) return yield* new OriginNotAllowed()
   // A pre-response handler reaches every response of this request, including the error
   // bodies rendered later by src/http/app.ts, so a browser can read those too.
   yield* HttpEffect.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, {
@@ -61,11 +66,11 @@ const withCors = <R>(handler: Route<R>["handler"]) => Effect.gen(function* () {
 })
 
 /** OPTIONS preflight: 204 with the allowed methods and headers, or 403 `origin_not_allowed`. */
-const preflight = (allow: string) => Effect.gen(function* () {
+const preflight = <R>(registered: OriginRegistered<R>, allow: string) => Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const origin = request.headers["origin"]
   if (origin === undefined) return HttpServerResponse.empty({ status: 204, headers: { allow } })
-  if (!(yield* originAllowedInEnvironment(origin))) return yield* new OriginNotAllowed()
+  if (!(yield* originAllowedInEnvironment(registered, origin))) return yield* new OriginNotAllowed()
   return HttpServerResponse.empty({
     status: 204,
     headers: {
@@ -80,16 +85,16 @@ const preflight = (allow: string) => Effect.gen(function* () {
 })
 
 /**
- * Wraps every Public API route in the CORS rules and adds one OPTIONS route per path, so a
- * preflight is answered here rather than by the router's 405. Applied once, in
- * src/http/routes.ts, to the whole Public API list.
+ * Wraps every route in the CORS rules and adds one OPTIONS route per path, so a preflight is
+ * answered here rather than by the router's 405. Applied in src/routes.ts, to the whole Public
+ * API list and to the issuer's browser endpoints.
  */
-export const withPublicApiCors = (routes: ReadonlyArray<Route>): Array<Route> => {
-  const wrapped = routes.map((r) => ({ ...r, handler: withCors(r.handler) }))
+export const withClientCors = <R>(registered: OriginRegistered<R>, routes: ReadonlyArray<Route>): Array<Route> => {
+  const wrapped = routes.map((r) => ({ ...r, handler: withCors(registered, r.handler) }))
   const methodsByPath = new Map<string, Set<string>>()
   for (const r of routes) methodsByPath.set(r.path, (methodsByPath.get(r.path) ?? new Set()).add(r.method))
   const preflights = [...methodsByPath].filter(([, methods]) => !methods.has("OPTIONS")).map(([path, methods]) =>
-    route("OPTIONS", path as `/${string}`, preflight([...methods, "OPTIONS"].join(", "))))
+    route("OPTIONS", path as `/${string}`, preflight(registered, [...methods, "OPTIONS"].join(", "))))
   return [...wrapped, ...preflights]
 }
 

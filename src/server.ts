@@ -2,27 +2,28 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { NodeHttpServer } from "@effect/platform-node"
 import { Clock, Effect, Layer, Tracer } from "effect"
 import { HttpServer } from "effect/http"
-import { LiveStateCache, LiveStateCacheLive } from "../oidc/access-token/live-cache.js"
-import { Config } from "../platform/config.js"
-import { CurrentMetrics } from "../platform/observability/metrics.js"
-import { makeHttpApp } from "./app.js"
-import { makeFastLane } from "./fast-lane.js"
-import { makeStaticAnswers, StaticAnswers } from "./static-answers.js"
+import { LiveStateCache, LiveStateCacheLive } from "./oidc/access-token/live-cache.js"
+import { Config } from "./platform/config.js"
+import { CurrentMetrics } from "./platform/observability/metrics.js"
+import { makeHttpApp } from "./http/app.js"
+import { makeFastLane } from "./oidc/access-token/fast-lane.js"
+import { makeStaticAnswers, StaticAnswers } from "./http/static-answers.js"
+import { allRoutes } from "./routes.js"
 
 /**
  * The HTTP listener: one server for every surface; in-flight requests finish on shutdown.
  *
  * Before a request reaches the Effect application, the listener answers from memory what it
- * holds a still-true answer for (src/http/fast-lane.ts: the public documents, and remembered
- * UserInfo and introspection answers). Everything else, and every first request, goes
- * through the application unchanged.
+ * holds a still-true answer for (src/oidc/access-token/fast-lane.ts: the public documents,
+ * and remembered UserInfo and introspection answers). Everything else, and every first
+ * request, goes through the application unchanged.
  */
 export const HttpServerLive = (port: number, host?: string) =>
   Layer.unwrap(Effect.gen(function* () {
     const config = yield* Config
     const clock = yield* Clock.Clock
     const answers = makeStaticAnswers()
-    const app = yield* makeHttpApp
+    const app = yield* makeHttpApp(allRoutes(config))
 
     const metrics = yield* CurrentMetrics
     // With a tracer that exports (OTLP), every request goes through the application and gets

@@ -3,12 +3,12 @@ import { createServer } from "node:http"
 import { Clock, Effect, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { MethodNotAllowed } from "../../http/errors.js"
-import { Config } from "../config.js"
-import { MetricsTokenRequired } from "./errors.js"
-import { type AppMetrics, CurrentMetrics } from "./metrics.js"
-import { readGauges } from "./metrics-repo.js"
-import { withCallSpan } from "./span.js"
+import { MethodNotAllowed } from "./errors.js"
+import { Config } from "../platform/config.js"
+import { MetricsTokenRequired } from "../platform/observability/errors.js"
+import { type AppMetrics, CurrentMetrics } from "../platform/observability/metrics.js"
+import { readGauges } from "../platform/observability/metrics-repo.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 const digest = (value: string) => createHash("sha256").update(value).digest()
 

@@ -1,5 +1,5 @@
 import { Clock, Effect } from "effect"
-import { CurrentRequest } from "../../platform/request-context.js"
+import { CurrentRequest } from "../platform/request-context.js"
 import type { Limit } from "./limits.js"
 import * as repo from "./repo.js"
 import { count, refuse, windowOf } from "./service.js"

@@ -1,15 +1,15 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentEnvironment } from "../http/current-environment.js"
-import { InvalidTransactionState } from "../login/transactions/errors.js"
-import * as transactions from "../login/transactions/repo.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
+import { InvalidTransactionState } from "./transactions/errors.js"
+import * as transactions from "./transactions/repo.js"
 import { Audit } from "../platform/audit.js"
 import { lockUser, normalizeEmail, type UserRow, userByEmail, userById } from "../users/repo.js"
 import { Users } from "../users/service.js"
 import { usableConnectionById } from "../management/connections/repo.js"
-import { attachIdentity } from "./attach.js"
-import { isCurrentFor } from "./identity-key.js"
-import * as repo from "./repo.js"
+import { attachIdentity } from "../social/attach.js"
+import { isCurrentFor } from "../social/identity-key.js"
+import * as repo from "../social/repo.js"
 
 // The way out of `link_required` (docs/architecture.md: "link_required exits to authenticated after the
 // user proves the existing account (Email OTP to that account's address or its passkey),

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import { CurrentEnvironment } from "../../http/current-environment.js"
-import { Config, type RateLimits } from "../../platform/config.js"
-import { CurrentRequest } from "../../platform/request-context.js"
+import { CurrentEnvironment } from "../tenancy/current-environment.js"
+import { Config, type RateLimits } from "../platform/config.js"
+import { CurrentRequest } from "../platform/request-context.js"
 import type { AddressLimits } from "./limits.js"
 import { consumePerAddress } from "./service.js"
 

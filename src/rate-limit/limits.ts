@@ -1,5 +1,5 @@
-import type { AppConfig } from "../../platform/config.js"
-import { rateLimitAddress } from "../../platform/ip-prefix.js"
+import type { AppConfig } from "../platform/config.js"
+import { rateLimitAddress } from "../platform/ip-prefix.js"
 
 /** One rate limit: at most `limit` hits per fixed window of `windowMs` for one subject. */
 export interface Limit {

@@ -1,12 +1,12 @@
 import { Clock, Effect } from "effect"
-import { RateLimited } from "../../http/errors.js"
-import { Crypto, type makeCrypto } from "../../platform/crypto.js"
-import { HmacDataKeys } from "../../platform/hmac-data-keys.js"
-import { countWith } from "../../platform/observability/metrics.js"
-import { ipv6Networks } from "../../platform/ip-prefix.js"
+import { RateLimited } from "../http/errors.js"
+import { Crypto, type makeCrypto } from "../platform/crypto.js"
+import { HmacDataKeys } from "../platform/hmac-data-keys.js"
+import { countWith } from "../platform/observability/metrics.js"
+import { ipv6Networks } from "../platform/ip-prefix.js"
 import { type AddressLimits, addressSubject, type Limit } from "./limits.js"
 import * as repo from "./repo.js"
-import { withCallSpan } from "../../platform/observability/span.js"
+import { withCallSpan } from "../platform/observability/span.js"
 
 /** The 429 of `limit` (counted in the refusals metric by bucket). */
 export const refuse = (limit: Limit, retryAfterSeconds: number) =>

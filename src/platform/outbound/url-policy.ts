@@ -1,5 +1,5 @@
 import { isIPv4 } from "node:net"
-import { isBlockedIPv4, isBlockedIPv6 } from "./delivery/blocked-addresses.js"
+import { isBlockedIPv4, isBlockedIPv6 } from "./blocked-addresses.js"
 
 /**
  * The webhook URL rules (spec: Events, Subscription rule 2): HTTPS, no userinfo, no
@@ -10,6 +10,10 @@ import { isBlockedIPv4, isBlockedIPv6 } from "./delivery/blocked-addresses.js"
  *
  * `allowPrivateTargets` (WEBHOOK_ALLOW_PRIVATE_TARGETS, refused in production) admits
  * `http` and private or loopback targets so a local receiver can be used in development.
+ *
+ * With guarded-lookup.ts and blocked-addresses.ts beside it, this is the outbound (SSRF) guard
+ * of every server-side request to a URL that came from outside: webhook deliveries, user
+ * import sources, social providers' endpoints.
  */
 
 export const MAX_URL_LENGTH = 2048

@@ -1,24 +1,23 @@
 import { Effect } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { route, type Route } from "../http/route.js"
+import { route, type Route } from "../route.js"
 
 /**
- * CORS of the issuer's public documents, discovery and JWKS (issue 16). Both are public,
- * unauthenticated and the same for every caller, so any page may read them: a browser
- * library (oidc-client-ts in a SPA) starts by fetching discovery. The answer is
- * `Access-Control-Allow-Origin: *` without credentials (Fetch standard: `*` never goes with
- * credentials, so no cookie or Authorization header is ever read cross-origin here), and an
- * OPTIONS preflight is answered 204 for GET. The client-specific rules of the Public API
- * (src/login/cors) do not apply: these documents reveal nothing about any client.
+ * CORS of public documents: answers that are public, unauthenticated and the same for every
+ * caller, so any page may read them (the issuer's discovery and JWKS; docs/decisions.md, RP
+ * libraries, "CORS of discovery and JWKS": a browser library such as oidc-client-ts in a SPA
+ * starts by fetching discovery). The answer is `Access-Control-Allow-Origin: *` without
+ * credentials (Fetch standard: `*` never goes with credentials, so no cookie or Authorization
+ * header is ever read cross-origin here), and an OPTIONS preflight is answered 204 for GET.
+ * The client-specific rules (src/http/cors/client-origins.ts) do not apply: these documents
+ * reveal nothing about any client. Which paths are public documents is the route table's
+ * choice (src/routes.ts).
  */
-export const PUBLIC_DOCUMENT_ALLOW_METHODS = "GET, HEAD, OPTIONS"
+export const ANY_ORIGIN_ALLOW_METHODS = "GET, HEAD, OPTIONS"
 const MAX_AGE_SECONDS = 600
 
 /** A requested header list we echo in a preflight: field names separated by commas (RFC 9110 5.1). */
 const HEADER_LIST = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*,\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+)*$/
-
-/** The issuer paths (under `/e/{environment_id}`) of the public documents. */
-export const PUBLIC_DOCUMENT_PATHS: ReadonlySet<string> = new Set(["/.well-known/openid-configuration", "/oauth2/jwks"])
 
 /**
  * Gives EVERY answer of a public-document request the any-origin header: the 200 and the 304,
@@ -38,9 +37,9 @@ const preflight = Effect.gen(function* () {
   return HttpServerResponse.empty({
     status: 204,
     headers: {
-      allow: PUBLIC_DOCUMENT_ALLOW_METHODS,
+      allow: ANY_ORIGIN_ALLOW_METHODS,
       "access-control-allow-origin": "*",
-      "access-control-allow-methods": PUBLIC_DOCUMENT_ALLOW_METHODS,
+      "access-control-allow-methods": ANY_ORIGIN_ALLOW_METHODS,
       ...(requested !== undefined && HEADER_LIST.test(requested) ? { "access-control-allow-headers": requested } : {}),
       "access-control-max-age": String(MAX_AGE_SECONDS),
       vary: "Access-Control-Request-Headers",
@@ -49,7 +48,7 @@ const preflight = Effect.gen(function* () {
 })
 
 /** Adds one OPTIONS preflight route per path (the any-origin header itself: `withAnyOrigin`). */
-export const withPublicDocumentCors = (routes: ReadonlyArray<Route>): Array<Route> => [
+export const withAnyOriginPreflights = (routes: ReadonlyArray<Route>): Array<Route> => [
   ...routes,
   ...[...new Set(routes.map((r) => r.path))].map((path) => route("OPTIONS", path, preflight)),
 ]

@@ -1,0 +1,1 @@
+export const me = 0
