@@ -1,7 +1,7 @@
 // OIDC throughput side by side, in one run: our server against `oidc-provider` (in-memory store,
 // opaque access tokens for userinfo and introspection; ES256 ID tokens, refresh-token rotation,
 // PKCE, client_secret_basic), at 32 connections, for JWKS, discovery, userinfo, introspection, the
-// refresh grant and the authorization-code exchange (issue 13). JWKS and discovery are also run
+// refresh grant and the authorization-code exchange (docs/decisions/performance.md). JWKS and discovery are also run
 // against a bare `node:http` server that sends the very bytes our server answers (the floor of any
 // HTTP stack on this machine).
 //
@@ -492,8 +492,8 @@ function report(results: Record<string, Record<string, Measured>>, scenarios: Re
         `${r.serverCpuMs.toFixed(3)} | ${r.postgresCpuMs.toFixed(3)} |`)
     }
   }
-  // Issue 13 targets: >= 1.5 x oidc-provider with p99 < 25 ms; JWKS/discovery >= 0.6 x bare node:http.
-  console.log("\nratio authservice / other (req/s), against the issue 13 targets:")
+  // Performance targets (docs/decisions/performance.md): >= 1.5 x oidc-provider with p99 < 25 ms; JWKS/discovery >= 0.6 x bare node:http.
+  console.log("\nratio authservice / other (req/s), against the performance targets:")
   for (const scenario of scenarios) {
     const ours = results["authservice"]?.[scenario]
     if (!ours) continue
@@ -509,7 +509,7 @@ function report(results: Record<string, Record<string, Measured>>, scenarios: Re
 /**
  * BENCH_SOAK_MINUTES=10: our server alone under the mixed workload (each connection cycles
  * through UserInfo, introspection, JWKS, a refresh and a code exchange) for that long, with the
- * server's RSS sampled every 30 s: issue 13 asks for a flat RSS over 10 minutes (start/end).
+ * server's RSS sampled every 30 s: the performance target is a flat RSS over 10 minutes (start/end).
  */
 async function soak(minutes: number) {
   const server = await startServer()

@@ -21,7 +21,7 @@ export interface BenchServer {
 /**
  * Every rate limit raised out of the way: a bench drives one client, one key and one address
  * far past what any caller may send (the limits' counting still runs, so its cost is measured).
- * Numbers and reasoning of the real defaults: docs/decisions.md, "Write limits".
+ * Numbers and reasoning of the real defaults: docs/decisions/rate-limits-and-caches.md, "Write limits".
  */
 export const BENCH_RATE_LIMITS: Record<string, string> = Object.fromEntries([
   "RATE_LIMIT_IP_PER_MINUTE", "RATE_LIMIT_IPV6_56_PER_MINUTE", "RATE_LIMIT_IPV6_48_PER_MINUTE", "RATE_LIMIT_CLIENT_PER_MINUTE",

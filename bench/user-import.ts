@@ -1,5 +1,5 @@
 // Benchmark: user import of a 100,000-row CSV through the real API and the real worker
-// (issue 14 target: under 60 s, progress visible, memory bounded). The server (src/main.ts)
+// (target, docs/decisions/user-import-export.md: under 60 s, progress visible, memory bounded). The server (src/main.ts)
 // and one worker (src/worker.ts) run in their own processes, as in production; a local HTTP
 // server generates the CSV row by row (never held in memory, with backpressure).
 // Reports: time from POST to `completed`, rows/s, the progress seen while it ran, the peak

@@ -8,7 +8,7 @@ create table refresh_families (
   environment_id text not null references environments(id),
   client_id text not null references clients(id),
   user_id text not null references users(id),
-  -- the login session behind the family: it lives as long as the family (decisions.md)
+  -- the login session behind the family: it lives as long as the family (docs/decisions/login-and-tokens.md)
   session_id text not null references login_sessions(id),
   -- the original grant; a refresh may only narrow it, per request
   scopes text[] not null,

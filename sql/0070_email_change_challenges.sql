@@ -14,7 +14,7 @@ alter table email_challenges add constraint email_challenges_owner_check check (
   or (purpose <> 'login' and user_id is not null and new_email is not null));
 -- "One valid code per Environment + email + purpose" stays the login rule. An email change
 -- has one active challenge per user (either stage): two users may each hold a code for the
--- same new address, and the switch decides which of them gets it (docs/decisions.md).
+-- same new address, and the switch decides which of them gets it (docs/decisions/me.md).
 drop index email_challenges_one_active;
 create unique index email_challenges_one_active on email_challenges (environment_id, email_normalized, purpose)
   where status = 'active' and purpose = 'login';

@@ -1,4 +1,4 @@
--- Issue 12: an idempotency record belongs to the credential that made it (an API key or a
+-- docs/decisions/rate-limits-and-caches.md: an idempotency record belongs to the credential that made it (an API key or a
 -- Dashboard user), not to the whole Workspace: another caller who learns or guesses the
 -- Idempotency-Key value must never receive the stored answer (a secret, for key creation
 -- and rotations). Records made before this change are bound to nobody, so they are dropped

@@ -1,4 +1,4 @@
--- Custom-domain squatting (issue 12): a `pending` claim no longer reserves a hostname for
+-- Custom-domain squatting (docs/decisions/security-hardening.md): a `pending` claim no longer reserves a hostname for
 -- every tenant. Claims of one hostname by different Workspaces coexist; only the TXT proof
 -- grants it, and an `active` hostname stays unique (a host routes to one Environment).
 drop index domains_hostname;

@@ -1,4 +1,4 @@
--- Master-key rotation that completes (issue 12; docs/master-key-rotation.md).
+-- Master-key rotation that completes (docs/master-key-rotation.md).
 -- `previous_check_value` is set while a rotation is under way (the first start with
 -- MASTER_KEY=<new> MASTER_KEY_PREVIOUS=<old>) and cleared by `cli master-key rotate` once
 -- nothing sealed under the old key remains: until then a start without the old key is refused.

@@ -1,4 +1,4 @@
--- Signing-key rotation that publishes the next key before it signs (issue 12): a `next` key
+-- Signing-key rotation that publishes the next key before it signs (docs/decisions/security-hardening.md): a `next` key
 -- is in the JWKS but unused until `cli signing-keys rotate` promotes it, after the
 -- publish-ahead period has let verifiers refresh their cached JWKS.
 alter table signing_keys drop constraint signing_keys_status_check;

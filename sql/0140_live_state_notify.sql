@@ -1,4 +1,4 @@
--- Issue 13: replicas keep the live state of access tokens (user status, security version,
+-- docs/decisions/performance.md: replicas keep the live state of access tokens (user status, security version,
 -- profile claims, the session's revocation and expiry) in memory; a change to it is announced
 -- on channel live_state as '<environment_id> <user_id>' when it commits (NOTIFY is
 -- transactional), so every replica drops that user's entries (src/oidc/access-token/live-cache.ts).

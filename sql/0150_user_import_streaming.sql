@@ -1,4 +1,4 @@
--- Streaming user import (issue 14; decisions: "User import at scale"). A CSV source too large
+-- Streaming user import (docs/decisions/user-import-export.md). A CSV source too large
 -- to import inside the creating request is imported by the graphile-worker task
 -- `user_import.run` in batches, one transaction per batch.
 

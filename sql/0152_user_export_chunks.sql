@@ -1,4 +1,4 @@
--- Streaming user export (issue 14; decisions: "User export streaming"). The artifact is built
+-- Streaming user export (docs/decisions/user-import-export.md). The artifact is built
 -- and stored as a sequence of sealed chunks (at most 64 KiB of JSON each, AES-256-GCM under
 -- MASTER_KEY, each bound to its job and position), so neither its creation nor its download
 -- holds the whole artifact in memory. `user_export_jobs.artifact_sealed` stays for exports

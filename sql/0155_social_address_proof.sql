@@ -1,7 +1,7 @@
 -- A social login whose provider did not verify the address (Microsoft without `xms_edov`, a
 -- generic OIDC provider answering `email_verified: false`, ...) creates no account and links
 -- to none until the address is proven by an Email OTP on the same transaction
--- (docs/decisions.md, Social login: "An unverified provider address"). Such a pending link has
+-- (docs/decisions/social-login.md, Social login: "An unverified provider address"). Such a pending link has
 -- no user yet (`user_id` null: the proof is of the address itself), and keeps the profile the
 -- account will be created with once the code is verified.
 alter table social_pending_links alter column user_id drop not null;

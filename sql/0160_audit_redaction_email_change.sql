@@ -1,4 +1,4 @@
--- Review of issue 11. The purge's redaction (sql/0081) also removes the masked addresses of
+-- After review (docs/decisions/billing-bounces-retention.md). The purge's redaction (sql/0081) also removes the masked addresses of
 -- email changes (`masked_old_email`, `masked_new_email`, src/me/email-change): the narrow
 -- exception to append-only now lists these five keys; nothing else changed.
 create or replace function audit_events_append_only() returns trigger language plpgsql as $$

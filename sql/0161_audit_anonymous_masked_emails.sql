@@ -1,4 +1,4 @@
--- Review of issue 11. Email OTP audit records written while no user had the address (no actor
+-- After review (docs/decisions/billing-bounces-retention.md). Email OTP audit records written while no user had the address (no actor
 -- id) no longer carry the masked address: nothing ties them to the user who registers it later,
 -- so the purge could not redact them (decisions, "Audit records and personal data"). Records
 -- written before this change lose it here, through the purge's own narrow redaction (sql/0155).

@@ -1,4 +1,4 @@
--- Strangers cannot keep killing someone's Email OTP code (issue 12; decisions: "Email OTP: who may
+-- Strangers cannot keep killing someone's Email OTP code (docs/decisions/security-hardening.md: "Email OTP: who may
 -- change the one valid code"). `issued_from` is an HMAC of the client address (IPv4, IPv6 /64)
 -- that started or last renewed the challenge, bound to Environment + email (no IP is kept, and
 -- rows of two emails cannot be linked by it); NULL on rows made before this migration.

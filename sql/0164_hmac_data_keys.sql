@@ -1,4 +1,4 @@
--- HMAC data keys (issue 12; docs/master-key-rotation.md). HMACs that must stay comparable for
+-- HMAC data keys (docs/master-key-rotation.md). HMACs that must stay comparable for
 -- longer than a master-key rotation (a bounce suppression's recipient hash, the 30-day memory of
 -- addresses that signed in) are keyed by a random 256-bit key per purpose, kept here sealed under
 -- MASTER_KEY (AES-256-GCM, bound to its purpose). The rotation re-seals it like any sealed value,

@@ -1,4 +1,4 @@
--- Issue 13: a refresh rotates its family row and renews its login session's row. Those updates
+-- docs/decisions/performance.md: a refresh rotates its family row and renews its login session's row. Those updates
 -- were never HOT (heap-only): each changed an indexed column (the family's grace_until and sealed
 -- response, the session's idle_expires_at), so every rotation added a new entry to every index of
 -- both tables, and a family refreshed often left a chain of dead versions behind it that each

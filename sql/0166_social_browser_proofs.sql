@@ -1,5 +1,5 @@
 -- Custom-UI social login and /me identity linking are bound to the browser that came back from
--- the provider (docs/decisions.md, Social login: "Custom UI: the completion proof" and "/me link:
+-- the provider (docs/decisions/social-login.md, Social login: "Custom UI: the completion proof" and "/me link:
 -- the callback no longer links"). Without these, a provider authorization URL started by an
 -- attacker and opened by a victim already signed in at the provider signed the victim in on the
 -- attacker's transaction, or linked the victim's provider account to the attacker's user.

@@ -2,7 +2,7 @@
 -- subject (OIDC Core 1.0 section 2: only `iss` + `sub` together are stable and unique), no longer
 -- on (provider_key, subject) alone: re-pointing a generic OIDC connection's issuer, or remapping
 -- its `profile_mapping.sub`, must not let another IdP's (or another claim's) equal value sign in
--- as an existing user (docs/decisions.md, Social login: "Identities carry their issuer").
+-- as an existing user (docs/decisions/social-login.md, Social login: "Identities carry their issuer").
 
 -- NULL: an identity whose issuer is not known. Only legacy Microsoft rows are left so (the tenant
 -- issuer https://login.microsoftonline.com/{tid}/v2.0 of the account was never recorded); such a

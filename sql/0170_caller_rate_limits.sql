@@ -1,4 +1,4 @@
--- Management API budgets (docs/decisions.md, "Write limits: every cheap-to-send write is counted
+-- Management API budgets (docs/decisions/rate-limits-and-caches.md, "Write limits: every cheap-to-send write is counted
 -- per address", Management): one fixed-window counter per caller, an API key or a Dashboard
 -- user, whatever Environment or Workspace it reaches, so the rows are not per Environment like
 -- rate_limit_counters. Windows come from the application's Clock; housekeeping deletes ended ones.

@@ -62,7 +62,7 @@ const CERT_PATH = /^\/SimpleNotificationService-[A-Za-z0-9]{1,64}\.pem$/
  * The one URL a certificate is fetched from and cached under, or undefined when
  * `SigningCertURL` is not a certificate URL of SNS. The URL must already be in its
  * normalised form (what the WHATWG URL parser prints): `/x/../Simple...pem`, `%53imple...`,
- * a query or a fragment would each be another key for the same certificate (issue 12:
+ * a query or a fragment would each be another key for the same certificate (docs/decisions/security-hardening.md:
  * an unauthenticated caller must not be able to grow the cache or our outbound fetches).
  */
 export const snsCertificateUrl = (url: string, testPrefix: string | undefined): string | undefined => {

@@ -35,7 +35,7 @@ export const isLoopbackAddress = (address: string | undefined) => {
 }
 
 /**
- * The mailbox shows every code sent: only a caller on this machine may read it (issue 12).
+ * The mailbox shows every code sent: only a caller on this machine may read it (docs/decisions/rate-limits-and-caches.md).
  * The socket peer decides, never a header; a request a proxy forwarded (X-Forwarded-For or
  * Forwarded present) is refused even from a local proxy, whose callers may be anyone.
  */

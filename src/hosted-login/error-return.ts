@@ -3,7 +3,7 @@ import { CLIENT_RULE_MESSAGES, type ClientRuleFailure, stillRegistered } from ".
 
 /**
  * The client rule failures of /oauth2/authorize whose error the client may receive at its
- * redirect URI (issue 16; docs/decisions.md "RP libraries"). The spec sends every client rule
+ * redirect URI (docs/decisions/rp-libraries.md). The spec sends every client rule
  * failure to the Hosted Login error page with no code; RFC 6749 4.1.2.1 forbids a redirect
  * when the client or its redirect URI cannot be trusted (unknown or disabled client,
  * unregistered redirect URI), so only these three, where both are trusted, get a way back:

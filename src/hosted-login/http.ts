@@ -41,7 +41,7 @@ const boundTransaction = Effect.gen(function* () {
 })
 
 /**
- * The hand-off from /oauth2/authorize (docs/decisions.md): the one-time token in the URL is
+ * The hand-off from /oauth2/authorize (docs/decisions/login-and-tokens.md): the one-time token in the URL is
  * exchanged, once and within 60 s, for a fresh 256-bit secret in an HttpOnly, SameSite=Lax
  * cookie (Secure except over http on localhost); the transaction keeps the secret's
  * SHA-256. The page is answered at once (the script then shows `/login` in the address

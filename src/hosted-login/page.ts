@@ -71,7 +71,7 @@ export const loginPage = (p: { transactionId: string; clientId: string; clientNa
 /**
  * What each error of the Hosted Login says: `text` to the person signing in, and, for the
  * authorization request's client rule failures, `rule` to the developer of the client, naming
- * the rule that was broken (issue 16).
+ * the rule that was broken (docs/decisions/rp-libraries.md).
  */
 export const ERROR_MESSAGES: Readonly<Record<string, { title: string; text: string; rule?: string }>> = {
   unknown_client: {

@@ -147,7 +147,7 @@ export const makeHttpApp = (routes: SurfaceRoutes) => Effect.gen(function* () {
         matched.prefix = "/e/{environment_id}"
         const run = withEnvironment(m[1], "issuer", m[2], issuer.handle(request.method, m[2] + (m[3] ?? ""), matched))
         // Discovery and JWKS: `*` on every answer, the Environment lookup's failures included
-        // (docs/decisions.md, RP libraries: "CORS of discovery and JWKS").
+        // (docs/decisions/rp-libraries.md, RP libraries: "CORS of discovery and JWKS").
         return routes.issuerAnyOriginPaths.has(m[2]) ? withAnyOrigin(run) : run
       }
       case "interaction":

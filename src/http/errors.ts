@@ -26,7 +26,7 @@ export class IdempotencyKeyConflict extends Schema.TaggedError<IdempotencyKeyCon
 /**
  * 429 `rate_limited`. `limit` names the limit that refused (its counter's bucket, e.g.
  * `otp_verify:ip`): the Problem Details (or OAuth body) and the request's log line carry it,
- * so every 429 says which limit answered (docs/decisions.md, "Every 429 names its limit").
+ * so every 429 says which limit answered (docs/decisions/rate-limits-and-caches.md, "Every 429 names its limit").
  */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   retryAfterSeconds: Schema.Number,

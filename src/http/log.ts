@@ -18,7 +18,7 @@ export interface RequestLine {
 }
 
 // One line per request, written directly: Effect's logger costs a third of the
-// throughput here (measured for issue 13: docs/decisions.md, Performance). Query strings may carry codes and tokens,
+// throughput here (measured: docs/decisions/performance.md). Query strings may carry codes and tokens,
 // so only the path is logged, with anything shaped like an email or a token masked.
 export const logRequest = (config: AppConfig, line: RequestLine) => {
   const path = redactText(line.url.split("?")[0]!)

@@ -10,7 +10,7 @@ import { CurrentEnvironment } from "../tenancy/current-environment.js"
  * after the full Effect path answered one (Environment looked up, suspended or deleted
  * decided, keys read), this replica remembers the answer's bytes for a moment and serves
  * the next requests for it straight from the `node:http` listener, with no fiber, router or
- * per-request allocation beyond the response (issue 13: the Effect HTTP core costs most of
+ * per-request allocation beyond the response (docs/decisions/performance.md: the Effect HTTP core costs most of
  * the time of these answers). Both paths send the same headers, ETag included, and answer
  * `If-None-Match` with 304 (RFC 9110 13.1.2, 15.4.5).
  *

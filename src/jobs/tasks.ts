@@ -25,7 +25,7 @@ const runs = {
   [TASKS.userImport.name]: runImportTask,
   // Export artifacts past their 15-minute download window are wiped.
   [TASKS.userExportsPurge.name]: () => Effect.asVoid(purgeExpiredExports),
-  // Users pending deletion past USER_DELETION_RETENTION_DAYS are purged (decisions, issue 11).
+  // Users pending deletion past USER_DELETION_RETENTION_DAYS are purged (docs/decisions/billing-bounces-retention.md).
   [TASKS.usersPurgeDeleted.name]: () => Effect.flatMap(purgeDeletedUsers(), (r) => r.userIds.length + r.failedUserIds.length === 0 ? Effect.void
     : Effect.logInfo("purged users pending deletion", {
       count: r.userIds.length, audit_records_redacted: r.auditRecordsRedacted, failed: r.failedUserIds.length,

@@ -16,7 +16,7 @@ import * as repo from "../social/repo.js"
 // or to failed on cancel"). The Email OTP and passkey ceremonies call these on the same
 // transaction; the identity is linked only after the proof, never by email alone. A pending
 // link without a user (`user_id` null) waits for the proof of an address the provider did
-// not verify: only an Email OTP to that address unlocks it (docs/decisions.md).
+// not verify: only an Email OTP to that address unlocks it (docs/decisions/login-and-tokens.md).
 
 /**
  * Where the Email OTP of a `link_required` transaction may go (normalized): the existing

@@ -9,7 +9,7 @@ import { identityCurrentFor } from "../social/repo.js"
  * provider has a usable Connection in the Environment (active, not deleted, generic OIDC
  * confirmed): social login can start only with one (spec: Social login), so an identity of a
  * deleted or disabled Connection is no way to sign in; nor is a stale one, of an issuer or
- * subject claim the Connection no longer uses (docs/decisions.md, Social login: "Identities
+ * subject claim the Connection no longer uses (docs/decisions/social-login.md, Social login: "Identities
  * carry their issuer"). Read inside the caller's SQL
  * transaction, after it locked the user row, so two concurrent deletions cannot both see the
  * other's method as the one that remains.

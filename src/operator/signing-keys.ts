@@ -19,7 +19,7 @@ export interface SigningKeyRotation {
 }
 
 /**
- * Signing-key rotation that publishes the next key before it signs (issue 12). Run it twice:
+ * Signing-key rotation that publishes the next key before it signs (docs/decisions/security-hardening.md). Run it twice:
  * the first run stages a key (it appears in the JWKS at once); a run after `publishAheadMs`
  * promotes it and retires the old key, which stays in the JWKS until the tokens it signed
  * have expired. Verifiers that cache the JWKS for less than the publish-ahead period never

@@ -17,7 +17,7 @@ export const liveLegacyRpId = (env: EnvironmentRecord): string | undefined =>
   env.legacyRpId !== null && env.legacyRpDisabledAt === null ? env.legacyRpId : undefined
 
 /**
- * RP IDs a native app may name with `rp_id` (decisions.md, Passkeys): the Environment's active
+ * RP IDs a native app may name with `rp_id` (docs/decisions/passkeys.md): the Environment's active
  * RP ID, or the host its registration declares for Universal Links / App Links
  * (`mobile_app.universal_link_host`, the domain its associated-domains file is served from);
  * for authentication also the live legacy RP ID. Only a `react_native` client may send it.

@@ -70,7 +70,7 @@ export type RegistrationVerifyBody = typeof RegistrationVerifyBody.Type
 
 /**
  * Registration on a login transaction: the same bodies, plus the completion proof a custom-UI
- * social login must present to use its authenticated transaction (docs/decisions.md, Social
+ * social login must present to use its authenticated transaction (docs/decisions/social-login.md, Social
  * login: "Custom UI: the completion proof"; src/login/transactions/social-proof.ts).
  */
 export const TransactionRegistrationOptionsBody = Schema.Struct({

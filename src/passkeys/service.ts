@@ -196,7 +196,7 @@ export const PasskeysLive = Layer.effect(Passkeys, Effect.gen(function* () {
       const client = yield* clientOf(scope.env, scope.clientId)
       const rpId = yield* chooseRpId({ env: scope.env, urls: scope.urls, client, request, ceremony: "authentication" })
       // `email` is accepted but never looked up: the options are the same whether or not the
-      // address or its credentials exist (decisions.md, Passkeys).
+      // address or its credentials exist (docs/decisions/passkeys.md).
       const challenge = yield* issueChallenge(scope, "authentication", rpId, null)
       return yield* webauthn.requestOptions({ rpId, challenge })
     }).pipe(withCallSpan("Passkeys.requestOptions"))

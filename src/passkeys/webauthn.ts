@@ -68,7 +68,7 @@ export const creationOptions = (input: {
 
 /**
  * Request options: always discoverable (usernameless), so `allowCredentials` is empty whatever
- * the request says; supplying an email therefore reveals nothing (decisions.md, Passkeys).
+ * the request says; supplying an email therefore reveals nothing (docs/decisions/passkeys.md).
  */
 export const requestOptions = (input: { readonly rpId: string; readonly challenge: Uint8Array }) =>
   Effect.promise(() => generateAuthenticationOptions({

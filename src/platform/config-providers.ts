@@ -57,7 +57,7 @@ const parseTopicArns = (raw: string | undefined, production: boolean): ReadonlyA
   return entries
 }
 
-/** The configuration of the providers and policies of issue 11, parsed with the rest (parseConfig). */
+/** The configuration of billing, bounce and retention providers and policies, parsed with the rest (parseConfig). */
 export const parseProviderConfig = (env: Env, production: boolean): ProviderConfig => {
   const stripeNames = ["STRIPE_SECRET_KEY", "STRIPE_PRICE_ID", "STRIPE_WEBHOOK_SECRET"] as const
   const given = stripeNames.filter((n) => (env[n] ?? "") !== "")

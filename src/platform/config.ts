@@ -96,7 +96,7 @@ export interface RateLimits {
   /** Wrong OTP codes for one email address from all client addresses per hour (then only a challenge's first try is checked). */
   readonly otpFailuresCeilingPerHour: number
   /*
-   * The write limits below (docs/decisions.md, "Write limits: every cheap-to-send write is
+   * The write limits below (docs/decisions/rate-limits-and-caches.md, "Write limits: every cheap-to-send write is
    * counted per address"): per client address per minute (IPv6: the /64, then 10x per /56 and
    * 20x per /48), then a per-Environment ceiling per minute counting only what they let through.
    */
@@ -262,7 +262,7 @@ export const parseConfig = (env: Env): AppConfig => {
     publicScheme: scheme,
     trustProxy,
     rateLimits: {
-      // Numbers and reasoning: docs/decisions.md, "Lockout-proof login rate limits".
+      // Numbers and reasoning: docs/decisions/rate-limits-and-caches.md, "Lockout-proof login rate limits".
       ipPerMinute: positiveInt(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
       ipv6Network56PerMinute: positiveInt(env, "RATE_LIMIT_IPV6_56_PER_MINUTE", 600),
       ipv6Network48PerMinute: positiveInt(env, "RATE_LIMIT_IPV6_48_PER_MINUTE", 1200),
@@ -273,7 +273,7 @@ export const parseConfig = (env: Env): AppConfig => {
       otpVerifyPerEmailPerMinute: positiveInt(env, "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE", 20),
       otpFailuresPerEmailPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR", 20),
       otpFailuresCeilingPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_CEILING_PER_HOUR", 50),
-      // Numbers and reasoning: docs/decisions.md, "Write limits: every cheap-to-send write is counted per address".
+      // Numbers and reasoning: docs/decisions/rate-limits-and-caches.md, "Write limits: every cheap-to-send write is counted per address".
       socialStartPerMinute: positiveInt(env, "RATE_LIMIT_SOCIAL_START_PER_MINUTE", 60),
       socialStartCeilingPerMinute: positiveInt(env, "RATE_LIMIT_SOCIAL_START_CEILING_PER_MINUTE", 6000),
       passkeyOptionsPerMinute: positiveInt(env, "RATE_LIMIT_PASSKEY_OPTIONS_PER_MINUTE", 60),

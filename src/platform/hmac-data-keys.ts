@@ -4,7 +4,7 @@ import { createHmac } from "node:crypto"
 import { Crypto, deriveKey, type SealContext } from "./crypto.js"
 
 /**
- * HMAC keys for values that must stay comparable across master-key rotations (issue 12;
+ * HMAC keys for values that must stay comparable across master-key rotations (docs/master-key-rotation.md;
  * docs/master-key-rotation.md, sql/0164). A key derived from MASTER_KEY changes with it, so a
  * hash stored before a rotation (a hard-bounced address's suppression, the memory of an
  * address that signed in) could no longer be found after it. These purposes use a random data

@@ -2,7 +2,7 @@ import { randomFillSync } from "node:crypto"
 
 /**
  * CSPRNG bytes drawn from a pooled buffer refilled 4 KiB at a time, not one OpenSSL call per
- * value (issue 13: a token response draws five or six random values; one `randomBytes` call
+ * value (docs/decisions/performance.md: a token response draws five or six random values; one `randomBytes` call
  * cost about 1.9 us, a pooled draw 0.1 us). Every byte is handed out once; a caller gets its
  * own copy, so nothing it keeps aliases the pool.
  */

@@ -31,11 +31,11 @@ const perAddress = (bucket: string, r: AppConfig["rateLimits"]): AddressLimits =
 
 /**
  * The login rate limits (spec, Limits: "Rate-limit numbers and windows: not shown"; the
- * numbers and the reasoning are in docs/decisions.md, "Lockout-proof login rate limits").
+ * numbers and the reasoning are in docs/decisions/rate-limits-and-caches.md, "Lockout-proof login rate limits").
  * Every number comes from `RATE_LIMIT_*` (src/platform/config.ts) so tests and benchmarks
  * can raise them. Windows are per Environment.
  *
- * The shape (issue 12): whatever a stranger can send is counted per client address first
+ * The shape (docs/decisions/rate-limits-and-caches.md): whatever a stranger can send is counted per client address first
  * (IPv4 address, IPv6 /64, then the /56 and /48 around it), so one address exhausts only its own budget; limits shared by
  * everyone (per client, per email from all addresses) are ceilings far above what one
  * address may spend, and a refused request never reaches them.

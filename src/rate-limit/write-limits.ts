@@ -27,7 +27,7 @@ const family = (name: string, perMinute: number, ceilingPerMinute: number, by?: 
 }
 
 /**
- * The limits of writes that anyone can send cheaply (docs/decisions.md, "Write limits: every
+ * The limits of writes that anyone can send cheaply (docs/decisions/rate-limits-and-caches.md, "Write limits: every
  * cheap-to-send write is counted per address"). Numbers from `RATE_LIMIT_*`.
  */
 export const writeLimits = (r: RateLimits) => ({

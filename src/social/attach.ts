@@ -25,7 +25,7 @@ export interface AttachInput {
   readonly key: IdentityKey
   readonly email: string | null
   readonly now: Date
-  /** /me linking keeps one identity per provider per user (docs/decisions.md). */
+  /** /me linking keeps one identity per provider per user (docs/decisions/social-login.md). */
   readonly onePerProvider: boolean
 }
 

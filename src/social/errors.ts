@@ -21,7 +21,7 @@ export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>
 /**
  * 400 `invalid_link_code`: `POST /me/identities/{provider}/link/confirm` with a link code that
  * is unknown, already used, expired (the link state's 10 minutes), of another provider, or that
- * another user, client or session started (docs/decisions.md, Social login: "/me link: the
+ * another user, client or session started (docs/decisions/social-login.md, Social login: "/me link: the
  * callback no longer links"). Nothing changes.
  */
 export class InvalidLinkCode extends Schema.TaggedError<InvalidLinkCode>()("InvalidLinkCode", detail) {}

@@ -32,7 +32,7 @@ export const socialLoginRoutes = [
   }),
 ]
 
-/** Spec: Self-service /me, `POST /me/identities/{provider}/link`, and its confirm (docs/decisions.md). */
+/** Spec: Self-service /me, `POST /me/identities/{provider}/link`, and its confirm (docs/decisions/social-login.md). */
 export const meLinkRoutes = [
   route("POST", "/me/identities/:provider/link", withMe(Effect.gen(function* () {
     const { provider } = yield* decodeParams(ProviderParams)

@@ -3,7 +3,7 @@ import type { Provider } from "../management/connections/schema.js"
 import type { SocialProfile } from "./profile.js"
 import { APPLE_ISSUER, GITHUB, GOOGLE_ISSUER } from "./providers/endpoints.js"
 
-// Who an identity is (docs/decisions.md, Social login: "Identities carry their issuer"). OIDC
+// Who an identity is (docs/decisions/social-login.md, Social login: "Identities carry their issuer"). OIDC
 // Core 1.0 section 2: `sub` is unique only within its issuer, so an identity is the provider key,
 // the issuer, the claim the subject was read from, and the subject. A connection whose `issuer`
 // is re-pointed, or whose `profile_mapping.sub` is remapped, issues another namespace: the old

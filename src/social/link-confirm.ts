@@ -26,7 +26,7 @@ type ConfirmOutcome =
   | { readonly kind: "provider_already_linked" }
 
 /**
- * `POST /me/identities/{provider}/link/confirm` `{link_code}` (docs/decisions.md, Social login:
+ * `POST /me/identities/{provider}/link/confirm` `{link_code}` (docs/decisions/social-login.md, Social login:
  * "/me link: the callback no longer links"). The link code is used once (one conditional
  * UPDATE: of two racing confirms one wins) and only by the Bearer token of the user, client and
  * session that started the link, within the link state's 10 minutes; anything else is 400

@@ -58,7 +58,7 @@ interface LinkResult {
 }
 
 /**
- * The provider's callback for a link state (docs/decisions.md, Social login: "/me link: the
+ * The provider's callback for a link state (docs/decisions/social-login.md, Social login: "/me link: the
  * callback no longer links"). The browser that comes back may not be the user's: an attacker
  * can start a link on its own account and send the authorization URL to a victim signed in at
  * the provider. So the callback only redeems the code and keeps the verified result (sealed,

@@ -29,7 +29,7 @@ import { withCallSpan } from "../platform/observability/span.js"
 const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
 
 /**
- * GET's `pending_link` (docs/decisions.md, link_required): what waits for a proof and how it
+ * GET's `pending_link` (docs/decisions/social-login.md, link_required): what waits for a proof and how it
  * can be given. `reason` `existing_account`: the address belongs to an account, proven by an
  * Email OTP to its address or its passkey; `email_unverified`: the provider did not verify
  * the address and no account has it, so only an Email OTP to that address proves it (there
@@ -89,7 +89,7 @@ type LoginOutcome =
 /**
  * Where the browser goes after the callback (spec: Social login rule 4). `native_return`:
  * the client's registered redirect URI with `tx`, the original `state`, `social`
- * (`completed`, or `link_required` / `failed`, docs/decisions.md) and, unless it failed, the
+ * (`completed`, or `link_required` / `failed`, docs/decisions/social-login.md) and, unless it failed, the
  * one-time `social_proof` that `complete` needs. Redirect mode: the Interaction Domain: the
  * Hosted Login page for its own transactions (it continues there), else the social return
  * page with `tx`, `social` and `social_proof`, which sends the browser on to the registered

@@ -24,7 +24,7 @@ const cannotContinue = () => htmlPage("Sign-in failed", `<main id="social-return
  * login rule 4, "the browser returns to the Interaction Domain and the client reads the
  * transaction status"). It goes on (302) to the transaction's registered redirect URI with
  * `tx`, the original `state`, `social` and the completion proof, as `native_return` does, so
- * the app instance that owns this browser completes the transaction (docs/decisions.md, Social
+ * the app instance that owns this browser completes the transaction (docs/decisions/social-login.md, Social
  * login: "Custom UI: the completion proof"). The target is read from the transaction, never
  * from the URL; a proof is passed on only when it is the transaction's. An unknown
  * transaction, or one whose client no longer registers that URI, gets a static page.

@@ -12,7 +12,7 @@ export interface SocialProfile {
   /** Who vouches for the subject (the provider adapter's validated issuer). */
   readonly issuer: string
   readonly email: string | undefined
-  /** Only a provider-verified address counts as verified (issue 9). */
+  /** Only a provider-verified address counts as verified (docs/decisions/social-login.md). */
   readonly emailVerified: boolean
   readonly name: string | undefined
   readonly avatarUrl: string | undefined
@@ -31,7 +31,7 @@ const text = (value: unknown, max: number) =>
 const isTrue = (value: unknown) => value === true || value === "true"
 
 /**
- * Applies `profile_mapping` (docs/decisions.md, Connections: claim names; an absent key
+ * Applies `profile_mapping` (docs/decisions/social-login.md, Connections: claim names; an absent key
  * uses the standard claim). A claim path may not reach into nested objects: a name is a
  * top-level claim. Returns undefined when there is no usable subject.
  */

@@ -8,7 +8,7 @@ import type { EnvironmentRecord } from "./schema.js"
 /**
  * This replica's caches of Environments by id (the `/e/{id}` path, the Interaction Domain
  * label) and of custom hostnames (the `Host` header). Both keys come from unauthenticated
- * requests, so both caches are bounded (issue 12): least recently used entries are evicted
+ * requests, so both caches are bounded (docs/decisions/rate-limits-and-caches.md): least recently used entries are evicted
  * beyond `capacity`, and an unknown id or host is remembered only briefly, so a flood of
  * made-up names neither grows memory nor hides an Environment created a moment later.
  */

@@ -8,7 +8,7 @@ export type ThresholdPercent = (typeof THRESHOLD_PERCENTS)[number]
 
 /**
  * Once the Workspace reaches 100 % of the free tier in a month, it is in a grace period for
- * this long (docs/decisions.md). A self-hosted install has no payment provider: the state is
+ * this long (docs/decisions/billing-bounces-retention.md). A self-hosted install has no payment provider: the state is
  * reported, nothing is blocked.
  */
 export const GRACE_PERIOD_MS = 7 * 24 * 3600_000

@@ -9,7 +9,7 @@ import { makeEnvironmentCache } from "../../src/tenancy/environment-cache.js"
 import * as repo from "../../src/tenancy/repo.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 
-// Issue 12: the caches keyed by unauthenticated input (URL environment id, Host) are bounded.
+// docs/decisions/rate-limits-and-caches.md: the caches keyed by unauthenticated input (URL environment id, Host) are bounded.
 let app: TestApp
 let b: Bootstrapped
 beforeAll(async () => {

@@ -41,7 +41,7 @@ export const BOOKKEEPING: Readonly<Record<string, Compared>> = {
       and x.payload->>'eventId' in (select id from event_outbox where type in ${FAILURE_EVENTS})`,
   },
   // The first method call of a login transaction moves it `created` -> `interaction_started` and
-  // commits even when the call is then refused (docs/decisions.md, "Login: transaction state
+  // commits even when the call is then refused (docs/decisions/login-and-tokens.md, "Login: transaction state
   // machine"): compared as if still `created`.
   "public.auth_transactions": {
     row: `(to_jsonb(x) - 'updated_at') || jsonb_build_object('status', case when x.status = 'interaction_started' then 'created' else x.status end)`,

@@ -6,7 +6,7 @@ import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 
 const CODE = "428517"
 
-// Issue 12: the development mailbox shows every OTP code; only this machine may read it.
+// docs/decisions/rate-limits-and-caches.md: the development mailbox shows every OTP code; only this machine may read it.
 
 /** This machine's first non-loopback IPv4 address: connecting to it makes the socket peer non-loopback. */
 const lanAddress = () => Object.values(networkInterfaces()).flat().find((i) => i && !i.internal && i.family === "IPv4")?.address

@@ -9,7 +9,7 @@ import {
   uniqueEmail,
 } from "./support.js"
 
-// Issue 12: "one valid code at a time per Environment + email + purpose" let any stranger's
+// docs/decisions/security-hardening.md: "one valid code at a time per Environment + email + purpose" let any stranger's
 // start kill the code a victim was about to type. A start or resend now changes the email's
 // code against someone relying on it at most once per 10 minutes per email (the default
 // budget); beyond that it is withheld: the same 202, no code, no mail, and its challenge

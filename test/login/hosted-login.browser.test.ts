@@ -87,7 +87,7 @@ it("authorize -> Hosted Login (email, code from SMTP) -> the client's redirect U
     expect(landed.searchParams.get("state")).toBe(state)
     const authorizationCode = landed.searchParams.get("code")!
     expect(authorizationCode).toMatch(/^[A-Za-z0-9_-]{43}$/)
-    // RFC 9207 (issue 16): the authorization response names its issuer.
+    // RFC 9207 (docs/decisions/rp-libraries.md): the authorization response names its issuer.
     expect(landed.searchParams.get("iss")).toBe(b.issuer)
     expect(cspViolations).toEqual([])
 

@@ -4,7 +4,7 @@ import { ipv6Networks } from "../../src/platform/ip-prefix.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, type LoginClientInfo, publicApi, transactionBody, uniqueEmail } from "./support.js"
 
-// Issue 12: per-address limits count an IPv6 client per /64, but one customer site holds a /56
+// docs/decisions/security-hardening.md: per-address limits count an IPv6 client per /64, but one customer site holds a /56
 // (256 /64s) and an organisation a /48 (65,536): their /64s together are also limited, so one
 // allocation cannot reach the per-client ceiling. The test client on 127.0.0.1 is the one
 // trusted proxy (TRUST_PROXY=1); X-Forwarded-For names each caller's address.

@@ -9,7 +9,7 @@ import {
   uniqueEmail,
 } from "./support.js"
 
-// Issue 12: strangers must not be able to lock others out. The test client on 127.0.0.1 is
+// docs/decisions/rate-limits-and-caches.md: strangers must not be able to lock others out. The test client on 127.0.0.1 is
 // the one trusted proxy (TRUST_PROXY=1); X-Forwarded-For names the address of each caller.
 let app: TestApp
 let smtp: SmtpSink

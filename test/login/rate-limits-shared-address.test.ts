@@ -7,7 +7,7 @@ import { createClient, publicApi, type SmtpSink, startSmtpSink, transactionBody,
 // for it. Those refused requests used to be counted against the whole address's budget (the
 // per-address limit was counted first), so fresh logins of other people behind that address got
 // 429 at verify (and at start). Limits are now counted narrowest first: a request refused for
-// its email is never counted against the address (docs/decisions.md, "Every 429 names its limit").
+// its email is never counted against the address (docs/decisions/rate-limits-and-caches.md, "Every 429 names its limit").
 // Default limits, as the black-box run had them; TRUST_PROXY=1 and X-Forwarded-For name each
 // caller's address.
 let app: TestApp

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { countRows, createClient, createTransaction, type LoginClientInfo, publicApi, query, transactionBody, uniqueEmail } from "./support.js"
 
-// Small limits so each one is reached in a few requests (RATE_LIMIT_*; defaults in docs/decisions.md).
+// Small limits so each one is reached in a few requests (RATE_LIMIT_*; defaults in docs/decisions/rate-limits-and-caches.md).
 let app: TestApp
 
 beforeAll(async () => {

@@ -6,7 +6,7 @@ import { count, createUser, query, randomId } from "../passkeys/support/helpers.
 import { type FakeProviders, startFakeProviders } from "../social/fake-providers.js"
 import { connectFake, socialEnv } from "../social/support.js"
 
-// Write limits (docs/decisions.md, "Write limits: every cheap-to-send write is counted per
+// Write limits (docs/decisions/rate-limits-and-caches.md, "Write limits: every cheap-to-send write is counted per
 // address"): each family is counted per client address first, then against a per-Environment
 // ceiling that counts only what the address limits let through. Small numbers so each is
 // reached in a few requests; the test client on 127.0.0.1 is the one trusted proxy

@@ -118,7 +118,7 @@ describe("POST /v1/domains", () => {
   })
 })
 
-describe("custom-domain squatting (issue 12): a pending claim reserves nothing; only the TXT proof grants the hostname", () => {
+describe("custom-domain squatting: a pending claim reserves nothing; only the TXT proof grants the hostname", () => {
   /** Whether the host routes to an Environment (an unknown host is 404 before any route). */
   const served = async (hostname: string) => (await app.request(hostname, "/v1/config")).status !== 404
 

@@ -3,7 +3,7 @@ import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { makeEnvironment } from "../support/tenancy.js"
 import { apiKey, dashboardUser, expectProblem, query } from "./helpers.js"
 
-// Issue 12: idempotency records belong to the credential that made them, and the route's
+// docs/decisions/rate-limits-and-caches.md: idempotency records belong to the credential that made them, and the route's
 // authorisation runs before anything is replayed.
 let app: TestApp
 let a: Bootstrapped

@@ -6,7 +6,7 @@ import { query } from "../login/support.js"
 import { makeDashboardSession } from "../support/tenancy.js"
 import { createDashboardSessionCommand } from "../../src/operator/platform-users.js"
 
-// Management API budgets (docs/decisions.md, "Write limits: every cheap-to-send write is
+// Management API budgets (docs/decisions/rate-limits-and-caches.md, "Write limits: every cheap-to-send write is
 // counted per address", Management): per API key per minute, with the RateLimit-Policy and
 // RateLimit fields of draft-ietf-httpapi-ratelimit-headers-11 on every answer to the key, and a
 // tighter budget per webhook for POST /webhooks/{id}/test. Small numbers; windows move with

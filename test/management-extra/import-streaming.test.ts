@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type TestApp, startApp } from "../support/app.js"
 import { auditRows, query } from "./helpers.js"
 
-// Large CSV imports (issue 14; decisions "User import at scale"): a source too large to import
+// Large CSV imports (docs/decisions/user-import-export.md): a source too large to import
 // inside the request is answered `processing` and streamed by the worker task user_import.run
 // in batches. The app runs a real graphile-worker; the source is a local HTTP server that can
 // hold the file part-way (progress), drop the connection (a run that dies and resumes) or

@@ -5,7 +5,7 @@ import { type TestApp, startApp } from "../support/app.js"
 import { type Child, killGroup, startEntry, stopChild, until } from "../faults/support.js"
 import { query } from "./helpers.js"
 
-// Re-run safety of a large CSV import with real worker processes (issue 14): the worker
+// Re-run safety of a large CSV import with real worker processes (docs/decisions/user-import-export.md): the worker
 // running user_import.run is SIGKILLed in the middle of the file; another worker process
 // takes the job over once the dead one's heartbeat is stale (src/jobs/heartbeat.ts, 30 s)
 // and resumes after the committed batches. No user, event or row error is doubled.

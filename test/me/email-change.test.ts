@@ -274,7 +274,7 @@ describe("rate limits (the Email OTP send limit per address: 5 per 10 minutes)",
   })
 })
 
-describe("the all-addresses mail ceiling and the user's own address (issue 12)", () => {
+describe("the all-addresses mail ceiling and the user's own address", () => {
   it("strangers' sign-in starts that used up the ceiling of the user's address do not block the change from an address that signed in as it; others stay capped", async () => {
     const returning = await signedInUser(ctx, "returning")
     const other = await signedInUser(ctx, "not-known")

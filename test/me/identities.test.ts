@@ -147,7 +147,7 @@ describe("DELETE /me/identities/{identityId}", () => {
   it("a stale identity (its Connection now names another issuer) is no way to sign in: it never stands in for the last one", async () => {
     const { user, token } = await unverifiedUser("stale")
     const usable = await insertIdentity(ctx, user.id, "google")
-    // an identity of another issuer than the one the Google Connection issues (docs/decisions.md, Social login)
+    // an identity of another issuer than the one the Google Connection issues (docs/decisions/social-login.md, Social login)
     const stale = await insertIdentity(ctx, user.id, "github", new Date(ctx.app.now()), "https://github.example.com")
     expectProblem(await me(ctx, token, `/identities/${usable}`, { method: "DELETE" }), 400, "last_factor_deletion_requires_confirmation")
     expect((await me(ctx, token, `/identities/${stale}`, { method: "DELETE" })).status).toBe(200)

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest"
 import { type TestApp, startApp } from "../support/app.js"
 import { createClient, createUser, exchangeCode, mintCode, refresh } from "./support.js"
 
-// Issue 13, sql/0165: a refresh's rotation must be a HOT (heap-only) update of its family row and
+// docs/decisions/performance.md, sql/0165: a refresh's rotation must be a HOT (heap-only) update of its family row and
 // of its login session's row, which Postgres makes only when no column the update changes is
 // indexed (in a key, an expression or a partial index's predicate). Otherwise every rotation adds
 // an entry to every index and a family refreshed often drags a chain of dead versions behind it.

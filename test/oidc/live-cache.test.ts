@@ -50,7 +50,7 @@ describe("session expiry in the live-state memory", () => {
   })
 })
 
-describe("the live-state memory is bounded (issue 12)", () => {
+describe("the live-state memory is bounded", () => {
   it("sessions per user, sessions altogether, clients and pending local writes each keep at most their bound, oldest dropped first", async () => {
     const users = [await createUser(app, env), await createUser(app, env), await createUser(app, env)]
     const sessionsOf = async (user: (typeof users)[number], n: number) => {

@@ -6,7 +6,7 @@ import {
 
 // Spec, OAuth error responses: "access_denied 403 blocked user" — with the real block route,
 // which also raises the security version and revokes the sessions and refresh families.
-// And the decision on events of a refresh (docs/decisions.md, "Tokens: refresh events").
+// And the decision on events of a refresh (docs/decisions/login-and-tokens.md, "Tokens: refresh events").
 
 let app: TestApp
 let env: Bootstrapped

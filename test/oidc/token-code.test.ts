@@ -227,7 +227,7 @@ describe("POST /oauth2/token: refusals (exact error, and nothing changes)", () =
     const base = { grant_type: "authorization_code", code: minted.code, redirect_uri: spa.redirectUri, code_verifier: minted.verifier }
     const noClient = await postForm(app, env, "/oauth2/token", base)
     expectOAuthError(noClient, 401, "invalid_client")
-    // No Basic was tried and no client is known: no Basic challenge (RFC 6749 5.2; issue 16).
+    // No Basic was tried and no client is known: no Basic challenge (RFC 6749 5.2; docs/decisions/rp-libraries.md).
     expect(noClient.headers["www-authenticate"]).toBeUndefined()
     expectOAuthError(await postForm(app, env, "/oauth2/token", { ...base, client_id: `cli_${"z".repeat(32)}` }), 401, "invalid_client")
     expectOAuthError(await postForm(app, env, "/oauth2/token", { ...base, client_id: spa.id, client_secret: "s3cret" }), 401, "invalid_client")

@@ -186,7 +186,7 @@ describe("POST /oauth2/introspect", () => {
       sub: user.id, aud: env.issuer, iss: env.issuer, jti: c["jti"], sid: t.sessionId, auth_time: c["auth_time"], amr: ["email_otp"],
       acr: "urn:example-auth:loa:basic",
     })
-    // Each client uses the method it registered (issue 16): a Basic client posting its secret is not allowed.
+    // Each client uses the method it registered (docs/decisions/rp-libraries.md): a Basic client posting its secret is not allowed.
     expect((await introspect(t.access_token, {}, { client_id: bff.id, client_secret: bff.secret! })).json).toEqual({ active: false })
     const postClient = await createClient(app, env, { type: "web_bff", method: "client_secret_post" })
     const viaPost = await introspect(t.access_token, {}, { client_id: postClient.id, client_secret: postClient.secret! })

@@ -33,7 +33,7 @@ const workspaceCount = async () => (await sqlRows<{ n: number }>(app, "select co
 const createWorkspace = (headers: Record<string, string>, body: unknown = { name: "Cookie Corp" }) =>
   app.request(app.config.managementHost, "/v1/workspaces", { method: "POST", body, headers })
 
-describe("operator commands: platform users and Dashboard sessions (issue 12)", () => {
+describe("operator commands: platform users and Dashboard sessions", () => {
   it("--help of each command, exit 0, nothing touched", async () => {
     for (const command of [["platform-user", "create"], ["dashboard-session", "create"]]) {
       const out = await runEntry("src/cli.ts", [...command, "--help"], {})
@@ -84,7 +84,7 @@ describe("operator commands: platform users and Dashboard sessions (issue 12)", 
   }, 120_000)
 })
 
-describe("dashboard_session cookie: CSRF checks on unsafe methods (issue 12)", () => {
+describe("dashboard_session cookie: CSRF checks on unsafe methods", () => {
   let cookie: string
   let bearer: string
   beforeAll(async () => {

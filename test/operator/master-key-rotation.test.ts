@@ -66,7 +66,7 @@ const sealingKeyId = Effect.gen(function* () {
 
 const CONNECTION_SECRET = "provider-secret-rotated-0123456789"
 
-describe("master-key rotation that completes (issue 12)", () => {
+describe("master-key rotation that completes", () => {
   it("data sealed under A; restart with B (previous A); `cli master-key rotate`; restart with B only: everything still works", async () => {
     receiver = await startReceiver()
     // --- Key A: seal one of everything. ---------------------------------------------------------

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest"
 import type { SealContext } from "../../src/platform/crypto.js"
 import { SEALED_VALUES } from "../../src/operator/master-key/sealed-values.js"
 
-// Issue 12: the master-key rotation must re-seal every value sealed under MASTER_KEY. The
+// docs/master-key-rotation.md: the rotation must re-seal every value sealed under MASTER_KEY. The
 // database check (rotation refuses unknown `*_sealed`/`sealed` columns and job payloads) sees
 // only what exists at run time; this test reads the source: every `.seal(` call must name its
 // SealContext through an exported builder function, and the purpose and table that builder

@@ -29,7 +29,7 @@ const keyRows = () => sqlRows<{ kid: string; status: string }>(app, "select kid,
 /** Past the server's 10-second key and JWKS caches. */
 const pastCaches = () => app.advance("11 seconds")
 
-describe("cli signing-keys rotate: the next key is published before it signs (issue 12)", () => {
+describe("cli signing-keys rotate: the next key is published before it signs", () => {
   it("--help", async () => {
     const out = await runEntry("src/cli.ts", ["signing-keys", "rotate", "--help"], {})
     expect(out.code).toBe(0)

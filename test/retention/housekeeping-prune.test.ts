@@ -10,7 +10,7 @@ import { countRows, createWebhook, fastSender, type Receiver, sqlRows, startRece
 
 // Housekeeping prunes idempotency records past their 24 hours (each holds a sealed response,
 // here a webhook secret) and outbox events past 30 days, except those that undelivered
-// fan-out still needs (docs/decisions.md, "Outbox retention").
+// fan-out still needs (docs/decisions/billing-bounces-retention.md, "Outbox retention").
 
 let app: TestApp
 let env: Bootstrapped

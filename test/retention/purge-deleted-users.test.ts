@@ -9,7 +9,7 @@ import { createClient as createLoginClient, createTransaction, publicApi } from 
 import { seedIdentity, seedPasskey } from "../management-users/helpers.js"
 import { createClient, createUser, exchangeCode, mintCode, queryRows, type TestUser } from "../oidc/support.js"
 
-// Spec: DELETE moves a user to pending_deletion; issue 11: purged after a retention period
+// Spec: DELETE moves a user to pending_deletion; docs/decisions/billing-bounces-retention.md: purged after a retention period
 // (USER_DELETION_RETENTION_DAYS, default 30), by a worker task, tested with TestClock.
 
 let app: TestApp

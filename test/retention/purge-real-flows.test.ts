@@ -13,7 +13,7 @@ import { purgeDeletedUsers } from "../../src/users/purge/service.js"
 import { completeAndExchange, publicApi, startTransaction } from "../passkeys/support/flow.js"
 import { createUser, me, query, randomId, signIn, useMeApp } from "../me/support.js"
 
-// The purge of users pending deletion after what real users do (issue 11 review): an email
+// The purge of users pending deletion after what real users do (docs/decisions/billing-bounces-retention.md, after review): an email
 // change through /me (its challenges keep the user's id but name another address) and a first
 // sign-in by Email OTP (audit records written before the user existed). No worker: mail jobs
 // stay queued and are run here, into the development mailer, and the purge is the worker's

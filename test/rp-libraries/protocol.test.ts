@@ -3,7 +3,7 @@ import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import type { TestResponse } from "../support/http.js"
 import { challengeOf, createClient, createUser, expectOAuthError, type MintedCode, mintCode, newVerifier, postForm, queryRows, type TestClient, type TestUser, basic } from "../oidc/support.js"
 
-// Issue 16, the defects a relying-party library runs into before its first login: CORS of
+// docs/decisions/rp-libraries.md, the defects a relying-party library runs into before its first login: CORS of
 // the public documents, WWW-Authenticate readable by browser code, the registered
 // token_endpoint_auth_method enforced, discovery true to the behaviour, and authorize
 // errors that name the rule and reach the client where RFC 6749 4.1.2.1 allows.

@@ -7,7 +7,7 @@ import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
 
 /**
- * What every relying-party library test needs (issue 16): the real server with its worker
+ * What every relying-party library test needs (docs/decisions/rp-libraries.md): the real server with its worker
  * (the OTP mail job), a real SMTP sink, one Environment and a real Chromium. Each library
  * runs unmodified; a person signs in on Hosted Login with an Email OTP read from the sink.
  */

@@ -6,7 +6,7 @@ import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { connectFake, requestUrl, socialEnv, startSocial, transactionView } from "./support.js"
 
 // Custom-UI social login is bound to the browser that came back from the provider
-// (docs/decisions.md, Social login: "Custom UI: the completion proof"). The threat: an attacker
+// (docs/decisions/social-login.md, Social login: "Custom UI: the completion proof"). The threat: an attacker
 // creates a transaction with a public client's id and its own PKCE challenge, starts a social
 // login and sends the provider's authorization URL to a victim already signed in at the
 // provider; the victim's browser comes back through our callback, which signs the VICTIM in

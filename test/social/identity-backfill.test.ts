@@ -10,7 +10,7 @@ import { randomId } from "../passkeys/support/helpers.js"
 import { makeEnvironment } from "../support/tenancy.js"
 import { createConnection } from "./support.js"
 
-// sql/0167's backfill (docs/decisions.md, Social login: "Identities carry their issuer"): each
+// sql/0167's backfill (docs/decisions/social-login.md, Social login: "Identities carry their issuer"): each
 // existing identity gets the issuer and subject claim of the connection it was made with. The
 // test database is already migrated, so rows are put back as they were before 0167 (no issuer,
 // claim `sub`, a non-generic connection with a `sub` mapping) and the file's UPDATE statements

@@ -8,7 +8,7 @@ import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { type OpAccount, startOidcProvider, throughProvider } from "./oidc-provider.js"
 import { connectFake, createConnection, eventsOf, requestUrl, socialEnv, startSocial, transactionView } from "./support.js"
 
-// Identities are matched on issuer + subject claim + subject (docs/decisions.md, Social login:
+// Identities are matched on issuer + subject claim + subject (docs/decisions/social-login.md, Social login:
 // "Identities carry their issuer"; OIDC Core 1.0 section 2). The threat: a Management API key
 // holding only `connections:write` re-points a generic OIDC connection's `issuer` to an IdP it
 // controls (confirming it in the same PATCH, as the spec allows), or remaps

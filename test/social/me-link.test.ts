@@ -10,7 +10,7 @@ import { connectFake, eventsOf, requestUrl, socialEnv } from "./support.js"
 // byte-equal to a registered redirect URI of the token's client without fragment, the
 // signed link state, and the redirect back to that exact URI. The callback links nothing: it
 // hands a one-time link_code to that URI, and POST .../link/confirm by the same user, client
-// and session links (docs/decisions.md, Social login: "/me link: the callback no longer links";
+// and session links (docs/decisions/social-login.md, Social login: "/me link: the callback no longer links";
 // the threat: an attacker's link URL opened by a victim signed in at the provider).
 
 let fake: FakeProviders

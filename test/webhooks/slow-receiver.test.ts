@@ -10,7 +10,7 @@ import { type Child, startEntry, stopChild, until } from "../faults/support.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createWebhook, type Receiver, sqlRows, startReceiver, WEBHOOK_TEST_ENV } from "./support.js"
 
-// Issue 14: one slow receiver cannot starve the others, whatever its backlog. A real worker
+// docs/decisions/worker-at-scale.md: one slow receiver cannot starve the others, whatever its backlog. A real worker
 // process (graphile-worker, 4 job slots, 1 send in flight per receiver) faces a backlog of
 // 200 events, each for a receiver that never answers and a healthy one: the healthy receiver
 // gets every event within 10 s (about 1.5 s measured) while the hanging one's attempts wait (postponed, not sent,

@@ -4,7 +4,7 @@ import { route, type Route } from "../route.js"
 
 /**
  * CORS of public documents: answers that are public, unauthenticated and the same for every
- * caller, so any page may read them (the issuer's discovery and JWKS; docs/decisions.md, RP
+ * caller, so any page may read them (the issuer's discovery and JWKS; docs/decisions/rp-libraries.md, RP
  * libraries, "CORS of discovery and JWKS": a browser library such as oidc-client-ts in a SPA
  * starts by fetching discovery). The answer is `Access-Control-Allow-Origin: *` without
  * credentials (Fetch standard: `*` never goes with credentials, so no cookie or Authorization

@@ -8,7 +8,7 @@ import * as repo from "./repo.js"
 
 /*
  * Who may change an email's one valid code (spec: Email OTP challenge, "One valid code at a
- * time per Environment + email + purpose"; issue 12; decisions: "Email OTP: who may change the
+ * time per Environment + email + purpose"; docs/decisions/security-hardening.md: "Email OTP: who may change the
  * one valid code"). Any start used to replace the code, so a stranger could keep killing the
  * code someone was about to type. Now a start or resend changes the code freely only when
  * nobody else relies on it; a change against someone else is allowed a small budget per email,

@@ -15,7 +15,7 @@ export class AccessDenied extends Schema.TaggedError<AccessDenied>()("AccessDeni
 /**
  * 400 `invalid_social_proof`: `complete` (or passkey registration) of a custom-UI transaction
  * that a social login authenticated, without the one-time `social_proof` the callback handed to
- * the browser that came back from the provider, or with a wrong one (docs/decisions.md, Social
+ * the browser that came back from the provider, or with a wrong one (docs/decisions/social-login.md, Social
  * login: "Custom UI: the completion proof"). Nothing changes.
  */
 export class InvalidSocialProof extends Schema.TaggedError<InvalidSocialProof>()("InvalidSocialProof", detail) {}

@@ -139,7 +139,7 @@ export const markConsumed = (environmentId: string, id: string, now: Date) => Sq
     returning id`).pipe(Effect.map((rows) => rows.length === 1))
 
 /**
- * Hosted Login hand-off (docs/decisions.md): the one-time token from the authorize redirect
+ * Hosted Login hand-off (docs/decisions/login-and-tokens.md): the one-time token from the authorize redirect
  * is exchanged once, within its lifetime, for the browser's binding secret.
  */
 export const claimHandoff = (environmentId: string, handoffTokenHash: string, bindingHash: string, now: Date) =>

@@ -33,7 +33,7 @@ export const TransactionView = Schema.Struct({
 /**
  * The body of `complete` (spec: "no body"). A transaction authenticated by a custom-UI social
  * login must present the one-time `social_proof` its browser got at the redirect URI
- * (docs/decisions.md, Social login: "Custom UI: the completion proof"); others send nothing.
+ * (docs/decisions/social-login.md, Social login: "Custom UI: the completion proof"); others send nothing.
  */
 export const CompleteBody = Schema.Struct({
   social_proof: Schema.optionalKey(Schema.String),

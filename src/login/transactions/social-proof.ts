@@ -4,7 +4,7 @@ import { Crypto, constantTimeEqual, sha256Hex } from "../../platform/crypto.js"
 import { InvalidSocialProof } from "./errors.js"
 import * as repo from "./repo.js"
 
-// The completion proof of a custom-UI social login (docs/decisions.md, Social login: "Custom UI:
+// The completion proof of a custom-UI social login (docs/decisions/social-login.md, Social login: "Custom UI:
 // the completion proof"). A transaction made by `POST /auth/transactions` has no browser binding:
 // whoever created it can poll it, so without a proof an attacker could send the provider's
 // authorization URL of its own transaction to a victim signed in at the provider, and complete

@@ -25,7 +25,7 @@ export const listApiKeys = (query: { workspace_id: string; environment_id?: stri
 })
 
 /**
- * A caller never mints a key wider than itself (docs/decisions.md):
+ * A caller never mints a key wider than itself (docs/decisions/management-api.md):
  * - its scopes must all be held by the caller (403 insufficient_scope);
  * - an Environment-pinned caller creates only keys pinned to its own Environment (403);
  * - a caller key that expires creates only keys expiring no later than itself (403).

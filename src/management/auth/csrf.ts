@@ -14,7 +14,7 @@ const hasBody = (headers: HttpServerRequest.HttpServerRequest["headers"]) =>
   headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")
 
 /**
- * CSRF defence for the `dashboard_session` cookie (issue 12). A browser attaches the cookie to
+ * CSRF defence for the `dashboard_session` cookie (docs/decisions/security-hardening.md). A browser attaches the cookie to
  * any request, even one a foreign page makes, so an unsafe method authenticated by the cookie
  * must come from a dashboard page: its `Origin` must be one of DASHBOARD_ORIGINS (browsers
  * send Origin on every non-GET request and pages cannot forge it; RFC 6454, Fetch), and a

@@ -72,6 +72,6 @@ export const authenticateDashboard = (token: string, workspaceHeader: string | u
 })
 
 
-/** Owners and Admins hold every scope; Members read. (Recorded in docs/decisions.md.) */
+/** Owners and Admins hold every scope; Members read. (Recorded in docs/decisions/management-api.md.) */
 export const scopesOfRole = (role: "owner" | "admin" | "member"): ReadonlySet<string> =>
   new Set(role === "member" ? SCOPES.filter((s) => s.endsWith(":read")) : SCOPES)

@@ -150,7 +150,7 @@ export const updateClient = (id: string, patch: UpdateClientBody) => Effect.gen(
   const mobileApp = patch.mobile_app === undefined ? current.mobile_app : yield* mobileAppOf(current.client_type, patch.mobile_app)
   const now = new Date(yield* Clock.currentTimeMillis)
   // client_type never changes, so the auth method can only move between the two secret
-  // methods (web_bff) or stay `none`: the stored secret stays valid (docs/decisions.md).
+  // methods (web_bff) or stay `none`: the stored secret stays valid (docs/decisions/management-api.md).
   const updated = yield* repo.updateClient(current.id, current.version, {
     name: patch.name ?? current.name,
     token_endpoint_auth_method: patch.token_endpoint_auth_method ?? current.token_endpoint_auth_method,

@@ -35,7 +35,7 @@ const checkIssuer = (provider: Provider, issuer: string | null | undefined) => E
 })
 
 /**
- * `profile_mapping.sub` only for generic OIDC (docs/decisions.md, Social login: "Identities carry
+ * `profile_mapping.sub` only for generic OIDC (docs/decisions/social-login.md, Social login: "Identities carry
  * their issuer"): Google, Microsoft, GitHub and Apple have a stable subject of their own, and
  * reading it from a claim their users choose (GitHub `login`, Microsoft `preferred_username`)
  * would let anyone take that value.

@@ -163,7 +163,7 @@ export const retryValidation = (id: string) => Effect.gen(function* () {
     // A concurrent retry already activated it: one activation, one RP move.
     if (current.status === "active") return current
     // Only the proof grants the hostname, and to one claim at a time: claims of other
-    // Workspaces may coexist while pending (issue 12: no squatting), so activation takes the
+    // Workspaces may coexist while pending (docs/decisions/security-hardening.md: no squatting), so activation takes the
     // hostname's lock and refuses while another claim holds it `active`.
     yield* repo.lockHostname(current.hostname).pipe(Effect.orDie)
     const inUse = errors.length === 0 && (yield* repo.hostnameActiveElsewhere(current.hostname, current.id).pipe(Effect.orDie))

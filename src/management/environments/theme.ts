@@ -2,7 +2,7 @@ import { Schema } from "effect"
 
 // The spec leaves the theme schema to us ("schema: not shown"). It is deliberately small
 // and every value is validated to a form that is safe to print into CSS and HTML
-// (docs/decisions.md, "Environment theme").
+// (docs/decisions/management-api.md, "Environment theme").
 
 const HexColor = Schema.String.check(Schema.isPattern(/^#[0-9a-fA-F]{6}$/, { description: "a #RRGGBB colour" }))
 

@@ -7,7 +7,7 @@ import type { Caller } from "../auth/caller.js"
 const MINUTE = 60_000
 
 /**
- * Every Management API caller's budget (docs/decisions.md, "Write limits: every cheap-to-send
+ * Every Management API caller's budget (docs/decisions/rate-limits-and-caches.md, "Write limits: every cheap-to-send
  * write is counted per address", Management): per API key, and per Dashboard user (all of a
  * user's sessions share one budget, so signing in again buys nothing), per minute.
  * Counted once the caller is authenticated; every answer to it then carries the RateLimit

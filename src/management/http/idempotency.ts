@@ -45,7 +45,7 @@ const responseBytes = (response: HttpServerResponse.HttpServerResponse) =>
  *
  * Authorisation comes first: routes wrap this inside `withCaller` (authentication and the
  * route's scope), and a record is found only under the caller's own credential, whose pin
- * and limits are those that produced the stored answer (issue 12). A replay is always
+ * and limits are those that produced the stored answer (docs/decisions/rate-limits-and-caches.md). A replay is always
  * `Cache-Control: no-store`: it may carry a secret returned once.
  */
 export const withIdempotency = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>): Effect.Effect<

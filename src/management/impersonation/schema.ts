@@ -3,7 +3,7 @@ import { Schema } from "effect"
 // Wire of POST /v1/impersonation and /v1/impersonation/stop (spec: "Other Management routes";
 // Limits: reason 10 to 1000 characters, duration_minutes 1 to 15). "The start response
 // contains the service [the actor], target user, reason, expiry and forbidden scopes": the
-// field names are ours (docs/decisions.md).
+// field names are ours (docs/decisions/management-api.md).
 
 export const StartQuery = Schema.Struct({ environment_id: Schema.String })
 

@@ -11,7 +11,7 @@ import * as repo from "./repo.js"
 
 const notFound = () => new NotFound({ detail: "Project not found" })
 
-/** Environment-pinned keys see only the Project of their Environment (docs/decisions.md). */
+/** Environment-pinned keys see only the Project of their Environment (docs/decisions/management-api.md). */
 const pinnedProjectId = (caller: Caller) =>
   caller.environmentId === null ? Effect.succeed(undefined) : repo.projectIdOfEnvironment(caller.workspaceId, caller.environmentId)
 

@@ -4,7 +4,7 @@ import { BILLING_MONTH_PATTERN } from "../../usage/limits.js"
 
 // Wire of GET /v1/usage/mau (spec: "Other Management routes"; Resources "usage": the
 // Workspace MAU aggregate, the 30,000 MAU free tier, threshold state and billing/grace-period
-// state; field names are ours, docs/decisions.md).
+// state; field names are ours, docs/decisions/management-api.md).
 
 export const BillingMonth = Schema.String.check(
   Schema.isPattern(BILLING_MONTH_PATTERN, { message: "billing_month must be YYYY-MM (month 01 to 12)" }),

@@ -3,7 +3,7 @@ import { PageQuery } from "../http/pagination.js"
 
 // Wire of the Import / export job routes (spec: Management API, "Import / export jobs";
 // Resources: "Job fields beyond `status` and (for export) an expiring `download_url`: not
-// shown" -- ours are recorded in docs/decisions.md). The same schemas decode and document.
+// shown" -- ours are recorded in docs/decisions/management-api.md). The same schemas decode and document.
 
 export const JobParams = Schema.Struct({ jobId: Schema.String })
 

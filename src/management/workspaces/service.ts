@@ -59,7 +59,7 @@ export const updateWorkspace = (workspaceId: string, change: { name?: string | u
     const caller = yield* CurrentCaller
     const audit = yield* Audit
     if (workspaceId !== caller.workspaceId) return yield* notFound()
-    // Workspace-level changes are outside an Environment-pinned key's reach (docs/decisions.md).
+    // Workspace-level changes are outside an Environment-pinned key's reach (docs/decisions/management-api.md).
     if (caller.environmentId !== null) {
       return yield* new Forbidden({ detail: "An Environment-pinned API key cannot change its Workspace" })
     }

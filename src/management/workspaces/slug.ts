@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 
 /**
  * A Workspace or Project slug: lower-case letters, digits and inner hyphens, 1 to 48
- * characters (the form `slugify` derives from a name). Recorded in docs/decisions.md.
+ * characters (the form `slugify` derives from a name). Recorded in docs/decisions/management-api.md.
  */
 export const Slug = Schema.String.check(
   Schema.isPattern(/^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$/, {

@@ -7,7 +7,7 @@ import { AvatarUrl, Locale, Name, TimeZone, UserStatus } from "../../management/
 /**
  * The profile: the spec's list (email, email verification state, name, avatar_url, locale,
  * timezone, status, creation time, last login time) plus `user_id` (the token's `sub`).
- * Names the spec leaves open (docs/decisions.md): `email_verified`, `created_at`, `last_login_at`.
+ * Names the spec leaves open (docs/decisions/me.md): `email_verified`, `created_at`, `last_login_at`.
  */
 export const Profile = Schema.Struct({
   user_id: Schema.String,

@@ -11,7 +11,7 @@ import { logRequest } from "../../http/log.js"
 import { type StaticAnswersApi, writeStaticAnswer } from "../../http/static-answers.js"
 
 /**
- * The listener's answers from memory (issue 13: the Effect HTTP core costs most of the time
+ * The listener's answers from memory (docs/decisions/performance.md: the Effect HTTP core costs most of the time
  * of the hottest answers). Before the Effect application is told of a request, the
  * `node:http` listener answers it here when this replica holds an answer that is still true
  * for exactly that request:

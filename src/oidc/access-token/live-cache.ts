@@ -6,7 +6,7 @@ import { clientById, type OAuthClientRow } from "../token/client-repo.js"
 import { type LiveState, liveState } from "./repo.js"
 
 /**
- * This replica's memory of the live state behind access tokens (issue 13): UserInfo and
+ * This replica's memory of the live state behind access tokens (docs/decisions/performance.md): UserInfo and
  * introspection answer their live checks (user status, security version, session revoked
  * or expired; spec: Authentication rule 8) from it instead of reading Postgres per call.
  *
@@ -32,7 +32,7 @@ export const LIVE_STATE_CHANNEL = "live_state"
 /** After a local write, no entry of that user is kept this long (longer than any of our transactions). */
 export const LOCAL_PENDING_MS = 5_000
 /**
- * Bounds of this memory (issue 12: every map here is keyed by what callers present, so each
+ * Bounds of this memory (docs/decisions/rate-limits-and-caches.md: every map here is keyed by what callers present, so each
  * is bounded; the least recently stored entry is dropped first, and a dropped entry is only
  * read from Postgres again).
  */

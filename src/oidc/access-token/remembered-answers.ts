@@ -4,7 +4,7 @@ import { HttpEffect, HttpServerRequest } from "effect/http"
 import { type AnswerDependencies, LiveStateCache } from "./live-cache.js"
 
 /**
- * UserInfo and introspection answers replayed from memory (issue 13): the Effect path
+ * UserInfo and introspection answers replayed from memory (docs/decisions/performance.md): the Effect path
  * remembers its 200 under a key naming every input the answer depends on, and the listener's
  * fast lane (./fast-lane.ts) replays it for the next request with exactly those inputs while
  * the state it was built from is unchanged (src/oidc/access-token/live-cache.ts decides that).

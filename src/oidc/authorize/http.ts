@@ -22,9 +22,9 @@ const redirect = (location: string) => HttpServerResponse.redirect(location, { s
  * 2. client rules (status, redirect URI, allowed scopes, resources, nonce for openid) ->
  *    302 to the Hosted Login error page, no code; where RFC 6749 4.1.2.1 allows it (an
  *    active client, a registered redirect URI) the page links back to the client with the
- *    OAuth error, `state` and `iss` (issue 16);
+ *    OAuth error, `state` and `iss` (docs/decisions/rp-libraries.md);
  * 3. a login transaction bound to this browser through a one-time hand-off to the
- *    Interaction Domain (docs/decisions.md), then the Hosted Login page.
+ *    Interaction Domain (docs/decisions/login-and-tokens.md), then the Hosted Login page.
  */
 export const authorize = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest

@@ -28,7 +28,7 @@ export const discoveryDocument = (issuer: string) => ({
     "iss", "sub", "aud", "exp", "iat", "jti", "sid", "client_id", "scope", "amr", "acr", "auth_time", "sv",
     "nonce", "name", "email", "email_verified", "locale", "updated_at",
   ],
-  // Capabilities whose absence a library reads with a default that is wrong for us (issue 16;
+  // Capabilities whose absence a library reads with a default that is wrong for us (docs/decisions/rp-libraries.md;
   // OIDC Discovery 3 defaults request_uri_parameter_supported to true). None of these
   // parameters is read by /oauth2/authorize; `request`, `request_uri` and `claims` are ignored.
   request_parameter_supported: false,

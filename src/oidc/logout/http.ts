@@ -20,7 +20,7 @@ const refuse = (detail: string) => new InvalidRequest({ detail })
  * `post_logout_redirect_uri` byte-equal to one of the client's registered values; end the
  * hint's session (`sid`) and its refresh families (`session.revoked`, reason user_logout);
  * 302 to the URI with `state` added. Every refusal is 400 invalid_request as Problem
- * Details and no redirect (decisions.md).
+ * Details and no redirect (docs/decisions/login-and-tokens.md).
  */
 const logout = (readParameters: Effect.Effect<OAuthParams, InvalidRequest, any>) => Effect.gen(function* () {
   const env = yield* CurrentEnvironment

@@ -127,7 +127,7 @@ export interface Rotation {
  * grace window (overwriting, i.e. purging, the previous one), adds the new token row,
  * renews the session's activity to the family's expiry and appends the rotation's event to
  * the outbox (with its webhook fan-out job when subscribed). One statement is atomic on its
- * own: no explicit transaction, one round trip (issue 13). Returns whether it rotated.
+ * own: no explicit transaction, one round trip (docs/decisions/performance.md). Returns whether it rotated.
  */
 export const rotateFamily = (r: Rotation) => SqlClient.SqlClient.use((sql) => sql<{ rotated: number }>`
   with family as (

@@ -71,7 +71,7 @@ const METHOD_WORDS: Readonly<Record<PresentedClient["method"], string>> = {
 /**
  * Authenticates the client (spec: Authentication rule 1) against its row (undefined: no such
  * client). The client must use exactly the `token_endpoint_auth_method` it registered
- * (RFC 7591 2: the registered method is THE method; issue 16): a public client (`none`)
+ * (RFC 7591 2: the registered method is THE method; docs/decisions/rp-libraries.md): a public client (`none`)
  * sends only `client_id`, so a secret from it is invalid_client; a `client_secret_basic`
  * client must use HTTP Basic and a `client_secret_post` client the body. The secret is
  * compared as SHA-256 hex in constant time. Unknown, deleted and disabled clients are

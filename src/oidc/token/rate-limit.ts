@@ -6,7 +6,7 @@ import { readClientRow } from "../access-token/live-cache.js"
 const NO_CLIENT = "-"
 
 /**
- * Counts an OAuth endpoint request per client and address (docs/decisions.md, "Write limits:
+ * Counts an OAuth endpoint request per client and address (docs/decisions/rate-limits-and-caches.md, "Write limits:
  * every cheap-to-send write is counted per address"): thousands of one SPA's users behind one
  * corporate address refresh every few minutes, so the budget of an address is per client.
  * Only a client of this Environment gets a budget of its own (read through the live-state

@@ -26,7 +26,7 @@ export const userinfoEndpoint = Effect.gen(function* () {
   if (!claims.scopes.includes("openid")) {
     return yield* new InvalidRequest({ detail: "The access token does not include the openid scope" })
   }
-  // Replayed from memory for the same token while nothing behind it changes (issue 13).
+  // Replayed from memory for the same token while nothing behind it changes (docs/decisions/performance.md).
   const request = yield* HttpServerRequest.HttpServerRequest
   yield* rememberAnswer(userinfoAnswerKey(request.url, request.headers["authorization"]!), {
     environmentId: env.record.id, userId: claims.sub, sessionId: claims.sid, live, validUntilMs: claims.exp * 1000,

@@ -39,7 +39,7 @@ export const outboxCtes = (sql: SqlClient.SqlClient, e: OutboxRow, guard?: strin
 
 /**
  * Appends an event to the outbox and enqueues its fan-out job when subscribed, in ONE
- * statement on the caller's connection (issue 13: one round trip per event instead of two).
+ * statement on the caller's connection (docs/decisions/performance.md: one round trip per event instead of two).
  */
 export const appendToOutbox = (e: OutboxRow) => SqlClient.SqlClient.use((sql) =>
   sql`with ${outboxCtes(sql, e)} select count(*)::int as jobs from fanout`)

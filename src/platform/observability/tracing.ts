@@ -43,7 +43,7 @@ const otlpProcessor = (url: string) => async (): Promise<SpanProcessor> => {
  * only traces when a real tracer is present). The native tracer still makes the spans of our
  * withCallSpan calls and of each SQL statement in memory: bench/tracing-overhead.ts measured
  * that at 7-15% of the throughput of userinfo, a Management list and a Public API write against
- * the tracer switched off (docs/decisions.md, "After review"). The service name is
+ * the tracer switched off (docs/decisions/production-operation.md, "After review"). The service name is
  * OTEL_SERVICE_NAME when set.
  */
 export const TracingLive = (config: AppConfig, env: Readonly<Record<string, string | undefined>> = process.env) =>

@@ -5,7 +5,7 @@ import type { ProviderAdapter, ProviderCall } from "./types.js"
 
 /**
  * Sign in with Apple. The connection's `provider_client_secret` holds the Apple key as JSON
- * `{"team_id", "key_id", "private_key"}` (the .p8 PKCS#8 PEM; docs/decisions.md); the
+ * `{"team_id", "key_id", "private_key"}` (the .p8 PKCS#8 PEM; docs/decisions/social-login.md); the
  * client secret sent to Apple is an ES256 JWT signed with it for each call (Apple,
  * "Creating a client secret": header `kid`, claims `iss` team id, `iat`, `exp`, `aud`
  * https://appleid.apple.com, `sub` the Services ID). The answer comes as a form POST

@@ -9,7 +9,7 @@ import type { ProviderAdapter } from "./types.js"
  * Google and Microsoft would answer an account already signed in at them without showing
  * anything; the account chooser (OIDC Core 3.1.2.1 `prompt=select_account`, documented by both)
  * shows the user which app asks, so a forwarded authorization URL never completes silently
- * (docs/decisions.md, Social login: "Custom UI: the completion proof").
+ * (docs/decisions/social-login.md, Social login: "Custom UI: the completion proof").
  */
 const ACCOUNT_CHOOSER = { prompt: "select_account" } as const
 
@@ -23,7 +23,7 @@ export const PROVIDER_ADAPTERS: Readonly<Record<Provider, ProviderAdapter>> = {
 }
 
 /**
- * Which providers' addresses count as verified, and how (docs/decisions.md). Microsoft's
+ * Which providers' addresses count as verified, and how (docs/decisions/social-login.md). Microsoft's
  * `email` claim is not verified by Microsoft unless its optional `xms_edov` claim says so.
  */
 export const verifiedEmailClaims = (provider: Provider, claims: Record<string, unknown>): Record<string, unknown> => {
