@@ -1,3 +1,4 @@
+import "./require-supported-node.js"
 import { boot } from "./boot.js"
 import { HttpServerLive } from "./server.js"
 import { printUrls } from "./banner.js"

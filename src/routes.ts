@@ -6,6 +6,7 @@ import { hostedLoginPasskeyRoutes } from "./passkeys/hosted-login/http.js"
 import { transactionPasskeyRoutes } from "./passkeys/http.js"
 import { hostedLoginRoutes } from "./hosted-login/http.js"
 import { authorizeRoutes } from "./oidc/authorize/http.js"
+import { issuerFailurePage } from "./hosted-login/issuer-failure-page.js"
 import { discoveryRoutes } from "./oidc/discovery/http.js"
 import { jwksRoutes } from "./oidc/jwks/http.js"
 import { browserTokenRoutes, serverTokenRoutes } from "./oidc/issuer-routes.js"
@@ -27,6 +28,9 @@ import { bounceRoutes } from "./bounces/http.js"
 import { meLinkRoutes, socialLoginRoutes } from "./social/http.js"
 import { socialPageRoutes } from "./social/page.js"
 import { openApiRoutes } from "./openapi/http.js"
+import { consoleRoutes } from "./console/routes.js"
+import { faviconRoutes } from "./console/home/favicon.js"
+import { homeRoutes } from "./console/home/page.js"
 import type { AppConfig } from "./platform/config.js"
 import type { SurfaceRoutes } from "./http/app.js"
 import { withAnyOriginPreflights } from "./http/cors/any-origin.js"
@@ -38,14 +42,29 @@ import type { Route } from "./http/route.js"
 
 /** Every Management API route (host MANAGEMENT_HOST, prefix /v1). */
 export const managementRoutes = (): ReadonlyArray<Route> => [
-  ...workspaceRoutes, ...projectRoutes, ...environmentRoutes, ...apiKeyRoutes, ...clientRoutes, ...connectionRoutes,
-  ...domainRoutes, ...userRoutes, ...auditEventRoutes, ...webhookRoutes, ...usageRoutes, ...userDataJobRoutes,
-  ...impersonationRoutes, ...billingRoutes, ...bounceRoutes,
+  ...workspaceRoutes,
+  ...projectRoutes,
+  ...environmentRoutes,
+  ...apiKeyRoutes,
+  ...clientRoutes,
+  ...connectionRoutes,
+  ...domainRoutes,
+  ...userRoutes,
+  ...auditEventRoutes,
+  ...webhookRoutes,
+  ...usageRoutes,
+  ...userDataJobRoutes,
+  ...impersonationRoutes,
+  ...billingRoutes,
+  ...bounceRoutes,
 ]
 
 /** The Public Authentication API: served under `/v1` on the Interaction Domain and at `{issuer}/v1`. */
 export const publicApiRoutes = (): ReadonlyArray<Route> => [
-  ...loginRoutes, ...transactionPasskeyRoutes, ...socialLoginRoutes, ...withMeWriteLimit([...meRoutes, ...meLinkRoutes]),
+  ...loginRoutes,
+  ...transactionPasskeyRoutes,
+  ...socialLoginRoutes,
+  ...withMeWriteLimit([...meRoutes, ...meLinkRoutes]),
 ]
 
 /**
@@ -67,15 +86,37 @@ export const allRoutes = (config: AppConfig): SurfaceRoutes => {
   const management = managementRoutes()
   const documented = () => [
     { name: "Management", server: `${config.publicScheme}://${config.managementHost}`, routes: management },
-    { name: "Public", server: `${config.publicScheme}://${config.canonicalIssuerHost}/e/{environmentId}`, routes: publicApi },
+    {
+      name: "Public",
+      server: `${config.publicScheme}://${config.canonicalIssuerHost}/e/{environmentId}`,
+      routes: publicApi,
+    },
   ]
   return {
-    management: [...management, ...openApiRoutes(documented)],
-    issuer: [
-      ...withAnyOriginPreflights(publicDocumentRoutes), ...authorizeRoutes,
-      ...withPublicApiCors(browserTokenRoutes), ...serverTokenRoutes, ...publicApi,
+    // `/` says what the host is and links the console and the API reference; every host has an icon.
+    management: [
+      ...management,
+      ...openApiRoutes(documented),
+      ...consoleRoutes,
+      ...homeRoutes("management"),
+      ...faviconRoutes,
     ],
+    issuer: [
+      ...withAnyOriginPreflights(publicDocumentRoutes),
+      ...authorizeRoutes,
+      ...withPublicApiCors(browserTokenRoutes),
+      ...serverTokenRoutes,
+      ...publicApi,
+    ],
+    issuerHost: [...homeRoutes("issuer"), ...faviconRoutes],
     issuerAnyOriginPaths: new Set(publicDocumentRoutes.map((r) => r.path)),
-    interaction: [...hostedLoginRoutes, ...hostedLoginPasskeyRoutes, ...socialPageRoutes, ...publicApi],
+    issuerBrowserPages: { paths: new Set(authorizeRoutes.map((r) => r.path)), render: issuerFailurePage },
+    interaction: [
+      ...hostedLoginRoutes,
+      ...hostedLoginPasskeyRoutes,
+      ...socialPageRoutes,
+      ...publicApi,
+      ...faviconRoutes,
+    ],
   }
 }

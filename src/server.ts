@@ -19,31 +19,48 @@ import { allRoutes } from "./routes.js"
  * request, goes through the application unchanged.
  */
 export const HttpServerLive = (port: number, host?: string) =>
-  Layer.unwrap(Effect.gen(function* () {
-    const config = yield* Config
-    const clock = yield* Clock.Clock
-    const answers = makeStaticAnswers()
-    const app = yield* makeHttpApp(allRoutes(config))
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const config = yield* Config
+      const clock = yield* Clock.Clock
+      const answers = makeStaticAnswers()
+      const app = yield* makeHttpApp(allRoutes(config))
 
-    const metrics = yield* CurrentMetrics
-    // With a tracer that exports (OTLP), every request goes through the application and gets
-    // its server span; memory answers are for the untraced (native tracer) case only.
-    const traced = (yield* Tracer.Tracer) !== Tracer.nativeTracer
-    const liveCache = yield* LiveStateCache
-    let handOff: (request: IncomingMessage, response: ServerResponse) => void = () => {}
-    const fastLane = makeFastLane({
-      config, clock, metrics, staticAnswers: answers, answer: liveCache.answer,
-      handOff: (request, response) => handOff(request, response),
-    })
+      const metrics = yield* CurrentMetrics
+      // With a tracer that exports (OTLP), every request goes through the application and gets
+      // its server span; memory answers are for the untraced (native tracer) case only.
+      const traced = (yield* Tracer.Tracer) !== Tracer.nativeTracer
+      const liveCache = yield* LiveStateCache
+      let handOff: (request: IncomingMessage, response: ServerResponse) => void = () => {}
+      const fastLane = makeFastLane({
+        config,
+        clock,
+        metrics,
+        staticAnswers: answers,
+        answer: liveCache.answer,
+        handOff: (request, response) => handOff(request, response),
+      })
 
-    const server = createServer({ keepAliveTimeout: 5_000 })
-    // The Effect adapter listens to "request"; an answer from memory is given before it is told.
-    const emit = server.emit.bind(server) as (event: string, ...args: Array<unknown>) => boolean
-    handOff = (request, response) => { emit("request", request, response) }
-    server.emit = ((event: string, ...args: Array<unknown>) =>
-      event === "request" && !traced && fastLane(args[0] as IncomingMessage, args[1] as ServerResponse) ? true : emit(event, ...args)) as typeof server.emit
-    server.once("close", answers.close)
+      const server = createServer({ keepAliveTimeout: 5_000 })
+      // The Effect adapter listens to "request"; an answer from memory is given before it is told.
+      const emit = server.emit.bind(server) as (event: string, ...args: Array<unknown>) => boolean
+      handOff = (request, response) => {
+        emit("request", request, response)
+      }
+      server.emit = ((event: string, ...args: Array<unknown>) =>
+        event === "request" && !traced && fastLane(args[0] as IncomingMessage, args[1] as ServerResponse)
+          ? true
+          : emit(event, ...args)) as typeof server.emit
+      server.once("close", answers.close)
 
-    return HttpServer.serve(Effect.provideService(app, StaticAnswers, answers)).pipe(
-      Layer.provide(NodeHttpServer.layer(() => server, { port, ...(host ? { host } : {}), gracefulShutdownTimeout: "10 seconds" })))
-  })).pipe(Layer.provide(LiveStateCacheLive))
+      return HttpServer.serve(Effect.provideService(app, StaticAnswers, answers)).pipe(
+        Layer.provide(
+          NodeHttpServer.layer(() => server, {
+            port,
+            ...(host ? { host } : {}),
+            gracefulShutdownTimeout: "10 seconds",
+          }),
+        ),
+      )
+    }),
+  ).pipe(Layer.provide(LiveStateCacheLive))

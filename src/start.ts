@@ -1,3 +1,4 @@
+import "./require-supported-node.js"
 import { Layer } from "effect"
 import { printUrls } from "./banner.js"
 import { boot } from "./boot.js"
@@ -5,4 +6,6 @@ import { HttpServerLive } from "./server.js"
 import { WorkerLive } from "./jobs/worker.js"
 
 // `npm start`: server and worker in one process, embedded Postgres unless DATABASE_URL is set.
-boot("server+worker", ({ config }) => Layer.mergeAll(HttpServerLive(config.port, config.listenHost), WorkerLive()), { onReady: printUrls })
+boot("server+worker", ({ config }) => Layer.mergeAll(HttpServerLive(config.port, config.listenHost), WorkerLive()), {
+  onReady: printUrls,
+})

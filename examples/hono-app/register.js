@@ -10,23 +10,36 @@ import { request } from "node:http"
 const CLIENT_FILE = new URL("./.client.json", import.meta.url)
 
 /** The Management API on MANAGEMENT_HOST, reached at 127.0.0.1 with that Host (no DNS for *.localhost needed). */
-const managementPost = (managementUrl, apiKey, path, body) => new Promise((resolve, reject) => {
-  const url = new URL(managementUrl)
-  const data = JSON.stringify(body)
-  const req = request({
-    host: url.hostname.endsWith("localhost") ? "127.0.0.1" : url.hostname,
-    port: url.port || 80,
-    path: `/v1${path}`,
-    method: "POST",
-    headers: { host: url.host, authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": Buffer.byteLength(data) },
-  }, (res) => {
-    let text = ""
-    res.on("data", (c) => (text += c))
-    res.on("end", () => (res.statusCode === 201 ? resolve(JSON.parse(text)) : reject(new Error(`POST ${path}: ${res.statusCode} ${text}`))))
+const managementPost = (managementUrl, apiKey, path, body) =>
+  new Promise((resolve, reject) => {
+    const url = new URL(managementUrl)
+    const data = JSON.stringify(body)
+    const req = request(
+      {
+        host: url.hostname.endsWith("localhost") ? "127.0.0.1" : url.hostname,
+        port: url.port || 80,
+        path: `/v1${path}`,
+        method: "POST",
+        headers: {
+          host: url.host,
+          authorization: `Bearer ${apiKey}`,
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(data),
+        },
+      },
+      (res) => {
+        let text = ""
+        res.on("data", (c) => (text += c))
+        res.on("end", () =>
+          res.statusCode === 201
+            ? resolve(JSON.parse(text))
+            : reject(new Error(`POST ${path}: ${res.statusCode} ${text}`)),
+        )
+      },
+    )
+    req.on("error", reject)
+    req.end(data)
   })
-  req.on("error", reject)
-  req.end(data)
-})
 
 export const loadOrRegisterClient = async ({ bootstrapFile, origin }) => {
   if (existsSync(CLIENT_FILE)) {
@@ -34,7 +47,9 @@ export const loadOrRegisterClient = async ({ bootstrapFile, origin }) => {
     if (saved.origin === origin) return saved
   }
   if (!existsSync(bootstrapFile)) {
-    throw new Error(`No ${bootstrapFile}: run \`npm run -s cli -- bootstrap --json > examples/hono-app/bootstrap.json\` in the project first.`)
+    throw new Error(
+      `No ${bootstrapFile}: run \`npm run -s cli -- bootstrap --json > examples/hono-app/bootstrap.json\` in the project first.`,
+    )
   }
   const b = JSON.parse(readFileSync(bootstrapFile, "utf8"))
   const client = await managementPost(b.management_url, b.api_key, "/clients", {

@@ -30,7 +30,15 @@ export const PortalSession = Schema.Struct({
 
 /** The Workspace's subscription as shown in GET /usage/mau (`billing`). */
 export const BillingState = Schema.Struct({
-  status: Schema.Literals(["not_configured", "no_subscription", "active", "past_due", "incomplete", "paused", "canceled"]),
+  status: Schema.Literals([
+    "not_configured",
+    "no_subscription",
+    "active",
+    "past_due",
+    "incomplete",
+    "paused",
+    "canceled",
+  ]),
   subscription_id: Schema.NullOr(Schema.String),
   /** The first payment failure not yet made good (past_due only). */
   past_due_since: Schema.NullOr(Schema.String),

@@ -14,7 +14,11 @@ export const DELIVERY_ID_HEADER = "X-Authservice-Delivery-Id"
  * Environment (decisions, "Bounces"). A send that fails leaves an unused record; a retry
  * makes a new one.
  */
-export const trackDelivery = (environmentId: string, purpose: string, message: MailMessage) => Effect.gen(function* () {
+export const trackDelivery = Effect.fnUntraced(function* (
+  environmentId: string,
+  purpose: string,
+  message: MailMessage,
+) {
   const ids = yield* Ids
   const config = yield* Config
   const workspaceId = yield* repo.workspaceOfEnvironment(environmentId)
@@ -22,7 +26,12 @@ export const trackDelivery = (environmentId: string, purpose: string, message: M
   const id = yield* ids.make("dlv")
   const messageId = `<${id}@${config.platformDomain}>`
   yield* repo.insertDelivery({
-    id, workspaceId, environmentId, messageId, recipientHash: yield* recipientHash(workspaceId, message.to), purpose,
+    id,
+    workspaceId,
+    environmentId,
+    messageId,
+    recipientHash: yield* recipientHash(workspaceId, message.to),
+    purpose,
     now: new Date(yield* Clock.currentTimeMillis),
   })
   return { ...message, messageId, headers: { ...message.headers, [DELIVERY_ID_HEADER]: id } } satisfies MailMessage
@@ -35,14 +44,16 @@ export const trackDelivery = (environmentId: string, purpose: string, message: M
 const SES_ACCEPTED = /^250[ -]Ok ([0-9A-Za-z][0-9A-Za-z-]{7,127})\s*$/
 
 /** The provider's message id in an SMTP reply, when the reply is Amazon SES's; else undefined. */
-export const providerMessageIdOf = (response: string | undefined) => (response === undefined ? undefined : SES_ACCEPTED.exec(response)?.[1])
+export const providerMessageIdOf = (response: string | undefined) =>
+  response === undefined ? undefined : SES_ACCEPTED.exec(response)?.[1]
 
 /**
  * After the send: records the provider's message id of a tracked delivery when its SMTP reply
  * names one (Amazon SES), so an SES bounce without our headers still finds the delivery.
  */
-export const recordProviderReply = (message: MailMessage, response: string | undefined) => Effect.gen(function* () {
+export const recordProviderReply = Effect.fnUntraced(function* (message: MailMessage, response: string | undefined) {
   const deliveryId = message.headers?.[DELIVERY_ID_HEADER]
   const providerMessageId = providerMessageIdOf(response)
-  if (deliveryId !== undefined && providerMessageId !== undefined) yield* repo.setProviderMessageId(deliveryId, providerMessageId)
+  if (deliveryId !== undefined && providerMessageId !== undefined)
+    yield* repo.setProviderMessageId(deliveryId, providerMessageId)
 })

@@ -1,7 +1,7 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { InvalidRequestBody } from "../http/errors.js"
-import { bodyText, decodeJsonBody, json, route } from "../http/route.js"
+import { json } from "../http/route.js"
+import { endpoint } from "../management/conventions/endpoint.js"
 import { BounceReceipt, GenericBounce, SnsReceipt } from "./schema.js"
 import * as service from "./service.js"
 import { SnsMessage } from "./sns.js"
@@ -10,28 +10,37 @@ import { SnsMessage } from "./sns.js"
 // generic form carries the install's secret, SNS messages are verified by their signature.
 
 const tags = ["Bounces"]
-const decodeSns = Schema.decodeUnknownEffect(Schema.fromJsonString(SnsMessage))
 
 export const bounceRoutes = [
-  route("POST", "/v1/email-bounces", Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    yield* service.authenticateGeneric(request.headers["x-bounce-secret"])
-    const body = yield* decodeJsonBody(GenericBounce)
-    return json(yield* service.receiveGeneric(body))
-  }), {
-    summary: "Report a bounce of one of our mails (generic JSON; header X-Bounce-Secret = BOUNCE_WEBHOOK_SECRET). A hard bounce suppresses the address for Email OTP",
-    tags, body: GenericBounce, response: BounceReceipt,
-  }),
+  endpoint(
+    {
+      method: "POST",
+      path: "/v1/email-bounces",
+      summary:
+        "Report a bounce of one of our mails (generic JSON; header X-Bounce-Secret = BOUNCE_WEBHOOK_SECRET). A hard bounce suppresses the address for Email OTP",
+      tags,
+      admit: Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        service.authenticateGeneric(request.headers["x-bounce-secret"]),
+      ),
+      body: GenericBounce,
+      response: BounceReceipt,
+    },
+    ({ body }) => Effect.map(service.receiveGeneric(body), json),
+  ),
 
   // SNS posts JSON as text/plain: the body is read as text whatever the media type.
-  route("POST", "/v1/email-bounces/sns", Effect.gen(function* () {
-    yield* service.requireSesIntake
-    const text = yield* bodyText
-    const message = yield* decodeSns(text).pipe(
-      Effect.mapError(() => new InvalidRequestBody({ detail: "Not an Amazon SNS message" })))
-    return json(yield* service.receiveSns(message))
-  }), {
-    summary: "Amazon SES bounce notifications through Amazon SNS (signature verified; subscriptions confirmed); 404 unless BOUNCE_SNS_TOPIC_ARNS is set",
-    tags, body: SnsMessage, response: SnsReceipt,
-  }),
+  endpoint(
+    {
+      method: "POST",
+      path: "/v1/email-bounces/sns",
+      summary:
+        "Amazon SES bounce notifications through Amazon SNS (signature verified; subscriptions confirmed); 404 unless BOUNCE_SNS_TOPIC_ARNS is set",
+      tags,
+      admit: service.requireSesIntake,
+      body: SnsMessage,
+      bodyAsText: { invalid: "Not an Amazon SNS message" },
+      response: SnsReceipt,
+    },
+    ({ body }) => Effect.map(service.receiveSns(body), json),
+  ),
 ]

@@ -11,9 +11,11 @@ import { normalizeEmail } from "../users/repo.js"
  * suppression stays found across master-key rotations. The same value keys deliveries and
  * suppressions: no address in clear.
  */
-export const recipientHash = (workspaceId: string, address: string) => Effect.gen(function* () {
+export const recipientHash = Effect.fnUntraced(function* (workspaceId: string, address: string) {
   const keys = yield* HmacDataKeys
-  return (yield* keys.hmac("email-recipient", `email-recipient/${workspaceId}`, normalizeEmail(address))).toString("base64url")
+  return (yield* keys.hmac("email-recipient", `email-recipient/${workspaceId}`, normalizeEmail(address))).toString(
+    "base64url",
+  )
 })
 
 /**
@@ -21,9 +23,11 @@ export const recipientHash = (workspaceId: string, address: string) => Effect.ge
  * the data key existed (keyed by MASTER_KEY itself, and MASTER_KEY_PREVIOUS during a
  * rotation). Lookups and deletions use them all; new rows get the current one.
  */
-export const recipientHashes = (workspaceId: string, address: string) => Effect.gen(function* () {
+export const recipientHashes = Effect.fnUntraced(function* (workspaceId: string, address: string) {
   const crypto = yield* Crypto
   const current = yield* recipientHash(workspaceId, address)
-  const legacy = crypto.hmacCandidates(`email-recipient/${workspaceId}`, normalizeEmail(address)).map((mac) => mac.toString("base64url"))
+  const legacy = crypto
+    .hmacCandidates(`email-recipient/${workspaceId}`, normalizeEmail(address))
+    .map((mac) => mac.toString("base64url"))
   return { current, all: [current, ...legacy] }
 })

@@ -34,10 +34,12 @@ const Header = Schema.Struct({ name: Schema.String, value: Schema.String })
 export const SesNotification = Schema.Struct({
   notificationType: Schema.optionalKey(Schema.String),
   eventType: Schema.optionalKey(Schema.String),
-  bounce: Schema.optionalKey(Schema.Struct({
-    bounceType: Schema.String,
-    bouncedRecipients: Schema.Array(Schema.Struct({ emailAddress: Schema.String })),
-  })),
+  bounce: Schema.optionalKey(
+    Schema.Struct({
+      bounceType: Schema.String,
+      bouncedRecipients: Schema.Array(Schema.Struct({ emailAddress: Schema.String })),
+    }),
+  ),
   mail: Schema.Struct({
     messageId: Schema.optionalKey(Schema.String),
     headers: Schema.optionalKey(Schema.Array(Header)),

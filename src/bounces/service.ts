@@ -34,9 +34,9 @@ export type BounceOutcome =
  * (registered or not), `email.delivery.bounced` is emitted (recipientHash, never the address)
  * and the bounce is audited. A repeated report changes nothing.
  */
-export const recordBounce = (bounce: Bounce) => Effect.gen(function* () {
+export const recordBounce = Effect.fnUntraced(function* (bounce: Bounce) {
   const sql = yield* SqlClient.SqlClient
-  const crypto = yield* Crypto
+  const _crypto = yield* Crypto
   const events = yield* Events
   const audit = yield* Audit
   let delivery: repo.DeliveryRow | undefined
@@ -48,28 +48,54 @@ export const recordBounce = (bounce: Bounce) => Effect.gen(function* () {
   // The delivery may have been recorded under an earlier hash of the address (./recipient.ts);
   // what is recorded from now on carries the current one.
   const hashes = yield* recipientHashes(delivery.workspace_id, bounce.recipient)
-  if (!hashes.all.map((h) => constantTimeEqual(h, delivery.recipient_hash)).includes(true)) return { matched: false } satisfies BounceOutcome
+  if (!hashes.all.map((h) => constantTimeEqual(h, delivery.recipient_hash)).includes(true))
+    return { matched: false } satisfies BounceOutcome
   const hash = hashes.current
   const now = new Date(yield* Clock.currentTimeMillis)
-  return yield* sql.withTransaction(Effect.gen(function* () {
-    const fresh = yield* repo.insertBounce({ deliveryId: delivery.id, bounceType: bounce.bounceType, source: bounce.source, now })
-    const suppressed = bounce.bounceType === "hard"
-    if (!fresh) return { matched: true, deliveryId: delivery.id, duplicate: true, suppressed } satisfies BounceOutcome
-    const users = suppressed
-      ? yield* repo.suppress({ environmentId: delivery.environment_id, recipientHash: hash, deliveryId: delivery.id, emailNormalized: normalizeEmail(bounce.recipient), now })
-      : []
-    yield* events.emit({
-      type: "email.delivery.bounced", workspaceId: delivery.workspace_id, environmentId: delivery.environment_id, actor: { type: "system" },
-      payload: { deliveryId: delivery.id, recipientHash: hash, messageId: delivery.message_id, bounceType: bounce.bounceType },
-    })
-    yield* audit.append({
-      workspaceId: delivery.workspace_id, environmentId: delivery.environment_id, actor: { type: "system" }, action: "email.bounced",
-      subjectType: "mail_delivery", subjectId: delivery.id,
-      details: { bounce_type: bounce.bounceType, source: bounce.source, suppressed, suppressed_user_ids: users },
-    })
-    return { matched: true, deliveryId: delivery.id, duplicate: false, suppressed } satisfies BounceOutcome
-  }))
-}).pipe(withCallSpan("bounces.recordBounce"))
+  return yield* sql.withTransaction(
+    Effect.gen(function* () {
+      const fresh = yield* repo.insertBounce({
+        deliveryId: delivery.id,
+        bounceType: bounce.bounceType,
+        source: bounce.source,
+        now,
+      })
+      const suppressed = bounce.bounceType === "hard"
+      if (!fresh) return { matched: true, deliveryId: delivery.id, duplicate: true, suppressed } satisfies BounceOutcome
+      const users = suppressed
+        ? yield* repo.suppress({
+            environmentId: delivery.environment_id,
+            recipientHash: hash,
+            deliveryId: delivery.id,
+            emailNormalized: normalizeEmail(bounce.recipient),
+            now,
+          })
+        : []
+      yield* events.emit({
+        type: "email.delivery.bounced",
+        workspaceId: delivery.workspace_id,
+        environmentId: delivery.environment_id,
+        actor: { type: "system" },
+        payload: {
+          deliveryId: delivery.id,
+          recipientHash: hash,
+          messageId: delivery.message_id,
+          bounceType: bounce.bounceType,
+        },
+      })
+      yield* audit.append({
+        workspaceId: delivery.workspace_id,
+        environmentId: delivery.environment_id,
+        actor: { type: "system" },
+        action: "email.bounced",
+        subjectType: "mail_delivery",
+        subjectId: delivery.id,
+        details: { bounce_type: bounce.bounceType, source: bounce.source, suppressed, suppressed_user_ids: users },
+      })
+      return { matched: true, deliveryId: delivery.id, duplicate: false, suppressed } satisfies BounceOutcome
+    }),
+  )
+}, withCallSpan("bounces.recordBounce"))
 
 /**
  * SES intake exists only when BOUNCE_SNS_TOPIC_ARNS names its topics (or `*` in development):
@@ -83,7 +109,7 @@ export const requireSesIntake = Effect.gen(function* () {
 })
 
 /** The generic JSON form, authenticated by BOUNCE_WEBHOOK_SECRET in `X-Bounce-Secret` (constant time). */
-export const authenticateGeneric = (presented: string | undefined) => Effect.gen(function* () {
+export const authenticateGeneric = Effect.fnUntraced(function* (presented: string | undefined) {
   const config = yield* Config
   const secret = config.providers.bounces.secret
   if (secret === undefined) return yield* new BounceIntakeDisabled()
@@ -92,23 +118,35 @@ export const authenticateGeneric = (presented: string | undefined) => Effect.gen
   }
 })
 
-export const receiveGeneric = (body: { delivery_id?: string; message_id?: string; recipient: string; bounce_type: "hard" | "soft" }) =>
-  Effect.gen(function* () {
-    if (body.delivery_id === undefined && body.message_id === undefined) {
-      return yield* new InvalidRequest({ detail: "Name the delivery: delivery_id or message_id" })
-    }
-    const outcome = yield* recordBounce({
-      refs: body.delivery_id !== undefined ? [{ deliveryId: body.delivery_id }] : [{ messageId: body.message_id! }],
-      recipient: body.recipient, bounceType: body.bounce_type, source: "generic",
-    })
-    if (!outcome.matched) return yield* new DeliveryNotFound({ detail: "No delivery of ours to that recipient has this id" })
-    return { delivery_id: outcome.deliveryId, bounce_type: body.bounce_type, duplicate: outcome.duplicate, suppressed: outcome.suppressed }
+export const receiveGeneric = Effect.fnUntraced(function* (body: {
+  delivery_id?: string
+  message_id?: string
+  recipient: string
+  bounce_type: "hard" | "soft"
+}) {
+  if (body.delivery_id === undefined && body.message_id === undefined) {
+    return yield* new InvalidRequest({ detail: "Name the delivery: delivery_id or message_id" })
+  }
+  const outcome = yield* recordBounce({
+    refs: body.delivery_id !== undefined ? [{ deliveryId: body.delivery_id }] : [{ messageId: body.message_id! }],
+    recipient: body.recipient,
+    bounceType: body.bounce_type,
+    source: "generic",
   })
+  if (!outcome.matched)
+    return yield* new DeliveryNotFound({ detail: "No delivery of ours to that recipient has this id" })
+  return {
+    delivery_id: outcome.deliveryId,
+    bounce_type: body.bounce_type,
+    duplicate: outcome.duplicate,
+    suppressed: outcome.suppressed,
+  }
+})
 
 const decodeSes = Schema.decodeUnknownEffect(Schema.fromJsonString(SesNotification))
 
 /** SES: Permanent is a hard bounce; Transient and Undetermined are soft. */
-const bounceTypeOf = (sesType: string): "hard" | "soft" => sesType === "Permanent" ? "hard" : "soft"
+const bounceTypeOf = (sesType: string): "hard" | "soft" => (sesType === "Permanent" ? "hard" : "soft")
 
 /**
  * How an SES notification names our delivery (decisions, "Bounces: tying a bounce to an
@@ -126,9 +164,10 @@ const sesRefs = (mail: SesNotification["mail"]) => {
 }
 
 /** Says which SES setting a notification without our header needs, when nothing else matched. */
-export const MISSING_HEADERS_WARNING = "SES bounce notification without the X-Authservice-Delivery-Id header matched no delivery: "
-  + "turn on \"Include original headers\" for the identity's bounce notifications (SES console: the identity's "
-  + "Notifications, Feedback notifications; API: SetIdentityHeadersInNotificationsEnabled, NotificationType Bounce)"
+export const MISSING_HEADERS_WARNING =
+  "SES bounce notification without the X-Authservice-Delivery-Id header matched no delivery: " +
+  "turn on \"Include original headers\" for the identity's bounce notifications (SES console: the identity's " +
+  "Notifications, Feedback notifications; API: SetIdentityHeadersInNotificationsEnabled, NotificationType Bounce)"
 
 /**
  * Amazon SES through SNS: the SNS message is verified (signature, certificate host, topic),
@@ -137,7 +176,7 @@ export const MISSING_HEADERS_WARNING = "SES bounce notification without the X-Au
  * without our header that matched nothing is logged as a warning naming the SES setting.
  * Anything else verified is acknowledged (200), so SNS does not retry it.
  */
-export const receiveSns = (message: SnsMessage) => Effect.gen(function* () {
+export const receiveSns = Effect.fnUntraced(function* (message: SnsMessage) {
   const config = yield* Config
   const snsUrlPrefix = config.providers.bounces.snsUrlPrefix
   const snsTopicArns = yield* requireSesIntake
@@ -154,17 +193,26 @@ export const receiveSns = (message: SnsMessage) => Effect.gen(function* () {
   const ses = yield* decodeSes(message.Message).pipe(Effect.option)
   if (ses._tag === "None") return { type: message.Type, processed: 0 }
   const n = ses.value
-  if ((n.notificationType ?? n.eventType) !== "Bounce" || n.bounce === undefined) return { type: message.Type, processed: 0 }
+  if ((n.notificationType ?? n.eventType) !== "Bounce" || n.bounce === undefined)
+    return { type: message.Type, processed: 0 }
   const { withHeader, refs } = sesRefs(n.mail)
   let processed = 0
   let matched = false
   for (const r of n.bounce.bouncedRecipients) {
-    const outcome = yield* recordBounce({ refs, recipient: r.emailAddress, bounceType: bounceTypeOf(n.bounce.bounceType), source: "ses" })
+    const outcome = yield* recordBounce({
+      refs,
+      recipient: r.emailAddress,
+      bounceType: bounceTypeOf(n.bounce.bounceType),
+      source: "ses",
+    })
     matched ||= outcome.matched
     if (outcome.matched && !outcome.duplicate) processed += 1
   }
   if (!withHeader && !matched) {
-    yield* Effect.logWarning(MISSING_HEADERS_WARNING, { topic_arn: message.TopicArn, ses_message_id: n.mail.messageId ?? null })
+    yield* Effect.logWarning(MISSING_HEADERS_WARNING, {
+      topic_arn: message.TopicArn,
+      ses_message_id: n.mail.messageId ?? null,
+    })
   }
   return { type: message.Type, processed }
 })

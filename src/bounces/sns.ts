@@ -70,7 +70,8 @@ export const snsCertificateUrl = (url: string, testPrefix: string | undefined): 
   const parsed = new URL(url)
   if (parsed.href !== url || parsed.search !== "" || parsed.hash !== "") return undefined
   // Under the test prefix the certificate sits in the prefix's folder, with SNS's file name.
-  const path = testPrefix !== undefined && url.startsWith(testPrefix) ? `/${url.slice(testPrefix.length)}` : parsed.pathname
+  const path =
+    testPrefix !== undefined && url.startsWith(testPrefix) ? `/${url.slice(testPrefix.length)}` : parsed.pathname
   return CERT_PATH.test(path) ? url : undefined
 }
 
@@ -82,18 +83,22 @@ const MAX_CERT_BYTES = 16 * 1024
  */
 export const CERTIFICATE_CACHE_CAPACITY = 16
 
-const fetchText = (url: string, maxBytes: number) => Effect.tryPromise({
-  try: async () => {
-    const res = await fetch(url, { redirect: "error", signal: AbortSignal.timeout(5_000) })
-    if (!res.ok) throw new Error(`status ${res.status}`)
-    const text = await res.text()
-    if (text.length > maxBytes) throw new Error("too large")
-    return text
-  },
-  catch: (e) => new BounceSourceRejected({ detail: `could not fetch ${new URL(url).origin}: ${e instanceof Error ? e.message : "failed"}` }),
-})
+const fetchText = (url: string, maxBytes: number) =>
+  Effect.tryPromise({
+    try: async () => {
+      const res = await fetch(url, { redirect: "error", signal: AbortSignal.timeout(5_000) })
+      if (!res.ok) throw new Error(`status ${res.status}`)
+      const text = await res.text()
+      if (text.length > maxBytes) throw new Error("too large")
+      return text
+    },
+    catch: (e) =>
+      new BounceSourceRejected({
+        detail: `could not fetch ${new URL(url).origin}: ${e instanceof Error ? e.message : "failed"}`,
+      }),
+  })
 
-const fetchCertificate = (url: string) => Effect.gen(function* () {
+const fetchCertificate = Effect.fnUntraced(function* (url: string) {
   const pem = yield* fetchText(url, MAX_CERT_BYTES)
   try {
     new X509Certificate(pem)
@@ -103,16 +108,18 @@ const fetchCertificate = (url: string) => Effect.gen(function* () {
   return pem
 })
 
-const certificates = Effect.runSync(Cache.makeWith(fetchCertificate, {
-  capacity: CERTIFICATE_CACHE_CAPACITY,
-  timeToLive: (exit) => (Exit.isSuccess(exit) ? Duration.infinity : Duration.zero),
-}))
+const certificates = Effect.runSync(
+  Cache.makeWith(fetchCertificate, {
+    capacity: CERTIFICATE_CACHE_CAPACITY,
+    timeToLive: (exit) => (Exit.isSuccess(exit) ? Duration.infinity : Duration.zero),
+  }),
+)
 
 /** Certificates held by this process (tests: the bound). */
 export const certificateCacheSize = Cache.size(certificates)
 
 /** Verifies an SNS message's signature; fails with BounceSourceRejected (nothing is done). */
-export const verifySnsMessage = (m: SnsMessage, testPrefix: string | undefined) => Effect.gen(function* () {
+export const verifySnsMessage = Effect.fnUntraced(function* (m: SnsMessage, testPrefix: string | undefined) {
   const certUrl = snsCertificateUrl(m.SigningCertURL, testPrefix)
   if (certUrl === undefined) {
     return yield* new BounceSourceRejected({ detail: "SigningCertURL is not an Amazon SNS certificate URL" })
@@ -130,7 +137,7 @@ export const verifySnsMessage = (m: SnsMessage, testPrefix: string | undefined) 
 })
 
 /** Confirms a subscription by visiting its SubscribeURL (same host rule as the certificate). */
-export const confirmSubscription = (m: SnsMessage, testPrefix: string | undefined) => Effect.gen(function* () {
+export const confirmSubscription = Effect.fnUntraced(function* (m: SnsMessage, testPrefix: string | undefined) {
   const url = m.SubscribeURL
   if (url === undefined || !allowedSnsUrl(url, testPrefix)) {
     return yield* new BounceSourceRejected({ detail: "SubscribeURL is not an Amazon SNS URL" })

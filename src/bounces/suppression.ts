@@ -8,7 +8,13 @@ import * as repo from "./repo.js"
  * The caller still answers identically and enqueues the no-op mail job.
  */
 export const isAddressSuppressed = (input: {
-  readonly workspaceId: string; readonly environmentId: string; readonly address: string; readonly userFlag: boolean | undefined
-}) => input.userFlag === true
-  ? Effect.succeed(true)
-  : Effect.flatMap(recipientHashes(input.workspaceId, input.address), (hashes) => repo.isSuppressed(input.environmentId, hashes.all))
+  readonly workspaceId: string
+  readonly environmentId: string
+  readonly address: string
+  readonly userFlag: boolean | undefined
+}) =>
+  input.userFlag === true
+    ? Effect.succeed(true)
+    : Effect.flatMap(recipientHashes(input.workspaceId, input.address), (hashes) =>
+        repo.isSuppressed(input.environmentId, hashes.all),
+      )

@@ -1,6 +1,8 @@
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as oidc from "openid-client"
+import { CliUsage } from "../operator/commands.js"
+import { describeUnknown, errorChain } from "../platform/start-failure.js"
 
 /**
  * `npm run -s cli -- login --issuer URL --client-id ID [--port 8976] [--scope "..."]`: what an
@@ -20,63 +22,142 @@ export interface LoginOptions {
   readonly announce: (authorizeUrl: string) => void
 }
 
-export class LoginUsage extends Error {}
+/** `login` as the command list and its --help show it. */
+export const LOGIN_COMMAND = {
+  name: "login",
+  synopsis: 'login --issuer URL --client-id ID [--port 8976] [--scope "openid email offline_access"]',
+  description:
+    "Signs a user in as an application would (Authorization Code + PKCE S256, state and nonce): listens on http://127.0.0.1:PORT/callback (register that redirect URI on a web_spa client), prints the authorize URL on stderr, waits up to 5 minutes for the browser to come back, exchanges the code and prints the token response with the ID token's claims as one JSON object on stdout. Needs a running server, no database.",
+  example: 'login --issuer "$(jq -r .issuer .data/bootstrap.json)" --client-id "$CLIENT_ID" > .data/tokens.json',
+} as const
 
-export const LOGIN_USAGE = "npm run -s cli -- login --issuer URL --client-id ID [--port 8976] [--scope \"openid email offline_access\"]"
+const FLAGS = new Set(["issuer", "client-id", "port", "scope"])
+
+const usageLine = `usage: npm run cli -- ${LOGIN_COMMAND.synopsis} (npm run cli -- login --help for more)`
 
 export const parseLoginFlags = (flags: ReadonlyArray<string>): Omit<LoginOptions, "announce" | "timeoutMs"> => {
   const values: Record<string, string> = {}
   for (let i = 0; i < flags.length; i++) {
     const flag = flags[i]!
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(flag)
-    if (!m) throw new LoginUsage(`unexpected argument "${flag}"; usage: ${LOGIN_USAGE}`)
-    values[m[1]!] = m[2] ?? flags[++i] ?? ""
+    if (!m || !FLAGS.has(m[1]!)) throw new CliUsage(`unknown argument "${flag}"; ${usageLine}`)
+    const value = m[2] ?? flags[++i]
+    if (value === undefined) throw new CliUsage(`--${m[1]} needs a value; ${usageLine}`)
+    values[m[1]!] = value
   }
   const issuer = values["issuer"]
   const clientId = values["client-id"]
-  if (!issuer || !/^https?:\/\//.test(issuer) || !clientId) throw new LoginUsage(`--issuer (an http(s) URL) and --client-id are required; usage: ${LOGIN_USAGE}`)
+  if (!issuer || !/^https?:\/\//.test(issuer) || !clientId)
+    throw new CliUsage(`--issuer (an http(s) URL) and --client-id are required; ${usageLine}`)
   const port = Number(values["port"] ?? "8976")
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new LoginUsage(`--port must be a TCP port number; usage: ${LOGIN_USAGE}`)
+  if (!/^\d+$/.test(values["port"] ?? "8976") || port > 65535)
+    throw new CliUsage(`--port must be a TCP port number; ${usageLine}`)
   return { issuer, clientId, port, scope: values["scope"] ?? "openid email offline_access" }
 }
+
+/** Why a request to the issuer failed, from the bottom of the error's chain (fetch says only "fetch failed"). */
+const unreachable = (url: string, error: unknown) => {
+  const codes: Record<string, string> = {
+    ECONNREFUSED: "connection refused (is the server running? npm start)",
+    ENOTFOUND: "the host name does not resolve",
+    EAI_AGAIN: "the host name does not resolve (EAI_AGAIN)",
+    ETIMEDOUT: "no answer (ETIMEDOUT)",
+    ECONNRESET: "the connection was reset (ECONNRESET)",
+    EHOSTUNREACH: "the host is unreachable",
+  }
+  const chain = errorChain(error)
+  const coded = chain.find(
+    (e): e is { code: string } =>
+      typeof (e as { code?: unknown }).code === "string" && (e as { code: string }).code in codes,
+  )
+  const why = coded ? codes[coded.code]! : describeUnknown(chain.at(-1))
+  return new LoginFailed(`cannot reach the issuer at ${url}: ${why}`)
+}
+
+export class LoginFailed extends Error {}
 
 export const login = async (options: LoginOptions) => {
   const issuerUrl = new URL(options.issuer)
   // http is only for a local issuer (the development default); openid-client refuses it otherwise.
   const insecure = issuerUrl.protocol === "http:"
-  const config = await oidc.discovery(issuerUrl, options.clientId, undefined, oidc.None(), insecure ? { execute: [oidc.allowInsecureRequests] } : undefined)
+  const discoveryUrl = `${options.issuer.replace(/\/+$/, "")}/.well-known/openid-configuration`
+  const config = await oidc
+    .discovery(
+      issuerUrl,
+      options.clientId,
+      undefined,
+      oidc.None(),
+      insecure ? { execute: [oidc.allowInsecureRequests] } : undefined,
+    )
+    .catch((e: unknown) => {
+      // An answer that is not a discovery document (a 404 of an unknown Environment, ...) is not "unreachable".
+      const status = (e as { response?: { status?: unknown } }).response?.status
+      throw typeof status === "number"
+        ? new LoginFailed(
+            `the issuer at ${discoveryUrl} answered HTTP ${status}: check --issuer (the "issuer" of bootstrap.json)`,
+          )
+        : unreachable(discoveryUrl, e)
+    })
   const verifier = oidc.randomPKCECodeVerifier()
   const state = oidc.randomState()
   const nonce = oidc.randomNonce()
 
   let resolveCallback!: (url: URL) => void
-  const callback = new Promise<URL>((resolve) => { resolveCallback = resolve })
+  const callback = new Promise<URL>((resolve) => {
+    resolveCallback = resolve
+  })
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", `http://127.0.0.1:${(server.address() as AddressInfo).port}`)
     if (url.pathname !== "/callback") return void res.writeHead(404).end()
-    res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" })
-      .end("<!doctype html><title>Signed in</title><p>Signed in. You can close this tab and return to the terminal.</p>")
+    res
+      .writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" })
+      .end(
+        "<!doctype html><title>Signed in</title><p>Signed in. You can close this tab and return to the terminal.</p>",
+      )
     resolveCallback(url)
   })
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
+    server.once("error", (e: NodeJS.ErrnoException) =>
+      reject(
+        e.code === "EADDRINUSE"
+          ? new LoginFailed(
+              `port ${options.port} on 127.0.0.1 is in use: choose another with --port (and register that redirect URI)`,
+            )
+          : e,
+      ),
+    )
     server.listen(options.port, "127.0.0.1", resolve)
   })
   try {
     const redirectUri = `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`
     const authorizeUrl = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: redirectUri, scope: options.scope, state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256",
+      redirect_uri: redirectUri,
+      scope: options.scope,
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
     })
     options.announce(authorizeUrl.href)
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no callback within ${Math.round(options.timeoutMs / 1000)} s`)), options.timeoutMs)
+      timer = setTimeout(
+        () => reject(new Error(`no callback within ${Math.round(options.timeoutMs / 1000)} s`)),
+        options.timeoutMs,
+      )
     })
     const returned = await Promise.race([callback, timeout]).finally(() => clearTimeout(timer))
     const error = returned.searchParams.get("error")
-    if (error) throw new Error(`the issuer answered ${error}${returned.searchParams.get("error_description") ? `: ${returned.searchParams.get("error_description")}` : ""}`)
-    const tokens = await oidc.authorizationCodeGrant(config, returned, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: options.scope.split(" ").includes("openid") })
+    if (error)
+      throw new Error(
+        `the issuer answered ${error}${returned.searchParams.get("error_description") ? `: ${returned.searchParams.get("error_description")}` : ""}`,
+      )
+    const tokens = await oidc.authorizationCodeGrant(config, returned, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: options.scope.split(" ").includes("openid"),
+    })
     return { ...tokens, claims: tokens.claims() ?? null }
   } finally {
     server.closeAllConnections()

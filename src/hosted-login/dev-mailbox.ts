@@ -4,7 +4,7 @@ import { HttpServerRequest } from "effect/http"
 import { NotFound } from "../http/errors.js"
 import { route } from "../http/route.js"
 import { Config } from "../platform/config.js"
-import { Mailer } from "../platform/mailer.js"
+import { DEV_MAILBOX_PATH, Mailer } from "../platform/mailer.js"
 import { normalizeIp } from "../platform/trust-proxy.js"
 import { escapeHtml, htmlPage } from "./page.js"
 
@@ -51,14 +51,18 @@ const mailbox = Effect.gen(function* () {
   if (!(yield* devMailboxEnabled) || !(yield* callerIsLocal)) return yield* new NotFound({})
   const mailer = yield* Mailer
   const messages = mailer.sent().slice(-SHOWN).reverse()
-  const items = messages.map((m) => `<li><p><strong>${escapeHtml(m.to)}</strong>: ${escapeHtml(m.subject)}</p><pre>${escapeHtml(m.text)}</pre></li>`)
-  return htmlPage("Development mailbox", `<main id="dev-mailbox" class="card">
+  const items = messages.map(
+    (m) =>
+      `<li><p><strong>${escapeHtml(m.to)}</strong>: ${escapeHtml(m.subject)}</p><pre>${escapeHtml(m.text)}</pre></li>`,
+  )
+  return htmlPage(
+    "Development mailbox",
+    `<main id="dev-mailbox" class="card">
   <h1>Development mailbox</h1>
   <p class="muted">Messages kept in memory by the development mailer (no SMTP_URL). Newest first; reload for new ones.</p>
   ${items.length === 0 ? "<p>No messages yet.</p>" : `<ol>${items.join("")}</ol>`}
-</main>`)
+</main>`,
+  )
 })
-
-export const DEV_MAILBOX_PATH = "/login/dev-mailbox"
 
 export const devMailboxRoutes = [route("GET", DEV_MAILBOX_PATH, mailbox)]

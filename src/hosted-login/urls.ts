@@ -4,6 +4,10 @@ import type { ReturnTarget } from "./error-return.js"
 export const HOSTED_LOGIN_PATH = "/login"
 export const HANDOFF_PATH = "/login/continue"
 export const ERROR_PATH = "/login/error"
+/** The page's script completes a real sign-in here (it also starts the Hosted Login session: ./sso.ts). */
+export const COMPLETE_PATH = "/login/complete"
+/** The page's script continues as this browser's Hosted Login session's user here. */
+export const CONTINUE_AS_PATH = "/login/continue-as"
 
 /** Where /oauth2/authorize sends the browser: the one-time hand-off that sets the binding cookie. */
 export const hostedLoginHandoffUrl = (interactionOrigin: string, handoffToken: string) =>
@@ -19,7 +23,7 @@ export const hostedLoginErrorUrl = (interactionOrigin: string, error: string, ta
   if (target !== undefined) {
     query.set("client_id", target.clientId)
     query.set("redirect_uri", target.redirectUri)
-    query.set("state", target.state)
+    if (target.state !== undefined) query.set("state", target.state)
   }
   return `${interactionOrigin}${ERROR_PATH}?${query.toString()}`
 }

@@ -23,14 +23,27 @@ export interface RequestLine {
 export const logRequest = (config: AppConfig, line: RequestLine) => {
   const path = redactText(line.url.split("?")[0]!)
   if (config.production) {
-    process.stdout.write(JSON.stringify({
-      time: new Date(line.at).toISOString(), level: "info", msg: "request", request_id: line.requestId,
-      ...(line.traceId ? { trace_id: line.traceId } : {}),
-      ...(line.inbound ? { inbound_request_id: redactText(line.inbound.slice(0, 128)) } : {}),
-      method: line.method, surface: line.surface, host: line.host === undefined ? undefined : redactText(line.host.slice(0, 255)), route: line.route, path,
-      status: line.status, duration_ms: Math.round(line.duration * 10) / 10, ...(line.limit ? { limit: line.limit } : {}),
-    }) + "\n")
+    process.stdout.write(
+      JSON.stringify({
+        time: new Date(line.at).toISOString(),
+        level: "info",
+        msg: "request",
+        request_id: line.requestId,
+        ...(line.traceId ? { trace_id: line.traceId } : {}),
+        ...(line.inbound ? { inbound_request_id: redactText(line.inbound.slice(0, 128)) } : {}),
+        method: line.method,
+        surface: line.surface,
+        host: line.host === undefined ? undefined : redactText(line.host.slice(0, 255)),
+        route: line.route,
+        path,
+        status: line.status,
+        duration_ms: Math.round(line.duration * 10) / 10,
+        ...(line.limit ? { limit: line.limit } : {}),
+      }) + "\n",
+    )
   } else {
-    process.stdout.write(`${line.method} ${line.host ?? "-"}${path} ${line.status} ${line.duration.toFixed(1)}ms ${line.requestId}${line.limit ? ` limit=${line.limit}` : ""}\n`)
+    process.stdout.write(
+      `${line.method} ${line.host ?? "-"}${path} ${line.status} ${line.duration.toFixed(1)}ms ${line.requestId}${line.limit ? ` limit=${line.limit}` : ""}\n`,
+    )
   }
 }

@@ -11,9 +11,10 @@ export interface ProblemEntry {
 
 /**
  * THE table: every typed error (by `_tag`) and the Problem Details it becomes.
- * Nothing else writes error bodies. Features add their errors here.
+ * Nothing else writes error bodies. Features add their errors here: a route's error channel is
+ * `Refusal` (below), so a route that can fail with an error missing here does not compile.
  */
-export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
+export const PROBLEMS = {
   // shared (src/http/errors.ts)
   InvalidRequest: { status: 400, code: "invalid_request", title: "Invalid request" },
   InvalidRequestBody: { status: 400, code: "invalid_request_body", title: "Invalid request body" },
@@ -28,7 +29,12 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   Forbidden: { status: 403, code: "forbidden", title: "Forbidden" },
   Conflict: { status: 409, code: "conflict", title: "Conflict" },
   PreconditionFailed: { status: 412, code: "precondition_failed", title: "Precondition failed" },
-  IdempotencyKeyConflict: { status: 409, code: "idempotency_key_conflict", title: "Idempotency key reused with a different request" },
+  PreconditionRequired: { status: 428, code: "precondition_required", title: "If-Match required" },
+  IdempotencyKeyConflict: {
+    status: 409,
+    code: "idempotency_key_conflict",
+    title: "Idempotency key reused with a different request",
+  },
   RateLimited: { status: 429, code: "rate_limited", title: "Too many requests" },
   OriginNotAllowed: { status: 403, code: "origin_not_allowed", title: "Origin not allowed" },
   ServiceUnavailable: { status: 503, code: "service_unavailable", title: "Service unavailable" },
@@ -36,23 +42,40 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   InvalidWebhookUrl: { status: 400, code: "invalid_request", title: "Webhook URL not allowed" },
   InvalidEventTypes: { status: 400, code: "invalid_request", title: "Invalid event types" },
   WebhookNotFound: { status: 404, code: "not_found", title: "Webhook not found" },
+  WebhookDeliveryNotFound: { status: 404, code: "not_found", title: "Webhook delivery not found" },
   // login, front half (src/login/transactions, src/login/email-otp)
   AuthTransactionNotFound: { status: 404, code: "auth_transaction_not_found", title: "Login transaction not found" },
   AuthTransactionExpired: { status: 410, code: "auth_transaction_expired", title: "Login transaction expired" },
-  TransactionNotAuthenticated: { status: 409, code: "transaction_not_authenticated", title: "Login transaction not authenticated" },
-  InvalidTransactionState: { status: 409, code: "invalid_transaction_state", title: "Operation not allowed in the transaction's status" },
+  TransactionNotAuthenticated: {
+    status: 409,
+    code: "transaction_not_authenticated",
+    title: "Login transaction not authenticated",
+  },
+  InvalidTransactionState: {
+    status: 409,
+    code: "invalid_transaction_state",
+    title: "Operation not allowed in the transaction's status",
+  },
   AccessDenied: { status: 403, code: "access_denied", title: "Access denied" },
   InvalidSocialProof: { status: 400, code: "invalid_social_proof", title: "Social login proof missing or wrong" },
   InvalidCode: { status: 400, code: "invalid_code", title: "Invalid code" },
   ResendTooSoon: { status: 429, code: "resend_too_soon", title: "Resend too soon" },
   NewUserCreationBlocked: { status: 403, code: "new_user_creation_blocked", title: "New user creation blocked" },
   // passkeys and /me (src/passkeys, src/me)
-  WebAuthnVerificationFailed: { status: 400, code: "webauthn_verification_failed", title: "WebAuthn verification failed" },
+  WebAuthnVerificationFailed: {
+    status: 400,
+    code: "webauthn_verification_failed",
+    title: "WebAuthn verification failed",
+  },
   ReauthenticationRequired: { status: 403, code: "reauthentication_required", title: "Fresh authentication required" },
   BearerTokenMissing: { status: 401, code: "unauthorized", title: "Unauthorized" },
   PasskeyNotFound: { status: 400, code: "passkey_not_found", title: "Passkey not found" },
   IdentityNotFound: { status: 400, code: "identity_not_found", title: "Identity not found" },
-  LastFactorDeletionRequiresConfirmation: { status: 400, code: "last_factor_deletion_requires_confirmation", title: "Last authentication method" },
+  LastFactorDeletionRequiresConfirmation: {
+    status: 400,
+    code: "last_factor_deletion_requires_confirmation",
+    title: "Last authentication method",
+  },
   // OIDC issuer, back half (src/oidc/access-token): Bearer failures at UserInfo (and /me)
   AccessTokenRejected: { status: 401, code: "invalid_token", title: "Invalid token" },
   UserUnavailable: { status: 503, code: "user_unavailable", title: "User state temporarily unavailable" },
@@ -65,7 +88,6 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   EmailAlreadyRegistered: { status: 409, code: "email_already_registered", title: "Email already registered" },
   // management core (src/management/workspaces, projects, environments, api-keys)
   SlugTaken: { status: 409, code: "slug_taken", title: "Slug already in use" },
-  PreconditionRequired: { status: 428, code: "precondition_required", title: "If-Match required" },
   NoLegacyRpId: { status: 409, code: "no_legacy_rp_id", title: "No legacy RP ID to disable" },
   ScopesExceedCaller: { status: 403, code: "insufficient_scope", title: "Insufficient scope" },
   // management apps (src/management/clients, connections, domains)
@@ -94,10 +116,26 @@ export const PROBLEMS: Readonly<Record<string, ProblemEntry>> = {
   ProviderUnavailable: { status: 503, code: "provider_unavailable", title: "Identity provider unavailable" },
   InvalidLinkCode: { status: 400, code: "invalid_link_code", title: "Link code unknown, used or expired" },
   IdentityAlreadyLinked: { status: 409, code: "identity_already_linked", title: "Identity linked to another user" },
-  ProviderAlreadyLinked: { status: 409, code: "provider_already_linked", title: "An identity of this provider is already linked" },
+  ProviderAlreadyLinked: {
+    status: 409,
+    code: "provider_already_linked",
+    title: "An identity of this provider is already linked",
+  },
   // Prometheus endpoint (src/platform/observability)
   MetricsTokenRequired: { status: 401, code: "unauthorized", title: "Unauthorized" },
-}
+} as const satisfies Readonly<Record<string, ProblemEntry>>
+
+/** The `_tag` of every error the table knows. */
+export type ProblemTag = keyof typeof PROBLEMS
+
+/**
+ * What a route may fail with: an error the table turns into Problem Details, or an OAuth error
+ * body. Anything else a route meets (a database failure, a broken invariant) is a defect,
+ * answered 503 when the database refused and 500 otherwise (src/http/app.ts, renderFailure).
+ */
+export type Refusal = { readonly _tag: ProblemTag } | OAuthError
+
+export const isProblemTag = (tag: string): tag is ProblemTag => Object.hasOwn(PROBLEMS, tag)
 
 /** OAuth error code -> HTTP status (spec: "OAuth error responses"). */
 export const OAUTH_STATUS: Readonly<Record<OAuthError["error"], number>> = {
@@ -118,22 +156,26 @@ export const PROBLEM_TYPE_BASE = "https://authservice.dev/problems/"
  * A Problem Details answer. `extensions` are extension members (RFC 9457 section 3.2), e.g.
  * `limit` of a 429 (the limit that refused).
  */
-export const problemResponse = (entry: ProblemEntry, detail?: string, headers?: Record<string, string>, extensions?: Record<string, string>) =>
-  Effect.gen(function* () {
-    const request = yield* CurrentRequest
-    return HttpServerResponse.jsonUnsafe(
-      {
-        type: `${PROBLEM_TYPE_BASE}${entry.code}`,
-        title: entry.title,
-        status: entry.status,
-        code: entry.code,
-        request_id: request?.requestId ?? "",
-        ...(detail !== undefined ? { detail } : {}),
-        ...extensions,
-      },
-      { status: entry.status, contentType: "application/problem+json", ...(headers ? { headers } : {}) },
-    )
-  })
+export const problemResponse = Effect.fnUntraced(function* (
+  entry: ProblemEntry,
+  detail?: string,
+  headers?: Record<string, string>,
+  extensions?: Record<string, unknown>,
+) {
+  const request = yield* CurrentRequest
+  return HttpServerResponse.jsonUnsafe(
+    {
+      type: `${PROBLEM_TYPE_BASE}${entry.code}`,
+      title: entry.title,
+      status: entry.status,
+      code: entry.code,
+      request_id: request?.requestId ?? "",
+      ...(detail !== undefined ? { detail } : {}),
+      ...extensions,
+    },
+    { status: entry.status, contentType: "application/problem+json", ...(headers ? { headers } : {}) },
+  )
+})
 
 /** Seconds a client should wait before retrying a 503 (a database restart or outage is short). */
 export const STORAGE_RETRY_AFTER_SECONDS = 1
@@ -145,8 +187,15 @@ export const STORAGE_RETRY_AFTER_SECONDS = 1
  */
 export const oauthRateLimitedResponse = (limit: string, retryAfterSeconds: number) =>
   HttpServerResponse.jsonUnsafe(
-    { error: "temporarily_unavailable", error_description: "Too many requests; retry after the time in Retry-After", limit },
-    { status: 429, headers: { "cache-control": "no-store", "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) } },
+    {
+      error: "temporarily_unavailable",
+      error_description: "Too many requests; retry after the time in Retry-After",
+      limit,
+    },
+    {
+      status: 429,
+      headers: { "cache-control": "no-store", "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+    },
   )
 
 export const oauthErrorResponse = (error: OAuthError) => {

@@ -33,7 +33,13 @@ export interface StaticAnswer {
 
 export interface StaticAnswersApi {
   /** Remembers (or refreshes) the answer of `path` of an Environment; returns it with its ETag. */
-  readonly remember: (environmentId: string, path: string, body: string, headers: Readonly<Record<string, string>>, nowMs: number) => StaticAnswer
+  readonly remember: (
+    environmentId: string,
+    path: string,
+    body: string,
+    headers: Readonly<Record<string, string>>,
+    nowMs: number,
+  ) => StaticAnswer
   /** The live answer for the request target `/e/{id}{path}`, if remembered. */
   readonly lookup: (target: string, nowMs: number) => StaticAnswer | undefined
   readonly size: () => number
@@ -60,12 +66,13 @@ export const makeStaticAnswers = (): StaticAnswersApi => {
       const key = `/e/${environmentId}${path}`
       const previous = entries.get(key)
       const bytes = Buffer.from(body)
-      const same = previous !== undefined && previous.body.equals(bytes)
+      // The same bytes keep their ETag (and the headers they were first answered with).
+      const kept = previous?.body.equals(bytes) ? previous : undefined
       const answer: StaticAnswer = {
         path,
-        body: same ? previous.body : bytes,
-        etag: same ? previous.etag : etagOf(bytes),
-        headers: same ? previous.headers : headers,
+        body: kept?.body ?? bytes,
+        etag: kept?.etag ?? etagOf(bytes),
+        headers: kept?.headers ?? headers,
         expiresAt: nowMs + TTL_MS,
       }
       entries.delete(key)
@@ -99,7 +106,12 @@ export const matchesIfNoneMatch = (header: string | undefined, etag: string) => 
  * Writes a remembered answer (200, or 304 when If-None-Match matches; HEAD without the body).
  * The caller has checked method, host and target.
  */
-export const writeStaticAnswer = (request: IncomingMessage, response: ServerResponse, answer: StaticAnswer, requestId: string) => {
+export const writeStaticAnswer = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  answer: StaticAnswer,
+  requestId: string,
+) => {
   const notModified = matchesIfNoneMatch(request.headers["if-none-match"], answer.etag)
   const headers: Record<string, string | number> = { ...answer.headers, etag: answer.etag, "x-request-id": requestId }
   if (notModified) {
@@ -116,19 +128,29 @@ export const writeStaticAnswer = (request: IncomingMessage, response: ServerResp
 }
 
 /** The Effect path's answer from the same memory: identical headers and ETag, 304 on a match. */
-export const staticResponse = (ifNoneMatch: string | undefined, answer: StaticAnswer): HttpServerResponse.HttpServerResponse => {
+export const staticResponse = (
+  ifNoneMatch: string | undefined,
+  answer: StaticAnswer,
+): HttpServerResponse.HttpServerResponse => {
   const { "content-type": contentType, ...rest } = answer.headers
   if (matchesIfNoneMatch(ifNoneMatch, answer.etag)) {
     return HttpServerResponse.empty({ status: 304, headers: { ...rest, etag: answer.etag } })
   }
-  return HttpServerResponse.uint8Array(answer.body, { contentType: contentType ?? "application/json", headers: { ...rest, etag: answer.etag } })
+  return HttpServerResponse.uint8Array(answer.body, {
+    contentType: contentType ?? "application/json",
+    headers: { ...rest, etag: answer.etag },
+  })
 }
 
 /**
  * Answers a public document through the memory: remembers `body` for the request's
  * Environment and path, then answers it (as the listener will for the next requests).
  */
-export const answerStatic = (path: string, body: string, headers: Readonly<Record<string, string>>) => Effect.gen(function* () {
+export const answerStatic = Effect.fnUntraced(function* (
+  path: string,
+  body: string,
+  headers: Readonly<Record<string, string>>,
+) {
   const env = yield* CurrentEnvironment
   const request = yield* HttpServerRequest.HttpServerRequest
   const answers = yield* StaticAnswers

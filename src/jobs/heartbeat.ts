@@ -26,9 +26,11 @@ export interface HeartbeatOptions {
 export const DEFAULT_HEARTBEAT: HeartbeatOptions = { intervalMs: 5_000, staleAfterMs: 30_000 }
 
 export const beat = (processId: string, workerIds: ReadonlyArray<string>) =>
-  SqlClient.SqlClient.use((sql) => sql`insert into worker_heartbeats (process_id, worker_ids, beat_at)
+  SqlClient.SqlClient.use(
+    (sql) => sql`insert into worker_heartbeats (process_id, worker_ids, beat_at)
     values (${processId}, ${workerIds as Array<string>}::text[], now())
-    on conflict (process_id) do update set worker_ids = excluded.worker_ids, beat_at = excluded.beat_at`).pipe(Effect.asVoid)
+    on conflict (process_id) do update set worker_ids = excluded.worker_ids, beat_at = excluded.beat_at`,
+  ).pipe(Effect.asVoid)
 
 /** A process that stops cleanly removes its row: its jobs were finished or handed back. */
 export const forget = (processId: string) =>
@@ -39,22 +41,28 @@ export const forget = (processId: string) =>
  * the database's clock). The rows are deleted in the same transaction, so of several processes
  * sweeping at once exactly one releases each dead process. Returns the worker ids released.
  */
-export const releaseStaleWorkers = (staleAfterMs: number) => Effect.gen(function* () {
+export const releaseStaleWorkers = Effect.fnUntraced(function* (staleAfterMs: number) {
   const sql = yield* SqlClient.SqlClient
-  return yield* sql.withTransaction(Effect.gen(function* () {
-    const rows = yield* sql<{ worker_ids: ReadonlyArray<string> }>`delete from worker_heartbeats
+  return yield* sql.withTransaction(
+    Effect.gen(function* () {
+      const rows = yield* sql<{ worker_ids: ReadonlyArray<string> }>`delete from worker_heartbeats
       where beat_at < now() - make_interval(secs => ${staleAfterMs / 1000}::float8) returning worker_ids`
-    const workerIds = rows.flatMap((r) => r.worker_ids)
-    if (workerIds.length > 0) yield* sql`select graphile_worker.force_unlock_workers(${workerIds as Array<string>}::text[])`
-    return workerIds
-  }))
-}).pipe(withCallSpan("jobs.releaseStaleWorkers"))
+      const workerIds = rows.flatMap((r) => r.worker_ids)
+      if (workerIds.length > 0)
+        yield* sql`select graphile_worker.force_unlock_workers(${workerIds as Array<string>}::text[])`
+      return workerIds
+    }),
+  )
+}, withCallSpan("jobs.releaseStaleWorkers"))
 
 /**
  * Releases the jobs locked by the given worker ids of this very process: a runner that
  * stopped (its database went away) is replaced by a new one with new ids, and the jobs the
  * old one had locked would otherwise wait for graphile-worker's 4-hour timeout.
  */
-export const releaseWorkers = (workerIds: ReadonlyArray<string>) => workerIds.length === 0
-  ? Effect.void
-  : SqlClient.SqlClient.use((sql) => sql`select graphile_worker.force_unlock_workers(${workerIds as Array<string>}::text[])`).pipe(Effect.asVoid)
+export const releaseWorkers = (workerIds: ReadonlyArray<string>) =>
+  workerIds.length === 0
+    ? Effect.void
+    : SqlClient.SqlClient.use(
+        (sql) => sql`select graphile_worker.force_unlock_workers(${workerIds as Array<string>}::text[])`,
+      ).pipe(Effect.asVoid)

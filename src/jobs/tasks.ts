@@ -26,10 +26,16 @@ const runs = {
   // Export artifacts past their 15-minute download window are wiped.
   [TASKS.userExportsPurge.name]: () => Effect.asVoid(purgeExpiredExports),
   // Users pending deletion past USER_DELETION_RETENTION_DAYS are purged (docs/decisions/billing-bounces-retention.md).
-  [TASKS.usersPurgeDeleted.name]: () => Effect.flatMap(purgeDeletedUsers(), (r) => r.userIds.length + r.failedUserIds.length === 0 ? Effect.void
-    : Effect.logInfo("purged users pending deletion", {
-      count: r.userIds.length, audit_records_redacted: r.auditRecordsRedacted, failed: r.failedUserIds.length,
-    })),
+  [TASKS.usersPurgeDeleted.name]: () =>
+    Effect.flatMap(purgeDeletedUsers(), (r) =>
+      r.userIds.length + r.failedUserIds.length === 0
+        ? Effect.void
+        : Effect.logInfo("purged users pending deletion", {
+            count: r.userIds.length,
+            audit_records_redacted: r.auditRecordsRedacted,
+            failed: r.failedUserIds.length,
+          }),
+    ),
 } satisfies { readonly [Name in TaskName]: TaskRun<unknown> }
 
 /** The services the tasks run with (the application layer provides them to the worker). */
@@ -38,7 +44,8 @@ export type TaskServices = Effect.Services<ReturnType<(typeof runs)[TaskName]>>
 /** Every graphile-worker task, by identifier: exactly the tasks of TASKS. */
 export const tasks: { readonly [Name in TaskName]: TaskRun<TaskServices> } = runs
 
-const cron = (schedule: string, task: (typeof TASKS)[keyof typeof TASKS]) => `${schedule} ${task.name} ?max=${task.maxAttempts}`
+const cron = (schedule: string, task: (typeof TASKS)[keyof typeof TASKS]) =>
+  `${schedule} ${task.name} ?max=${task.maxAttempts}`
 
 /** graphile-worker crontab: housekeeping and the export purge every 5 minutes, the deleted-user purge hourly. */
 export const crontab = [

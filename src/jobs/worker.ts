@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events"
-import { Clock, Context, Effect, Exit, Layer } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Ref, Schedule, type Tracer } from "effect"
 import { SqlClient } from "effect/sql"
 import { run, type Runner, type Task, type WorkerEvents } from "graphile-worker"
 import pg from "pg"
@@ -7,30 +7,74 @@ import { Config } from "../platform/config.js"
 import { Crypto } from "../platform/crypto.js"
 import { DatabaseUrl } from "../platform/database.js"
 import { CurrentMetrics } from "../platform/observability/metrics.js"
-import { pauseRealTime } from "../platform/real-time.js"
+import { onRealClock } from "../platform/real-time.js"
 import { workerLogger } from "../platform/worker-logger.js"
-import { beat, DEFAULT_HEARTBEAT, forget, type HeartbeatOptions, releaseStaleWorkers, releaseWorkers } from "./heartbeat.js"
+import {
+  beat,
+  DEFAULT_HEARTBEAT,
+  forget,
+  type HeartbeatOptions,
+  releaseStaleWorkers,
+  releaseWorkers,
+} from "./heartbeat.js"
 import { crontab, tasks, type TaskServices } from "./tasks.js"
 import { withCallSpan } from "../platform/observability/span.js"
+import { spanOfTraceparent, traceparentOfPayload } from "../platform/observability/trace-context.js"
 
 /**
- * One job attempt: a root span (its own trace: jobs outlive the request that enqueued them),
+ * One job attempt: a consumer span, the child of the span that queued the job when its payload
+ * carries that span's `traceparent` (the request that queued a webhook delivery and the
+ * delivery are one trace), else a root span of its own (cron jobs, jobs queued untraced),
  * one log line with task, job id, attempt, outcome and duration (docs/architecture.md, Operability), and
  * the job counters. A failure is re-raised so graphile-worker schedules the retry.
  */
-const attempt = <E, R>(task: string, jobId: string, attemptNo: number, run: Effect.Effect<void, E, R>) => Effect.gen(function* () {
-  const metrics = yield* CurrentMetrics
-  const started = yield* Clock.currentTimeNanos
-  const exit = yield* Effect.exit(run)
-  const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
-  const outcome = Exit.isSuccess(exit) ? "completed" : "failed"
-  metrics.jobs.inc({ task, outcome })
-  metrics.jobDuration.observe({ task }, seconds)
-  const line = { task, job_id: jobId, attempt: attemptNo, outcome, duration_ms: Math.round(seconds * 10_000) / 10 }
-  if (Exit.isSuccess(exit)) yield* Effect.logInfo("job", line)
-  else yield* Effect.logWarning("job", line, exit.cause)
-  return yield* exit
-}).pipe(withCallSpan(`job ${task}`, { kind: "consumer", root: true, attributes: { "job.task": task, "job.id": jobId, "job.attempt": attemptNo } }))
+const attempt = Effect.fnUntraced(
+  function* <E, R>(
+    task: string,
+    jobId: string,
+    attemptNo: number,
+    run: Effect.Effect<void, E, R>,
+    _queuedBy: Tracer.ExternalSpan | undefined,
+  ): Effect.fn.Return<void, E, R> {
+    const metrics = yield* CurrentMetrics
+    const started = yield* Clock.currentTimeNanos
+    const exit = yield* Effect.exit(run)
+    const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
+    const outcome = Exit.isSuccess(exit) ? "completed" : "failed"
+    metrics.jobs.inc({ task, outcome })
+    metrics.jobDuration.observe({ task }, seconds)
+    const line = { task, job_id: jobId, attempt: attemptNo, outcome, duration_ms: Math.round(seconds * 10_000) / 10 }
+    if (Exit.isSuccess(exit)) yield* Effect.logInfo("job", line)
+    else yield* Effect.logWarning("job", line, exit.cause)
+    return yield* exit
+  },
+  (effect, task, jobId, attemptNo, _run, queuedBy) =>
+    effect.pipe(
+      withCallSpan(`job ${task}`, {
+        kind: "consumer",
+        ...(queuedBy === undefined ? { root: true } : { parent: queuedBy }),
+        attributes: { "job.task": task, "job.id": jobId, "job.attempt": attemptNo },
+      }),
+    ),
+)
+
+/** How long a runner's start waits for its notify listener and cron to be up. */
+const STARTUP_SETTLE_MS = 5_000
+
+/**
+ * Resolves once graphile-worker's notify listener has connected and its cron has started (they
+ * connect after `run` resolves), or after STARTUP_SETTLE_MS when the database makes them retry.
+ * A runner stopped before then has its pool ended under those connects, which graphile-worker
+ * reports as errors ("Cannot use a pool after calling end on the pool") on a clean Ctrl-C.
+ */
+const startupSettled = (events: WorkerEvents) => {
+  const seen = (name: "pool:listen:success" | "cron:started") =>
+    new Promise<void>((resolve) => events.once(name, () => resolve()))
+  return Promise.race([
+    Promise.all([seen("pool:listen:success"), seen("cron:started")]).then(() => undefined),
+    new Promise<void>((resolve) => setTimeout(resolve, STARTUP_SETTLE_MS).unref()),
+  ])
+}
 
 interface Running {
   readonly runner: Runner
@@ -42,9 +86,29 @@ interface Running {
   readonly startedAt: number
 }
 
+/** What the supervisor, the heartbeat and the shutdown share, in one `Ref`. */
+interface RunnerState {
+  /** The runner taking jobs. */
+  readonly current: Running
+  /**
+   * Ids of retired runners whose jobs are not yet released: they stay in the heartbeat row,
+   * so if this process dies first, another one's stale sweep releases them.
+   */
+  readonly retired: ReadonlyArray<string>
+  /** The worker's scope is closing: no runner is started any more. */
+  readonly stopping: boolean
+  /** The last heartbeat failed: the next one that succeeds marks the runner lost. */
+  readonly databaseWasDown: boolean
+}
+
 /** A runner lost sooner than this after its start counts as a quick loss (replacements back off). */
 const QUICK_LOSS_MS = 10_000
 
+/**
+ * Backoff between attempts to start a runner while the database does not answer, and between
+ * replacements of runners lost one after another: 500 ms, doubling, at most 10 s.
+ */
+const RESTART_BACKOFF = Schedule.min([Schedule.exponential("500 millis"), Schedule.spaced("10 seconds")])
 
 export class Worker extends Context.Service<Worker, { readonly current: () => Runner }>()("jobs/Worker") {}
 
@@ -53,169 +117,241 @@ export class Worker extends Context.Service<Worker, { readonly current: () => Ru
  * Stopping it (scope close) stops taking jobs and waits for running ones.
  * While it runs it beats (see ./heartbeat.ts) and releases the jobs of dead workers.
  */
-export const WorkerLive = (options: { concurrency?: number; pollInterval?: number; heartbeat?: HeartbeatOptions } = {}) =>
-  Layer.effect(Worker, Effect.gen(function* () {
-    const url = yield* DatabaseUrl
-    const sql = yield* SqlClient.SqlClient
-    const crypto = yield* Crypto
-    const context = yield* Effect.context<TaskServices>()
-    const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
-    const config = yield* Config
-    const concurrency = options.concurrency ?? config.workerConcurrency
-    // The job queue's pool is bounded like the application's (src/platform/bounded-pg-client.ts):
-    // a database that stops answering fails graphile-worker's queries instead of holding them.
-    const pgPool = yield* Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({
-        connectionString: url, max: concurrency + 2,
-        connectionTimeoutMillis: config.databaseConnectTimeoutMs, query_timeout: config.databaseStatementTimeoutMs,
-      }).on("error", () => {}).on("connect", (client) => client.on("error", () => {}))),
-      (pool) => Effect.promise(() => pool.end()))
-    const metrics = yield* CurrentMetrics
-    const reportPool = () => {
-      metrics.workerPool.set({ state: "total" }, pgPool.totalCount)
-      metrics.workerPool.set({ state: "idle" }, pgPool.idleCount)
-      metrics.workerPool.set({ state: "waiting" }, pgPool.waitingCount)
-    }
-    metrics.beforeScrape.add(reportPool)
-    yield* Effect.addFinalizer(() => Effect.sync(() => metrics.beforeScrape.delete(reportPool)))
-    const taskList: Record<string, Task> = {}
-    for (const [name, task] of Object.entries(tasks)) {
-      taskList[name] = (payload, helpers) => Effect.runPromiseWith(context)(attempt(name, helpers.job.id, helpers.job.attempts, task(payload)))
-    }
-    // The ids this process's jobs are locked under, for the heartbeat row: graphile-worker
-    // 0.18 locks by pool id (batched job fetch) and may lock by worker id.
-    // The OS process id is part of it, so an operator (or a test) can tell which process
-    // holds a job: worker_heartbeats maps it to the graphile-worker ids that lock jobs.
-    const processId = `wkp_${process.pid}_${yield* crypto.randomToken(16)}`
-    const events = new EventEmitter() as WorkerEvents
-    let starting: Array<string> = []
-    events.on("pool:create", ({ workerPool }) => { starting.push(workerPool.id) })
-    events.on("worker:create", ({ worker }) => { starting.push(worker.workerId) })
-    const start = async (): Promise<Running> => {
-      starting = []
-      const ids = starting
-      const runner = await run({
-        pgPool, taskList, crontab, logger: workerLogger, events,
-        concurrency, pollInterval: options.pollInterval ?? 1000, noHandleSignals: true,
-        // Batching (graphile-worker's performance options): finished jobs are completed (and
-        // failed ones failed) in one statement per 20 ms, not one round trip each. Its local
-        // queue (batch fetch) is left off: when the database restarts it throws from a timer
-        // while handing its jobs back, which ends the process (seen in test/faults).
-        preset: { worker: { completeJobBatchDelay: 20, failJobBatchDelay: 20 } },
+export const WorkerLive = (
+  options: { concurrency?: number; pollInterval?: number; heartbeat?: HeartbeatOptions } = {},
+) =>
+  Layer.effect(
+    Worker,
+    Effect.gen(function* () {
+      const url = yield* DatabaseUrl
+      const sql = yield* SqlClient.SqlClient
+      const crypto = yield* Crypto
+      const context = yield* Effect.context<TaskServices>()
+      const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
+      const config = yield* Config
+      const concurrency = options.concurrency ?? config.workerConcurrency
+      // The job queue's pool is bounded like the application's (src/platform/bounded-pg-client.ts):
+      // a database that stops answering fails graphile-worker's queries instead of holding them.
+      const pgPool = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          new pg.Pool({
+            connectionString: url,
+            max: concurrency + 2,
+            connectionTimeoutMillis: config.databaseConnectTimeoutMs,
+            query_timeout: config.databaseStatementTimeoutMs,
+          })
+            .on("error", () => {})
+            .on("connect", (client) => client.on("error", () => {})),
+        ),
+        (pool) => Effect.promise(() => pool.end()),
+      )
+      const metrics = yield* CurrentMetrics
+      const reportPool = () => {
+        metrics.workerPool.set({ state: "total" }, pgPool.totalCount)
+        metrics.workerPool.set({ state: "idle" }, pgPool.idleCount)
+        metrics.workerPool.set({ state: "waiting" }, pgPool.waitingCount)
+      }
+      metrics.beforeScrape.add(reportPool)
+      yield* Effect.addFinalizer(() => Effect.sync(() => metrics.beforeScrape.delete(reportPool)))
+      const taskList: Record<string, Task> = {}
+      for (const [name, task] of Object.entries(tasks)) {
+        taskList[name] = (payload, helpers) =>
+          Effect.runPromiseWith(context)(
+            attempt(
+              name,
+              helpers.job.id,
+              helpers.job.attempts,
+              task(payload),
+              spanOfTraceparent(traceparentOfPayload(payload)),
+            ),
+          )
+      }
+      // The ids this process's jobs are locked under, for the heartbeat row: graphile-worker
+      // 0.18 locks by pool id (batched job fetch) and may lock by worker id.
+      // The OS process id is part of it, so an operator (or a test) can tell which process
+      // holds a job: worker_heartbeats maps it to the graphile-worker ids that lock jobs.
+      const processId = `wkp_${process.pid}_${yield* crypto.randomToken(16)}`
+      const events = new EventEmitter() as WorkerEvents
+      // The ids of the runner being started: graphile-worker announces its pool and workers by
+      // events, into the array of the runner that `start` is making.
+      const startingIds = yield* Ref.make<Array<string>>([])
+      events.on("pool:create", ({ workerPool }) => {
+        Ref.getUnsafe(startingIds).push(workerPool.id)
       })
-      let markLost: (why: string) => void = () => {}
-      const lost = new Promise<string>((resolve) => { markLost = resolve })
-      void runner.promise.then(() => markLost("stopped"), (e: unknown) => markLost(String(e)))
-      return { runner, ids, lost, markLost, startedAt: performance.now() }
-    }
-    // A runner is lost when it stops, when graphile-worker reports a fatal error of its pool
-    // (a job it could not complete or fail: it then shuts itself down, and after repeated
-    // failures its batchers can hold that shutdown forever, leaving its jobs locked and taking
-    // no new ones: seen in test/faults), or when the heartbeat finds the database back after
-    // failing. A lost runner is retired within a bounded time, whether or not it finishes.
-    events.on("pool:fatalError", ({ workerPool, error }) => {
-      if (current.ids.includes(workerPool.id)) current.markLost(`fatal pool error: ${String(error)}`)
-    })
-    let current = yield* Effect.promise(start)
-    // Ids of retired runners whose jobs are not yet released: they stay in the heartbeat row,
-    // so if this process dies first, another one's stale sweep releases them.
-    let retired: ReadonlyArray<string> = []
-    let stopping = false
-    yield* Effect.addFinalizer(() => Effect.gen(function* () {
-      stopping = true
-      yield* Effect.promise(() => current.runner.stop().catch(() => {}))
-      // A retired runner's jobs are released before the row that names its ids goes.
-      yield* releaseWorkers(retired).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore)
-      yield* forget(processId).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore)
-    }))
-    /**
-     * Starts a runner to replace a lost one. Uninterruptible, and it checks `stopping` once the
-     * runner is up: a shutdown that began while graphile-worker was starting finds either the
-     * new runner in `current` (and stops it) or, if it already ran, the new runner stopped here;
-     * never a runner that nobody stops (it would take jobs after this process forgot its ids,
-     * and hold the job-queue pool open).
-     */
-    const replace = Effect.uninterruptible(Effect.tryPromise(async () => {
-      const next = await start()
-      if (stopping) {
-        await next.runner.stop().catch(() => {})
-        return false
-      }
-      current = next
-      return true
-    })).pipe(Effect.option)
-    const retire = (old: Running) => Effect.promise(async () => {
-      const within = (ms: number, work: Promise<unknown>) => Promise.race([
-        work.then(() => true, () => true),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref()),
-      ])
-      if (!(await within(5_000, old.runner.stop("runner lost")))) await within(6_000, old.runner.kill("runner lost"))
-    })
-    // The process stays up: a lost runner is replaced by a new one, started with backoff until
-    // the database answers, and the jobs the old one had locked are released at once rather
-    // than after graphile-worker's 4-hour timeout (at least once: a job may run again). Runners
-    // lost again and again soon after starting (a job that can never be completed) are replaced
-    // with backoff too, rather than in a tight loop.
-    const supervise = Effect.gen(function* () {
-      let quickLosses = 0
-      for (;;) {
-        const why = yield* Effect.promise(() => current.lost)
-        if (stopping) return
-        yield* Effect.logError("graphile-worker runner lost; starting a new one", { reason: why })
-        quickLosses = performance.now() - current.startedAt < QUICK_LOSS_MS ? quickLosses + 1 : 0
-        // Its ids join `retired` only once it is stopped or given up on, so the heartbeat
-        // never releases a job the old runner may still be finishing.
-        yield* retire(current)
-        retired = [...retired, ...current.ids]
-        if (quickLosses > 1) yield* pauseRealTime(Math.min(10_000, 500 * 2 ** (quickLosses - 2)))
-        for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 10_000)) {
-          if (stopping) return
-          const replaced = yield* replace
-          if (replaced._tag === "Some") {
-            if (!replaced.value) return
-            break
-          }
-          yield* pauseRealTime(delayMs)
+      events.on("worker:create", ({ worker }) => {
+        Ref.getUnsafe(startingIds).push(worker.workerId)
+      })
+      const start = Effect.gen(function* () {
+        const ids: Array<string> = []
+        yield* Ref.set(startingIds, ids)
+        const settled = startupSettled(events)
+        const runner = yield* Effect.tryPromise(() =>
+          run({
+            pgPool,
+            taskList,
+            crontab,
+            logger: workerLogger,
+            events,
+            concurrency,
+            pollInterval: options.pollInterval ?? 1000,
+            noHandleSignals: true,
+            // Batching (graphile-worker's performance options): finished jobs are completed (and
+            // failed ones failed) in one statement per 20 ms, not one round trip each. Its local
+            // queue (batch fetch) is left off: when the database restarts it throws from a timer
+            // while handing its jobs back, which ends the process (seen in test/faults).
+            preset: { worker: { completeJobBatchDelay: 20, failJobBatchDelay: 20 } },
+          }),
+        )
+        yield* Effect.promise(() => settled)
+        let markLost: (why: string) => void = () => {}
+        const lost = new Promise<string>((resolve) => {
+          markLost = resolve
+        })
+        void runner.promise.then(
+          () => markLost("stopped"),
+          (e: unknown) => markLost(String(e)),
+        )
+        const running: Running = { runner, ids, lost, markLost, startedAt: performance.now() }
+        return running
+      })
+      // A runner is lost when it stops, when graphile-worker reports a fatal error of its pool
+      // (a job it could not complete or fail: it then shuts itself down, and after repeated
+      // failures its batchers can hold that shutdown forever, leaving its jobs locked and taking
+      // no new ones: seen in test/faults), or when the heartbeat finds the database back after
+      // failing. A lost runner is retired within a bounded time, whether or not it finishes.
+      events.on("pool:fatalError", ({ workerPool, error }) => {
+        const { current } = Ref.getUnsafe(state)
+        if (current.ids.includes(workerPool.id)) current.markLost(`fatal pool error: ${String(error)}`)
+      })
+      // The first runner failing to start fails the worker's start with graphile-worker's error.
+      // Uninterruptible up to its stop being registered: a SIGINT/SIGTERM during start-up waits
+      // for it, then stops it, rather than leaving a runner nobody stops.
+      const state = yield* Effect.uninterruptible(
+        Effect.gen(function* () {
+          const first = yield* start.pipe(Effect.catch((e) => Effect.die(e.cause)))
+          const state = yield* Ref.make<RunnerState>({
+            current: first,
+            retired: [],
+            stopping: false,
+            databaseWasDown: false,
+          })
+          yield* Effect.addFinalizer(() =>
+            Effect.gen(function* () {
+              const { current } = yield* Ref.updateAndGet(state, (s) => ({ ...s, stopping: true }))
+              yield* Effect.promise(() => current.runner.stop().catch(() => {}))
+              // A retired runner's jobs are released before the row that names its ids goes.
+              yield* releaseWorkers((yield* Ref.get(state)).retired).pipe(
+                Effect.provideService(SqlClient.SqlClient, sql),
+                Effect.ignore,
+              )
+              yield* forget(processId).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.ignore)
+            }),
+          )
+          return state
+        }),
+      )
+      /**
+       * Starts a runner to replace a lost one, unless the worker is stopping. Uninterruptible, and
+       * it checks `stopping` once the runner is up, in the same update that installs it: a shutdown
+       * that began while graphile-worker was starting finds either the new runner in `current` (and
+       * stops it) or, if it already ran, the new runner stopped here; never a runner that nobody
+       * stops (it would take jobs after this process forgot its ids, and hold the job-queue pool
+       * open). Fails when graphile-worker cannot start (the database does not answer).
+       */
+      const replace = Effect.uninterruptible(
+        Effect.gen(function* () {
+          if ((yield* Ref.get(state)).stopping) return false
+          const next = yield* start
+          const installed = yield* Ref.modify(state, (s) =>
+            s.stopping ? ([false, s] as const) : ([true, { ...s, current: next }] as const),
+          )
+          if (!installed) yield* Effect.promise(() => next.runner.stop().catch(() => {}))
+          return installed
+        }),
+      )
+      const retire = (old: Running) =>
+        Effect.promise(async () => {
+          const within = (ms: number, work: Promise<unknown>) =>
+            Promise.race([
+              work.then(
+                () => true,
+                () => true,
+              ),
+              new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref()),
+            ])
+          if (!(await within(5_000, old.runner.stop("runner lost"))))
+            await within(6_000, old.runner.kill("runner lost"))
+        })
+      // The process stays up: a lost runner is replaced by a new one, started with backoff until
+      // the database answers, and the jobs the old one had locked are released at once rather
+      // than after graphile-worker's 4-hour timeout (at least once: a job may run again). Runners
+      // lost again and again soon after starting (a job that can never be completed) are replaced
+      // with backoff too, rather than in a tight loop.
+      const supervise = Effect.gen(function* () {
+        // Of runners lost soon after starting, one after another, the first is replaced at once
+        // and each further one after the backoff's next delay.
+        let quickLossPause: Effect.Effect<void> | undefined
+        for (;;) {
+          const { current: lost } = yield* Ref.get(state)
+          const why = yield* Effect.promise(() => lost.lost)
+          if ((yield* Ref.get(state)).stopping) return
+          yield* Effect.logError("graphile-worker runner lost; starting a new one", { reason: why })
+          const quick = performance.now() - lost.startedAt < QUICK_LOSS_MS
+          // Its ids join `retired` only once it is stopped or given up on, so the heartbeat
+          // never releases a job the old runner may still be finishing.
+          yield* retire(lost)
+          yield* Ref.update(state, (s) => ({ ...s, retired: [...s.retired, ...lost.ids] }))
+          if (!quick) quickLossPause = undefined
+          else if (quickLossPause === undefined) {
+            const step = yield* onRealClock(Schedule.toStepWithSleep(RESTART_BACKOFF))
+            quickLossPause = Effect.ignore(onRealClock(step(undefined)))
+          } else yield* quickLossPause
+          if (!(yield* replace.pipe(Effect.retry(RESTART_BACKOFF), onRealClock))) return
+          // The new runner's ids are in the heartbeat row before the old one's jobs are released,
+          // so whatever it locks is released by another process if this one dies now.
+          const released = yield* Effect.gen(function* () {
+            const { current, retired: releasing } = yield* Ref.get(state)
+            yield* beat(processId, [...current.ids, ...releasing])
+            yield* releaseWorkers(releasing)
+            return releasing
+          }).pipe(
+            Effect.provideService(SqlClient.SqlClient, sql),
+            Effect.catchCause((cause) =>
+              Effect.as(
+                Effect.logError("releasing a lost runner's jobs failed; the heartbeat retries", cause),
+                [] as ReadonlyArray<string>,
+              ),
+            ),
+          )
+          yield* Ref.update(state, (s) => ({ ...s, retired: s.retired.filter((id) => !released.includes(id)) }))
+          yield* Effect.logWarning("graphile-worker runner started again", { released_worker_ids: released })
         }
-        // The new runner's ids are in the heartbeat row before the old one's jobs are released,
-        // so whatever it locks is released by another process if this one dies now.
-        const released = yield* Effect.gen(function* () {
-          const releasing = retired
-          yield* beat(processId, [...current.ids, ...releasing])
+      })
+      yield* Effect.forkScoped(supervise)
+      const tick = Effect.gen(function* () {
+        const { current, retired } = yield* Ref.get(state)
+        const beaten = yield* Effect.exit(beat(processId, [...current.ids, ...retired]))
+        if (beaten._tag === "Failure") {
+          yield* Ref.update(state, (s) => ({ ...s, databaseWasDown: true }))
+          return yield* Effect.logError("worker heartbeat failed", beaten.cause)
+        }
+        const wasDown = yield* Ref.modify(state, (s) => [s.databaseWasDown, { ...s, databaseWasDown: false }] as const)
+        if (wasDown) (yield* Ref.get(state)).current.markLost("the database is back after a failed heartbeat")
+        const releasing = (yield* Ref.get(state)).retired
+        if (releasing.length > 0) {
           yield* releaseWorkers(releasing)
-          return releasing
-        }).pipe(
-          Effect.provideService(SqlClient.SqlClient, sql),
-          Effect.catchCause((cause) => Effect.as(
-            Effect.logError("releasing a lost runner's jobs failed; the heartbeat retries", cause), [] as ReadonlyArray<string>)))
-        retired = retired.filter((id) => !released.includes(id))
-        yield* Effect.logWarning("graphile-worker runner started again", { released_worker_ids: released })
-      }
-    })
-    yield* Effect.forkScoped(supervise)
-    let databaseWasDown = false
-    const tick = Effect.gen(function* () {
-      const beaten = yield* Effect.exit(beat(processId, [...current.ids, ...retired]))
-      if (beaten._tag === "Failure") {
-        databaseWasDown = true
-        return yield* Effect.logError("worker heartbeat failed", beaten.cause)
-      }
-      if (databaseWasDown) {
-        databaseWasDown = false
-        current.markLost("the database is back after a failed heartbeat")
-      }
-      if (retired.length > 0) {
-        const releasing = retired
-        yield* releaseWorkers(releasing)
-        retired = retired.filter((id) => !releasing.includes(id))
-        yield* Effect.logWarning("released a lost runner's jobs", { worker_ids: releasing })
-      }
-      const released = yield* releaseStaleWorkers(heartbeat.staleAfterMs)
-      if (released.length > 0) yield* Effect.logWarning("released the jobs of workers that stopped beating", { worker_ids: released })
-    }).pipe(
-      Effect.provideService(SqlClient.SqlClient, sql),
-      Effect.catchCause((cause) => Effect.logError("worker heartbeat failed", cause)))
-    yield* tick
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(heartbeat.intervalMs), tick)))
-    return { current: () => current.runner }
-  }))
+          yield* Ref.update(state, (s) => ({ ...s, retired: s.retired.filter((id) => !releasing.includes(id)) }))
+          yield* Effect.logWarning("released a lost runner's jobs", { worker_ids: releasing })
+        }
+        const released = yield* releaseStaleWorkers(heartbeat.staleAfterMs)
+        if (released.length > 0)
+          yield* Effect.logWarning("released the jobs of workers that stopped beating", { worker_ids: released })
+      }).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.catchCause((cause) => Effect.logError("worker heartbeat failed", cause)),
+      )
+      yield* tick
+      yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(heartbeat.intervalMs), tick)))
+      return { current: () => Ref.getUnsafe(state).current.runner }
+    }),
+  )

@@ -21,12 +21,20 @@ export interface LoginClient {
  * host): a client of another Environment does not exist here. Its status is the caller's
  * check. The row comes from the clients capability's repository.
  */
-export const loginClient = (environmentId: string, clientId: string): Effect.Effect<LoginClient | undefined, never, SqlClient.SqlClient> =>
+export const loginClient = (
+  environmentId: string,
+  clientId: string,
+): Effect.Effect<LoginClient | undefined, never, SqlClient.SqlClient> =>
   clientInEnvironment(environmentId, clientId).pipe(Effect.orDie)
 
 /** Is `origin` registered by any active client of the Environment (CORS preflight)? */
-export const originRegisteredInEnvironment = (environmentId: string, origin: string) => SqlClient.SqlClient.use((sql) =>
-  sql<{ found: boolean }>`select exists (select 1 from clients
+export const originRegisteredInEnvironment = (environmentId: string, origin: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<{ found: boolean }>`select exists (select 1 from clients
       where environment_id = ${environmentId} and status = 'active' and deleted_at is null
-        and ${origin} = any(allowed_origins)) as found`)
-  .pipe(Effect.map((rows) => rows[0]?.found === true), Effect.orDie)
+        and ${origin} = any(allowed_origins)) as found`,
+  ).pipe(
+    Effect.map((rows) => rows[0]?.found === true),
+    Effect.orDie,
+  )

@@ -11,5 +11,7 @@ const PROVIDERS = ["google", "apple", "github", "microsoft", "generic_oidc"] as 
  * control per entry.
  */
 export const availableMethods = (environmentId: string) =>
-  Effect.map(activeSocialProviders(environmentId), (active): ReadonlyArray<string> =>
-    ["passkey", "email_otp", ...PROVIDERS.filter((p) => active.includes(p))])
+  Effect.map(
+    activeSocialProviders(environmentId),
+    (active): ReadonlyArray<string> => ["passkey", "email_otp", ...PROVIDERS.filter((p) => active.includes(p))],
+  )

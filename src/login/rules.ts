@@ -33,8 +33,12 @@ export const checkStateLike = (name: "state" | "nonce", value: string): RuleFail
  * the challenge is BASE64URL(SHA256(verifier)), i.e. exactly 43 base64url characters.
  */
 export const checkPkce = (challenge: string, method: string): RuleFailure | undefined => {
-  if (method !== "S256") return method === "plain" ? "code_challenge_method plain is not supported; use S256" : "code_challenge_method must be S256"
-  if (!/^[A-Za-z0-9_-]{43}$/.test(challenge)) return "code_challenge must be 43 base64url characters (BASE64URL(SHA256(code_verifier)))"
+  if (method !== "S256")
+    return method === "plain"
+      ? "code_challenge_method plain is not supported; use S256"
+      : "code_challenge_method must be S256"
+  if (!/^[A-Za-z0-9_-]{43}$/.test(challenge))
+    return "code_challenge must be 43 base64url characters (BASE64URL(SHA256(code_verifier)))"
   return undefined
 }
 
@@ -45,7 +49,9 @@ const SCOPE_SYNTAX = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/
  * `scope`: space-delimited; every token must be a scope this service knows (spec:
  * "unknown scope tokens give invalid_request"). Duplicates collapse. Returns the scopes or a failure.
  */
-export const parseScope = (scope: string): { readonly scopes: ReadonlyArray<string> } | { readonly failure: RuleFailure } => {
+export const parseScope = (
+  scope: string,
+): { readonly scopes: ReadonlyArray<string> } | { readonly failure: RuleFailure } => {
   if (!SCOPE_SYNTAX.test(scope)) return { failure: "scope must be space-delimited scope tokens" }
   const scopes = [...new Set(scope.split(" "))]
   const unknown = scopes.filter((s) => !SUPPORTED_SCOPES.includes(s))
@@ -54,10 +60,13 @@ export const parseScope = (scope: string): { readonly scopes: ReadonlyArray<stri
 }
 
 /** `resource` (RFC 8707 section 2): absolute URIs without a fragment, at most 20. Duplicates collapse. */
-export const parseResources = (resources: ReadonlyArray<string>): { readonly resources: ReadonlyArray<string> } | { readonly failure: RuleFailure } => {
+export const parseResources = (
+  resources: ReadonlyArray<string>,
+): { readonly resources: ReadonlyArray<string> } | { readonly failure: RuleFailure } => {
   if (resources.length > MAX_RESOURCES) return { failure: `at most ${MAX_RESOURCES} resource values are allowed` }
   for (const r of resources) {
-    if (!URL.canParse(r) || r.includes("#") || /\s/.test(r)) return { failure: "each resource must be an absolute URI without a fragment" }
+    if (!URL.canParse(r) || r.includes("#") || /\s/.test(r))
+      return { failure: "each resource must be an absolute URI without a fragment" }
   }
   return { resources: [...new Set(resources)] }
 }
@@ -94,7 +103,10 @@ export const CLIENT_RULE_MESSAGES: Readonly<Record<ClientRuleFailure, string>> =
  * (rule 7); every resource registered (rule 9); a nonce whenever `openid` is requested
  * (rule 7; docs/architecture.md applies it to both entry points).
  */
-export const checkAgainstClient = (client: LoginClient | undefined, request: LoginRequestShape): ClientRuleFailure | undefined => {
+export const checkAgainstClient = (
+  client: LoginClient | undefined,
+  request: LoginRequestShape,
+): ClientRuleFailure | undefined => {
   if (!client) return "unknown_client"
   if (client.status !== "active") return "client_disabled"
   if (!client.redirect_uris.includes(request.redirectUri)) return "redirect_uri_mismatch"

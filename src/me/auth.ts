@@ -46,7 +46,10 @@ const bearer = Effect.gen(function* () {
   const m = header === undefined ? null : /^Bearer +(\S*) *$/i.exec(header)
   if (!m || m[1] === "") {
     return yield* new BearerTokenMissing({
-      detail: header === undefined ? "Send Authorization: Bearer <access token>" : "The Authorization header does not carry a Bearer access token",
+      detail:
+        header === undefined
+          ? "Send Authorization: Bearer <access token>"
+          : "The Authorization header does not carry a Bearer access token",
       wwwAuthenticate: `Bearer realm="${ME_REALM}"`,
     })
   }
@@ -64,21 +67,33 @@ export const authenticateMe = Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   const token = yield* bearer
   const { claims } = yield* verifyAccessToken(token, {
-    environmentId: env.record.id, issuer: env.urls.issuer, audience: audienceIncludes(env.urls.issuer), realm: ME_REALM,
+    environmentId: env.record.id,
+    issuer: env.urls.issuer,
+    audience: audienceIncludes(env.urls.issuer),
+    realm: ME_REALM,
   })
   const user = yield* userById(env.record.id, claims.sub).pipe(
-    Effect.catchCause((cause) => Effect.logError("user state could not be read", cause).pipe(
-      Effect.andThen(Effect.fail(new UserUnavailable({ retryAfterSeconds: 1 }))))))
+    Effect.catchCause((cause) =>
+      Effect.logError("user state could not be read", cause).pipe(
+        Effect.andThen(Effect.fail(new UserUnavailable({ retryAfterSeconds: 1 }))),
+      ),
+    ),
+  )
   // The verifier found the user active a moment ago; a vanished row is a read failure.
   if (!user) return yield* new UserUnavailable({ retryAfterSeconds: 1 })
   // CORS (docs/architecture.md): a cross-origin call is checked against the token's own client.
   const origin = yield* CorsRequestOrigin
   if (origin !== undefined) {
     const client = yield* unavailableOnSqlError(loginClient(env.record.id, claims.client_id))
-    if (!client || !client.allowed_origins.includes(origin)) return yield* new OriginNotAllowed()
+    if (!client?.allowed_origins.includes(origin)) return yield* new OriginNotAllowed()
   }
   return {
-    claims, user, userId: claims.sub, sessionId: claims.sid, clientId: claims.client_id, authTimeMs: claims.auth_time * 1000,
+    claims,
+    user,
+    userId: claims.sub,
+    sessionId: claims.sid,
+    clientId: claims.client_id,
+    authTimeMs: claims.auth_time * 1000,
   } satisfies Me
 }).pipe(withCallSpan("me.authenticate"))
 

@@ -18,8 +18,10 @@ export class BearerTokenMissing extends Schema.TaggedError<BearerTokenMissing>()
 export class PasskeyNotFound extends Schema.TaggedError<PasskeyNotFound>()("PasskeyNotFound", detail) {}
 
 /** 400 `last_factor_deletion_requires_confirmation` (spec, /me rule 4). */
-export class LastFactorDeletionRequiresConfirmation
-  extends Schema.TaggedError<LastFactorDeletionRequiresConfirmation>()("LastFactorDeletionRequiresConfirmation", detail) {}
+export class LastFactorDeletionRequiresConfirmation extends Schema.TaggedError<LastFactorDeletionRequiresConfirmation>()(
+  "LastFactorDeletionRequiresConfirmation",
+  detail,
+) {}
 
 /**
  * 400 `identity_not_found` (spec, Errors: "target credential or identity of /me not found"):

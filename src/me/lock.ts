@@ -8,7 +8,7 @@ import type { Me } from "./auth.js"
  * The caller's user row, locked (FOR UPDATE) for the rest of the SQL transaction: every /me
  * write of one user is serialised (last-factor counts, email switch, deletion).
  */
-export const lockMe = (me: Me) => Effect.gen(function* () {
+export const lockMe = Effect.fnUntraced(function* (me: Me) {
   const env = yield* CurrentEnvironment
   const user = yield* lockUser(env.record.id, me.userId)
   // withMe found the user active a moment ago; a vanished row is a failed read of user state.

@@ -14,11 +14,13 @@ import { identityCurrentFor } from "../social/repo.js"
  * transaction, after it locked the user row, so two concurrent deletions cannot both see the
  * other's method as the one that remains.
  */
-export const authenticationMethodCount = (environmentId: string, userId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<{ n: number }>`select
+export const authenticationMethodCount = (environmentId: string, userId: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<{ n: number }>`select
       (select case when email_verified and not email_suppressed then 1 else 0 end from users
         where environment_id = ${environmentId} and id = ${userId})
       + (select count(*) from passkeys where environment_id = ${environmentId} and user_id = ${userId})
       + (select count(*) from identities i join (${usableConnectionRows(sql, environmentId)}) c on c.provider_key = i.provider
-          where i.environment_id = ${environmentId} and i.user_id = ${userId} and ${identityCurrentFor(sql)}) as n`)
-  .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))
+          where i.environment_id = ${environmentId} and i.user_id = ${userId} and ${identityCurrentFor(sql)}) as n`,
+  ).pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)))

@@ -11,5 +11,9 @@ import { meSessionRoutes } from "./sessions/http.js"
  * `withMe` (./auth.ts); later /me capabilities add their lists here.
  */
 export const meRoutes: ReadonlyArray<Route> = [
-  ...meProfileRoutes, ...meEmailChangeRoutes, ...meIdentityRoutes, ...mePasskeyRoutes, ...meSessionRoutes,
+  ...meProfileRoutes,
+  ...meEmailChangeRoutes,
+  ...meIdentityRoutes,
+  ...mePasskeyRoutes,
+  ...meSessionRoutes,
 ]

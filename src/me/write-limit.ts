@@ -11,4 +11,8 @@ import { unavailableOnSqlError } from "./unavailable.js"
  * failure counting it is the /me 503 `user_unavailable`, like every other /me read or write.
  */
 export const withMeWriteLimit = (routes: ReadonlyArray<Route>): Array<Route> =>
-  routes.map((r) => r.method === "GET" ? r : { ...r, handler: Effect.andThen(unavailableOnSqlError(limitWrite("meWrites")), r.handler) })
+  routes.map((r) =>
+    r.method === "GET"
+      ? r
+      : { ...r, handler: Effect.andThen(unavailableOnSqlError(limitWrite("meWrites")), r.handler) },
+  )

@@ -3,7 +3,7 @@ import { ConfigInvalid } from "../platform/config-invalid.js"
 import { environmentExists } from "../users/purge/repo.js"
 import { purgeDeletedUsers } from "../users/purge/service.js"
 
-export const purgeUsage = `usage: npm run cli -- purge-deleted-users [--environment-id <env_...>] [--older-than <N>d|h|m] [--dry-run]
+export const purgeUsage = `usage: npm run cli -- purge-deleted-users [--environment <env_...>] [--older-than <N>d|h|m] [--dry-run]
 
 Purges, now, users pending deletion (DELETE /v1/users/{id}, DELETE /me): their personal data,
 identities, passkeys, sessions, refresh tokens and challenges are deleted; audit records are kept,
@@ -13,7 +13,7 @@ Prints one JSON object: {purged, user_ids, audit_records_redacted, failed_user_i
 environment_id, dry_run}; a user in failed_user_ids could not be purged (the log says why) and
 stays pending deletion; the others were purged all the same.
 
-  --environment-id <id>   only users of this Environment
+  --environment <id>      only users of this Environment (--environment-id is the same flag)
   --older-than <N>d|h|m   only users pending deletion for at least this long (e.g. 30d)
   --dry-run               list who would be purged; change nothing`
 
@@ -39,9 +39,10 @@ export const parsePurgeArgs = (flags: ReadonlyArray<string>): PurgeArgs => {
       if (v === undefined || v === "") throw bad(`${name} needs a value`)
       return v
     }
-    if (name === "--environment-id") {
+    // --environment as in every command; --environment-id, its first spelling, stays an alias.
+    if (name === "--environment" || name === "--environment-id") {
       environmentId = value()
-      if (!ENVIRONMENT_ID.test(environmentId)) throw bad(`--environment-id must be an Environment id (env_ + 32 characters)`)
+      if (!ENVIRONMENT_ID.test(environmentId)) throw bad(`${name} must be an Environment id (env_ + 32 characters)`)
     } else if (name === "--older-than") {
       const m = /^(\d+)([dhm])$/.exec(value())
       if (!m) throw bad("--older-than must be a whole number followed by d, h or m (e.g. 30d)")
@@ -53,11 +54,15 @@ export const parsePurgeArgs = (flags: ReadonlyArray<string>): PurgeArgs => {
 }
 
 /** Runs the purge with the application's services; the JSON report the command prints. */
-export const runPurge = (args: PurgeArgs) => Effect.gen(function* () {
+export const runPurge = Effect.fnUntraced(function* (args: PurgeArgs) {
   if (args.environmentId !== undefined && !(yield* environmentExists(args.environmentId))) {
     return yield* Effect.fail(new ConfigInvalid({ message: `no Environment ${args.environmentId}` }))
   }
-  const report = yield* purgeDeletedUsers({ olderThanMs: args.olderThanMs, environmentId: args.environmentId, dryRun: args.dryRun })
+  const report = yield* purgeDeletedUsers({
+    olderThanMs: args.olderThanMs,
+    environmentId: args.environmentId,
+    dryRun: args.dryRun,
+  })
   return {
     purged: args.dryRun ? 0 : report.userIds.length,
     user_ids: report.userIds,

@@ -26,26 +26,39 @@ export interface PasskeyRow {
 const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, user_id, credential_id, public_key,
   sign_count::text as sign_count, transports, aaguid, backed_up, device_type, rp_id, user_handle, name, created_at, last_used_at`
 
-export const passkeyByCredentialId = (environmentId: string, credentialId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<PasskeyRow>`select ${columns(sql)} from passkeys where environment_id = ${environmentId} and credential_id = ${credentialId}`)
-  .pipe(Effect.map((rows) => rows[0]))
+export const passkeyByCredentialId = (environmentId: string, credentialId: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<PasskeyRow>`select ${columns(sql)} from passkeys where environment_id = ${environmentId} and credential_id = ${credentialId}`,
+  ).pipe(Effect.map((rows) => rows[0]))
 
 /** Locks the credential's row for the rest of the caller's transaction (counter update). */
-export const lockPasskey = (environmentId: string, id: string) => SqlClient.SqlClient.use((sql) =>
-  sql<PasskeyRow>`select ${columns(sql)} from passkeys where environment_id = ${environmentId} and id = ${id} for update`)
-  .pipe(Effect.map((rows) => rows[0]))
+export const lockPasskey = (environmentId: string, id: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<PasskeyRow>`select ${columns(sql)} from passkeys where environment_id = ${environmentId} and id = ${id} for update`,
+  ).pipe(Effect.map((rows) => rows[0]))
 
 /** Every passkey of a user (a user has a handful), oldest first. */
-export const passkeysOfUser = (environmentId: string, userId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<PasskeyRow>`select ${columns(sql)} from passkeys where environment_id = ${environmentId} and user_id = ${userId}
-    order by created_at, id`)
+export const passkeysOfUser = (environmentId: string, userId: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<PasskeyRow>`select ${columns(sql)} from passkeys where environment_id = ${environmentId} and user_id = ${userId}
+    order by created_at, id`,
+  )
 
 /** One page (keyset on id) of a user's passkeys. */
-export const passkeysOfUserPage = (environmentId: string, userId: string, page: { after: string | undefined; limit: number }) =>
-  SqlClient.SqlClient.use((sql) => sql<PasskeyRow>`select ${columns(sql)} from passkeys
+export const passkeysOfUserPage = (
+  environmentId: string,
+  userId: string,
+  page: { after: string | undefined; limit: number },
+) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql<PasskeyRow>`select ${columns(sql)} from passkeys
     where environment_id = ${environmentId} and user_id = ${userId}
       ${page.after === undefined ? sql`` : sql`and id > ${page.after}`}
-    order by id limit ${page.limit + 1}`)
+    order by id limit ${page.limit + 1}`,
+  )
 
 export interface NewPasskey {
   readonly id: string
@@ -66,25 +79,37 @@ export interface NewPasskey {
 }
 
 /** Inserts a passkey; undefined when the credential id is already registered in the Environment. */
-export const insertPasskey = (p: NewPasskey) => SqlClient.SqlClient.use((sql) =>
-  sql<PasskeyRow>`insert into passkeys (id, workspace_id, environment_id, user_id, credential_id, public_key, sign_count,
+export const insertPasskey = (p: NewPasskey) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<PasskeyRow>`insert into passkeys (id, workspace_id, environment_id, user_id, credential_id, public_key, sign_count,
       transports, aaguid, backed_up, device_type, rp_id, user_handle, name, created_at)
     values (${p.id}, ${p.workspaceId}, ${p.environmentId}, ${p.userId}, ${p.credentialId}, ${p.publicKey}, ${p.signCount},
       ${p.transports as Array<string>}::text[], ${p.aaguid}, ${p.backedUp}, ${p.deviceType}, ${p.rpId}, ${p.userHandle},
       ${p.name}, ${p.now})
     on conflict (environment_id, credential_id) do nothing
-    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+    returning ${columns(sql)}`,
+  ).pipe(Effect.map((rows) => rows[0]))
 
 /** Records a successful assertion: the counter the authenticator reported, its backup state, the time. */
-export const recordUse = (environmentId: string, id: string, use: { signCount: number; backedUp: boolean; now: Date }) =>
-  SqlClient.SqlClient.use((sql) => sql`update passkeys set sign_count = ${use.signCount}, backed_up = ${use.backedUp},
+export const recordUse = (
+  environmentId: string,
+  id: string,
+  use: { signCount: number; backedUp: boolean; now: Date },
+) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql`update passkeys set sign_count = ${use.signCount}, backed_up = ${use.backedUp},
       last_used_at = ${use.now}
-    where environment_id = ${environmentId} and id = ${id}`)
+    where environment_id = ${environmentId} and id = ${id}`,
+  )
 
 /** Deletes one passkey of the user; undefined when there is none. */
-export const deletePasskeyOfUser = (environmentId: string, userId: string, id: string) => SqlClient.SqlClient.use((sql) =>
-  sql<PasskeyRow>`delete from passkeys where environment_id = ${environmentId} and user_id = ${userId} and id = ${id}
-    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+export const deletePasskeyOfUser = (environmentId: string, userId: string, id: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<PasskeyRow>`delete from passkeys where environment_id = ${environmentId} and user_id = ${userId} and id = ${id}
+    returning ${columns(sql)}`,
+  ).pipe(Effect.map((rows) => rows[0]))
 
 /** What a react_native client registered about its app (Android origins, native RP IDs). */
 export interface CeremonyClientRow {
@@ -96,13 +121,17 @@ export interface CeremonyClientRow {
   } | null
 }
 
-export const ceremonyClient = (environmentId: string, clientId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<CeremonyClientRow>`select id, client_type, mobile_app from clients
-    where environment_id = ${environmentId} and id = ${clientId} and deleted_at is null`)
-  .pipe(Effect.map((rows) => rows[0]))
+export const ceremonyClient = (environmentId: string, clientId: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<CeremonyClientRow>`select id, client_type, mobile_app from clients
+    where environment_id = ${environmentId} and id = ${clientId} and deleted_at is null`,
+  ).pipe(Effect.map((rows) => rows[0]))
 
 /** Host names of the Environment's active Custom Domains enabled as RP (spec, Passkey rule 5). */
-export const rpEnabledCustomDomains = (environmentId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<{ hostname: string }>`select hostname from domains
-    where environment_id = ${environmentId} and status = 'active' and rp_enabled order by hostname`)
-  .pipe(Effect.map((rows) => rows.map((r) => r.hostname)))
+export const rpEnabledCustomDomains = (environmentId: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<{ hostname: string }>`select hostname from domains
+    where environment_id = ${environmentId} and status = 'active' and rp_enabled order by hostname`,
+  ).pipe(Effect.map((rows) => rows.map((r) => r.hostname)))

@@ -1,20 +1,16 @@
 import { Effect } from "effect"
 import { InvalidRequest } from "../http/errors.js"
+import { liveLegacyRpId } from "../tenancy/rp-migration.js"
 import type { EnvironmentRecord, EnvironmentUrls } from "../tenancy/schema.js"
 import type { CeremonyClientRow } from "./repo.js"
 
 // Which RP ID a ceremony runs under (spec: Passkey section, "optional `rp` (active / legacy) or
-// `rp_id`, not both"; RP migration: environments.active_rp_id / legacy_rp_id /
-// legacy_rp_disabled_at).
+// `rp_id`, not both"; the RP migration's legacy RP ID: src/tenancy/rp-migration.ts).
 
 export interface RpRequest {
   readonly rp?: "active" | "legacy" | undefined
   readonly rp_id?: string | undefined
 }
-
-/** The legacy RP ID while it is still usable (until disable-legacy, which is irreversible). */
-export const liveLegacyRpId = (env: EnvironmentRecord): string | undefined =>
-  env.legacyRpId !== null && env.legacyRpDisabledAt === null ? env.legacyRpId : undefined
 
 /**
  * RP IDs a native app may name with `rp_id` (docs/decisions/passkeys.md): the Environment's active
@@ -22,16 +18,26 @@ export const liveLegacyRpId = (env: EnvironmentRecord): string | undefined =>
  * (`mobile_app.universal_link_host`, the domain its associated-domains file is served from);
  * for authentication also the live legacy RP ID. Only a `react_native` client may send it.
  */
-const nativeRpId = (urls: EnvironmentUrls, env: EnvironmentRecord, client: CeremonyClientRow | undefined,
-  rpId: string, ceremony: "registration" | "authentication") => {
+const nativeRpId = (
+  urls: EnvironmentUrls,
+  env: EnvironmentRecord,
+  client: CeremonyClientRow | undefined,
+  rpId: string,
+  ceremony: "registration" | "authentication",
+) => {
   if (client?.client_type !== "react_native") {
     return Effect.fail(new InvalidRequest({ detail: "rp_id is only accepted for react_native clients" }))
   }
-  const allowed = [urls.rpId, client.mobile_app?.universal_link_host ?? undefined,
-    ceremony === "authentication" ? liveLegacyRpId(env) : undefined]
+  const allowed = [
+    urls.rpId,
+    client.mobile_app?.universal_link_host ?? undefined,
+    ceremony === "authentication" ? liveLegacyRpId(env) : undefined,
+  ]
   return allowed.includes(rpId)
     ? Effect.succeed(rpId)
-    : Effect.fail(new InvalidRequest({ detail: "rp_id must be the Environment's RP ID or the client's universal_link_host" }))
+    : Effect.fail(
+        new InvalidRequest({ detail: "rp_id must be the Environment's RP ID or the client's universal_link_host" }),
+      )
 }
 
 export const chooseRpId = (input: {
@@ -49,9 +55,12 @@ export const chooseRpId = (input: {
   if (request.rp === "legacy") {
     const legacy = liveLegacyRpId(env)
     if (legacy === undefined) {
-      return Effect.fail(new InvalidRequest({
-        detail: env.legacyRpId === null ? "The Environment has no legacy RP ID" : "The legacy RP ID has been disabled",
-      }))
+      return Effect.fail(
+        new InvalidRequest({
+          detail:
+            env.legacyRpId === null ? "The Environment has no legacy RP ID" : "The legacy RP ID has been disabled",
+        }),
+      )
     }
     return Effect.succeed(legacy)
   }

@@ -51,7 +51,8 @@ export type AuthenticationCredential = typeof AuthenticationCredential.Type
 
 /** An RP ID is a host name, never with a port (WebAuthn: RP ID is a valid domain string). */
 export const RpIdString = Schema.String.check(
-  Schema.isPattern(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/))
+  Schema.isPattern(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/),
+)
 
 /** A passkey's label. */
 export const PasskeyName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100))
@@ -87,8 +88,13 @@ export type TransactionRegistrationVerifyBody = typeof TransactionRegistrationVe
 
 /** Spec: "optional `email`; optional `rp` (active / legacy) or `rp_id`, not both". */
 export const AuthenticationOptionsBody = Schema.Struct({
-  email: Schema.optionalKey(Schema.String.check(Schema.isMinLength(3), Schema.isMaxLength(254),
-    Schema.isPattern(/^[^\s@]+@[^\s@]+$/, { message: "email must be an email address" }))),
+  email: Schema.optionalKey(
+    Schema.String.check(
+      Schema.isMinLength(3),
+      Schema.isMaxLength(254),
+      Schema.isPattern(/^[^\s@]+@[^\s@]+$/, { message: "email must be an email address" }),
+    ),
+  ),
   rp: Schema.optionalKey(Schema.Literals(["active", "legacy"])),
   rp_id: Schema.optionalKey(RpIdString),
 })
@@ -99,26 +105,15 @@ export const AuthenticationVerifyBody = Schema.Struct({
 })
 export type AuthenticationVerifyBody = typeof AuthenticationVerifyBody.Type
 
-const Time = Schema.String
-/**
- * Passkey summary (spec: "Never contains the credential ID, public key or sign count"); the
- * same fields as the Management API's user passkey list.
- */
-export const PasskeySummary = Schema.Struct({
-  passkey_id: Schema.String,
-  user_id: Schema.String,
-  name: Schema.NullOr(Schema.String),
-  aaguid: Schema.NullOr(Schema.String),
-  device_type: Schema.NullOr(Schema.String),
-  backed_up: Schema.Boolean,
-  rp_id: Schema.String,
-  created_at: Time,
-  last_used_at: Schema.NullOr(Time),
-})
-export type PasskeySummary = typeof PasskeySummary.Type
+/** Passkey summary: defined once, with the user (./present.ts re-exports its presenter). */
+export { PasskeySummary } from "../users/passkey-summary.js"
 
 // Options as returned (WebAuthn Level 3 JSON forms), described for the OpenAPI document.
-const Descriptor = Schema.Struct({ id: Schema.String, type: Schema.Literal("public-key"), transports: Schema.optionalKey(Schema.Array(Schema.String)) })
+const Descriptor = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literal("public-key"),
+  transports: Schema.optionalKey(Schema.Array(Schema.String)),
+})
 
 export const CreationOptions = Schema.Struct({
   rp: Schema.Struct({ id: Schema.String, name: Schema.String }),

@@ -14,7 +14,10 @@ import { ReauthenticationRequired, WebAuthnVerificationFailed } from "./errors.j
 import { completePendingLink } from "../login/social-linking.js"
 import { requireSocialProof } from "../login/transactions/social-proof.js"
 import type {
-  AuthenticationCredential, AuthenticationOptionsBody, TransactionRegistrationOptionsBody, TransactionRegistrationVerifyBody,
+  AuthenticationCredential,
+  AuthenticationOptionsBody,
+  TransactionRegistrationOptionsBody,
+  TransactionRegistrationVerifyBody,
 } from "./schema.js"
 import { type CeremonyScope, Passkeys } from "./service.js"
 import { withCallSpan } from "../platform/observability/span.js"
@@ -30,10 +33,13 @@ export const FRESH_AUTHENTICATION_MS = 5 * 60_000
 /** Statuses from which passkey authentication options may be issued (as an Email OTP start). */
 const STARTABLE: ReadonlyArray<transactions.TransactionStatus> = ["created", "interaction_started", "challenge_issued"]
 
-const scopeOf = (txn: transactions.TransactionRow) => Effect.gen(function* () {
+const scopeOf = Effect.fnUntraced(function* (txn: transactions.TransactionRow) {
   const env = yield* CurrentEnvironment
   return {
-    env: env.record, urls: env.urls, context: { kind: "transaction", transactionId: txn.id }, clientId: txn.client_id,
+    env: env.record,
+    urls: env.urls,
+    context: { kind: "transaction", transactionId: txn.id },
+    clientId: txn.client_id,
   } satisfies CeremonyScope
 })
 
@@ -43,7 +49,10 @@ const scopeOf = (txn: transactions.TransactionRow) => Effect.gen(function* () {
  * completion proof, or an attacker who had a victim's browser authenticate the attacker's
  * transaction could enrol its own passkey on the victim's account. Returns the transaction's user.
  */
-const authenticatedUser = (txn: transactions.TransactionRow, socialProof: string | undefined) => Effect.gen(function* () {
+const authenticatedUser = Effect.fnUntraced(function* (
+  txn: transactions.TransactionRow,
+  socialProof: string | undefined,
+) {
   if (txn.status !== "authenticated" || txn.user_id === null || txn.authenticated_at === null) {
     return yield* new TransactionNotAuthenticated({
       detail: `The transaction is ${txn.status}; passkey registration needs an authenticated transaction`,
@@ -52,64 +61,97 @@ const authenticatedUser = (txn: transactions.TransactionRow, socialProof: string
   yield* requireSocialProof(txn, socialProof, "passkey_registration")
   const now = yield* Clock.currentTimeMillis
   if (now - txn.authenticated_at.getTime() > FRESH_AUTHENTICATION_MS) {
-    return yield* new ReauthenticationRequired({ detail: "The transaction was authenticated more than 5 minutes ago; authenticate again" })
+    return yield* new ReauthenticationRequired({
+      detail: "The transaction was authenticated more than 5 minutes ago; authenticate again",
+    })
   }
   const user = yield* userById(txn.environment_id, txn.user_id).pipe(Effect.orDie)
-  if (!user || user.status !== "active") return yield* new AccessDenied({ detail: "The user is blocked" })
+  if (user?.status !== "active") return yield* new AccessDenied({ detail: "The user is blocked" })
   return user
 })
 
-export const transactionRegistrationOptions = (transactionId: string, body: TransactionRegistrationOptionsBody) => Effect.gen(function* () {
+export const transactionRegistrationOptions = Effect.fnUntraced(function* (
+  transactionId: string,
+  body: TransactionRegistrationOptionsBody,
+) {
   const txn = yield* loadTransactionForUse(transactionId)
   const user = yield* authenticatedUser(txn, body.social_proof)
   const passkeys = yield* Passkeys
   const sql = yield* SqlClient.SqlClient
-  return yield* sql.withTransaction(passkeys.creationOptions(yield* scopeOf(txn), user, body.rp_id === undefined ? {} : { rp_id: body.rp_id }))
+  return yield* sql
+    .withTransaction(
+      passkeys.creationOptions(yield* scopeOf(txn), user, body.rp_id === undefined ? {} : { rp_id: body.rp_id }),
+    )
     .pipe(Effect.catchTag("SqlError", Effect.die))
-}).pipe(withCallSpan("passkeys.transactionRegistrationOptions"))
+}, withCallSpan("passkeys.transactionRegistrationOptions"))
 
-export const transactionRegistrationVerify = (transactionId: string, body: TransactionRegistrationVerifyBody) => Effect.gen(function* () {
+export const transactionRegistrationVerify = Effect.fnUntraced(function* (
+  transactionId: string,
+  body: TransactionRegistrationVerifyBody,
+) {
   const txn = yield* loadTransactionForUse(transactionId)
   const user = yield* authenticatedUser(txn, body.social_proof)
   const passkeys = yield* Passkeys
   const passkey = yield* passkeys.verifyRegistration(yield* scopeOf(txn), user, {
-    credential: body.credential, ...(body.name === undefined ? {} : { name: body.name }),
+    credential: body.credential,
+    ...(body.name === undefined ? {} : { name: body.name }),
   })
   // Registration leaves the transaction as it was (docs/architecture.md): its status is read back, not changed.
   const now = yield* transactions.transactionById(txn.environment_id, txn.id).pipe(Effect.orDie)
   return { passkey, transaction: now ?? txn }
-}).pipe(withCallSpan("passkeys.transactionRegistrationVerify"))
+}, withCallSpan("passkeys.transactionRegistrationVerify"))
 
 /**
  * Request options. The first method call moves `created` -> `interaction_started` (commits
  * on its own, as for Email OTP), then one SQL transaction issues the challenge and moves the
  * transaction to `challenge_issued` (docs/architecture.md).
  */
-export const transactionAuthenticationOptions = (transactionId: string, body: AuthenticationOptionsBody) => Effect.gen(function* () {
+export const transactionAuthenticationOptions = Effect.fnUntraced(function* (
+  transactionId: string,
+  body: AuthenticationOptionsBody,
+) {
   const txn = yield* loadTransactionForUse(transactionId)
   // `link_required`: the existing account's passkey proves it (src/login/social-linking.ts); the status stays.
   const linkProof = txn.status === "link_required"
   if (!STARTABLE.includes(txn.status) && !linkProof) {
-    return yield* new InvalidTransactionState({ detail: `Passkey authentication cannot start on a ${txn.status} transaction` })
+    return yield* new InvalidTransactionState({
+      detail: `Passkey authentication cannot start on a ${txn.status} transaction`,
+    })
   }
   yield* markInteractionStarted(txn)
   const passkeys = yield* Passkeys
   const sql = yield* SqlClient.SqlClient
   const scope = yield* scopeOf(txn)
   const now = yield* Clock.currentTimeMillis
-  return yield* sql.withTransaction(Effect.gen(function* () {
-    const moved = linkProof
-      ? yield* transactions.transition(txn.environment_id, txn.id, ["link_required"], "link_required", new Date(now)).pipe(Effect.orDie)
-      : yield* transactions.transition(txn.environment_id, txn.id, STARTABLE, "challenge_issued", new Date(now)).pipe(Effect.orDie)
-    if (!moved) {
-      return yield* explainLostTransition(txn.id, () =>
-        Effect.fail(new InvalidTransactionState({ detail: "The transaction moved on; passkey authentication can no longer start" })))
-    }
-    return yield* passkeys.requestOptions(scope, body)
-  })).pipe(Effect.catchTag("SqlError", Effect.die))
-}).pipe(withCallSpan("passkeys.transactionAuthenticationOptions"))
+  return yield* sql
+    .withTransaction(
+      Effect.gen(function* () {
+        const moved = linkProof
+          ? yield* transactions
+              .transition(txn.environment_id, txn.id, ["link_required"], "link_required", new Date(now))
+              .pipe(Effect.orDie)
+          : yield* transactions
+              .transition(txn.environment_id, txn.id, STARTABLE, "challenge_issued", new Date(now))
+              .pipe(Effect.orDie)
+        if (!moved) {
+          return yield* explainLostTransition(txn.id, () =>
+            Effect.fail(
+              new InvalidTransactionState({
+                detail: "The transaction moved on; passkey authentication can no longer start",
+              }),
+            ),
+          )
+        }
+        return yield* passkeys.requestOptions(scope, body)
+      }),
+    )
+    .pipe(Effect.catchTag("SqlError", Effect.die))
+}, withCallSpan("passkeys.transactionAuthenticationOptions"))
 
-type VerifyOutcome = { readonly kind: "authenticated" } | { readonly kind: "blocked" } | { readonly kind: "wrong_account" }
+type VerifyOutcome =
+  | { readonly kind: "authenticated" }
+  | { readonly kind: "blocked" }
+  | { readonly kind: "wrong_account" }
 
 /**
  * Verify: the challenge is consumed first (a failure burns it and records login.failed);
@@ -117,52 +159,94 @@ type VerifyOutcome = { readonly kind: "authenticated" } | { readonly kind: "bloc
  * in the same SQL transaction as the credential's counter update. A blocked user's valid
  * assertion is recorded as login.failed (user_blocked) and refused with 403 access_denied.
  */
-export const transactionAuthenticationVerify = (transactionId: string, credential: AuthenticationCredential) =>
-  Effect.gen(function* () {
-    const txn = yield* loadTransactionForUse(transactionId)
-    const passkeys = yield* Passkeys
-    const events = yield* Events
-    const audit = yield* Audit
-    const crypto = yield* Crypto
-    const request = yield* CurrentRequest
-    const ipHash = ipPrefixHash(crypto, txn.workspace_id, request?.ip)
-    const outcome: VerifyOutcome = yield* passkeys.verifyAuthentication(yield* scopeOf(txn), credential, ({ user, passkey }) =>
+export const transactionAuthenticationVerify = Effect.fnUntraced(function* (
+  transactionId: string,
+  credential: AuthenticationCredential,
+) {
+  const txn = yield* loadTransactionForUse(transactionId)
+  const passkeys = yield* Passkeys
+  const events = yield* Events
+  const audit = yield* Audit
+  const crypto = yield* Crypto
+  const request = yield* CurrentRequest
+  const ipHash = ipPrefixHash(crypto, txn.workspace_id, request?.ip)
+  const outcome: VerifyOutcome = yield* passkeys.verifyAuthentication(
+    yield* scopeOf(txn),
+    credential,
+    ({ user, passkey }) =>
       Effect.gen(function* () {
         const now = new Date(yield* Clock.currentTimeMillis)
         const actor = { type: "end_user" as const, id: user.id }
         if (user.status !== "active") {
           yield* events.emit({
-            type: "login.failed", workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor,
-            payload: { userId: user.id, method: "passkey", reason: "user_blocked", clientId: txn.client_id, ...(ipHash ? { ipPrefixHash: ipHash } : {}) },
+            type: "login.failed",
+            workspaceId: txn.workspace_id,
+            environmentId: txn.environment_id,
+            actor,
+            payload: {
+              userId: user.id,
+              method: "passkey",
+              reason: "user_blocked",
+              clientId: txn.client_id,
+              ...(ipHash ? { ipPrefixHash: ipHash } : {}),
+            },
           })
           yield* audit.append({
-            workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor, action: "login.failed",
-            subjectType: "auth_transaction", subjectId: txn.id, result: "failure",
+            workspaceId: txn.workspace_id,
+            environmentId: txn.environment_id,
+            actor,
+            action: "login.failed",
+            subjectType: "auth_transaction",
+            subjectId: txn.id,
+            result: "failure",
             details: { reason: "user_blocked", method: "passkey", passkey_id: passkey.id, client_id: txn.client_id },
           })
           return { kind: "blocked" } as const
         }
         if (txn.status === "link_required") {
           const linked = yield* completePendingLink(txn, { by: "passkey", userId: user.id }, now)
-          return linked === "linked" ? { kind: "authenticated" } as const : linked === "blocked" ? { kind: "blocked" } as const : { kind: "wrong_account" } as const
+          return linked === "linked"
+            ? ({ kind: "authenticated" } as const)
+            : linked === "blocked"
+              ? ({ kind: "blocked" } as const)
+              : ({ kind: "wrong_account" } as const)
         }
-        const moved = yield* transactions.transition(txn.environment_id, txn.id, ["challenge_issued"], "authenticated", now, {
-          method: "passkey", userId: user.id, authenticatedAt: now,
-        })
+        const moved = yield* transactions.transition(
+          txn.environment_id,
+          txn.id,
+          ["challenge_issued"],
+          "authenticated",
+          now,
+          {
+            method: "passkey",
+            userId: user.id,
+            authenticatedAt: now,
+          },
+        )
         if (!moved) {
           return yield* explainLostTransition(txn.id, () =>
-            Effect.fail(new InvalidTransactionState({ detail: "The transaction moved on before the passkey was verified" })))
+            Effect.fail(
+              new InvalidTransactionState({ detail: "The transaction moved on before the passkey was verified" }),
+            ),
+          )
         }
         yield* audit.append({
-          workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor, action: "login.authenticated",
-          subjectType: "auth_transaction", subjectId: txn.id,
+          workspaceId: txn.workspace_id,
+          environmentId: txn.environment_id,
+          actor,
+          action: "login.authenticated",
+          subjectType: "auth_transaction",
+          subjectId: txn.id,
           details: { method: "passkey", passkey_id: passkey.id, client_id: txn.client_id },
         })
         return { kind: "authenticated" } as const
-      }))
-    if (outcome.kind === "blocked") return yield* new AccessDenied({ detail: "The user is blocked" })
-    if (outcome.kind === "wrong_account") {
-      return yield* new WebAuthnVerificationFailed({ detail: "This passkey belongs to another account than the one being linked" })
-    }
-    return { transaction_id: txn.id, status: "authenticated" as const }
-  }).pipe(withCallSpan("passkeys.transactionAuthenticationVerify"))
+      }),
+  )
+  if (outcome.kind === "blocked") return yield* new AccessDenied({ detail: "The user is blocked" })
+  if (outcome.kind === "wrong_account") {
+    return yield* new WebAuthnVerificationFailed({
+      detail: "This passkey belongs to another account than the one being linked",
+    })
+  }
+  return { transaction_id: txn.id, status: "authenticated" as const }
+}, withCallSpan("passkeys.transactionAuthenticationVerify"))

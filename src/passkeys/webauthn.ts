@@ -37,49 +37,68 @@ export const creationOptions = (input: {
   readonly userDisplayName: string
   readonly challenge: Uint8Array
   readonly exclude: ReadonlyArray<{ readonly credentialId: string; readonly transports: ReadonlyArray<string> }>
-}) => Effect.promise(() => generateRegistrationOptions({
-  rpName: input.rpName,
-  rpID: input.rpId,
-  // user.id: the opaque per-user handle (users.user_handle: 32 random bytes), never the email
-  userID: new Uint8Array(Buffer.from(input.userHandle, "base64url")),
-  userName: input.userName,
-  userDisplayName: input.userDisplayName,
-  challenge: new Uint8Array(input.challenge),
-  timeout: CEREMONY_TIMEOUT_MS,
-  attestationType: "none",
-  excludeCredentials: input.exclude.map((c) => ({ id: c.credentialId, transports: [...c.transports] })),
-  // Spec rule 2: both platform authenticators and security keys, so no authenticatorAttachment.
-  authenticatorSelection: { residentKey: "required", userVerification: "required" },
-  supportedAlgorithmIDs: SUPPORTED_ALGORITHMS,
-})).pipe(Effect.map((o): CreationOptionsJSON => ({
-  rp: { id: input.rpId, name: o.rp.name },
-  user: o.user,
-  challenge: o.challenge,
-  pubKeyCredParams: o.pubKeyCredParams.map((p) => ({ alg: p.alg, type: "public-key" })),
-  timeout: CEREMONY_TIMEOUT_MS,
-  excludeCredentials: (o.excludeCredentials ?? []).map((c) => ({
-    id: c.id, type: "public-key", ...(c.transports ? { transports: [...c.transports] } : {}),
-  })),
-  authenticatorSelection: { residentKey: "required", requireResidentKey: true, userVerification: "required" },
-  attestation: "none",
-  // credProps asks the browser to say whether the credential is discoverable (WebAuthn L3 10.1.3)
-  extensions: { credProps: true },
-})))
+}) =>
+  Effect.promise(() =>
+    generateRegistrationOptions({
+      rpName: input.rpName,
+      rpID: input.rpId,
+      // user.id: the opaque per-user handle (users.user_handle: 32 random bytes), never the email
+      userID: new Uint8Array(Buffer.from(input.userHandle, "base64url")),
+      userName: input.userName,
+      userDisplayName: input.userDisplayName,
+      challenge: new Uint8Array(input.challenge),
+      timeout: CEREMONY_TIMEOUT_MS,
+      attestationType: "none",
+      excludeCredentials: input.exclude.map((c) => ({ id: c.credentialId, transports: [...c.transports] })),
+      // Spec rule 2: both platform authenticators and security keys, so no authenticatorAttachment.
+      authenticatorSelection: { residentKey: "required", userVerification: "required" },
+      supportedAlgorithmIDs: SUPPORTED_ALGORITHMS,
+    }),
+  ).pipe(
+    Effect.map(
+      (o): CreationOptionsJSON => ({
+        rp: { id: input.rpId, name: o.rp.name },
+        user: o.user,
+        challenge: o.challenge,
+        pubKeyCredParams: o.pubKeyCredParams.map((p) => ({ alg: p.alg, type: "public-key" })),
+        timeout: CEREMONY_TIMEOUT_MS,
+        excludeCredentials: (o.excludeCredentials ?? []).map((c) => ({
+          id: c.id,
+          type: "public-key",
+          ...(c.transports ? { transports: [...c.transports] } : {}),
+        })),
+        authenticatorSelection: { residentKey: "required", requireResidentKey: true, userVerification: "required" },
+        attestation: "none",
+        // credProps asks the browser to say whether the credential is discoverable (WebAuthn L3 10.1.3)
+        extensions: { credProps: true },
+      }),
+    ),
+  )
 
 /**
  * Request options: always discoverable (usernameless), so `allowCredentials` is empty whatever
  * the request says; supplying an email therefore reveals nothing (docs/decisions/passkeys.md).
  */
 export const requestOptions = (input: { readonly rpId: string; readonly challenge: Uint8Array }) =>
-  Effect.promise(() => generateAuthenticationOptions({
-    rpID: input.rpId,
-    allowCredentials: [],
-    challenge: new Uint8Array(input.challenge),
-    timeout: CEREMONY_TIMEOUT_MS,
-    userVerification: "required",
-  })).pipe(Effect.map((o): RequestOptionsJSON => ({
-    challenge: o.challenge, rpId: input.rpId, timeout: CEREMONY_TIMEOUT_MS, allowCredentials: [], userVerification: "required",
-  })))
+  Effect.promise(() =>
+    generateAuthenticationOptions({
+      rpID: input.rpId,
+      allowCredentials: [],
+      challenge: new Uint8Array(input.challenge),
+      timeout: CEREMONY_TIMEOUT_MS,
+      userVerification: "required",
+    }),
+  ).pipe(
+    Effect.map(
+      (o): RequestOptionsJSON => ({
+        challenge: o.challenge,
+        rpId: input.rpId,
+        timeout: CEREMONY_TIMEOUT_MS,
+        allowCredentials: [],
+        userVerification: "required",
+      }),
+    ),
+  )
 
 /** Short, non-secret reasons for the `detail` of 400 webauthn_verification_failed. */
 export const describeFailure = (message: string): string => {
@@ -107,21 +126,27 @@ export const verifyAttestation = (input: {
   readonly challengeHash: string
   readonly origins: ReadonlyArray<string>
   readonly rpId: string
-}) => Effect.tryPromise({
-  try: () => verifyRegistrationResponse({
-    response: input.credential as unknown as RegistrationResponseJSON,
-    expectedChallenge: challengeMatches(input.challengeHash),
-    expectedOrigin: [...input.origins],
-    expectedRPID: input.rpId,
-    expectedType: "webauthn.create",
-    requireUserPresence: true,
-    requireUserVerification: true,
-    supportedAlgorithmIDs: SUPPORTED_ALGORITHMS,
-  }),
-  catch: failWith,
-}).pipe(Effect.flatMap((result) => result.verified
-  ? Effect.succeed(result.registrationInfo)
-  : Effect.fail(new WebAuthnVerificationFailed({ detail: "The attestation could not be verified" }))))
+}) =>
+  Effect.tryPromise({
+    try: () =>
+      verifyRegistrationResponse({
+        response: input.credential as unknown as RegistrationResponseJSON,
+        expectedChallenge: challengeMatches(input.challengeHash),
+        expectedOrigin: [...input.origins],
+        expectedRPID: input.rpId,
+        expectedType: "webauthn.create",
+        requireUserPresence: true,
+        requireUserVerification: true,
+        supportedAlgorithmIDs: SUPPORTED_ALGORITHMS,
+      }),
+    catch: failWith,
+  }).pipe(
+    Effect.flatMap((result) =>
+      result.verified
+        ? Effect.succeed(result.registrationInfo)
+        : Effect.fail(new WebAuthnVerificationFailed({ detail: "The attestation could not be verified" })),
+    ),
+  )
 
 export const verifyAssertion = (input: {
   readonly credential: AuthenticationCredential
@@ -129,19 +154,25 @@ export const verifyAssertion = (input: {
   readonly origins: ReadonlyArray<string>
   readonly rpId: string
   readonly publicKey: Uint8Array
-}) => Effect.tryPromise({
-  try: () => verifyAuthenticationResponse({
-    response: input.credential as unknown as AuthenticationResponseJSON,
-    expectedChallenge: challengeMatches(input.challengeHash),
-    expectedOrigin: [...input.origins],
-    expectedRPID: input.rpId,
-    expectedType: "webauthn.get",
-    // The counter rule is ours (service.ts: synced passkeys are never blocked by it), so the
-    // library is given no stored counter to compare against.
-    credential: { id: input.credential.id, publicKey: new Uint8Array(input.publicKey), counter: 0 },
-    requireUserVerification: true,
-  }),
-  catch: failWith,
-}).pipe(Effect.flatMap((result) => result.verified
-  ? Effect.succeed(result.authenticationInfo)
-  : Effect.fail(new WebAuthnVerificationFailed({ detail: "The signature is invalid" }))))
+}) =>
+  Effect.tryPromise({
+    try: () =>
+      verifyAuthenticationResponse({
+        response: input.credential as AuthenticationResponseJSON,
+        expectedChallenge: challengeMatches(input.challengeHash),
+        expectedOrigin: [...input.origins],
+        expectedRPID: input.rpId,
+        expectedType: "webauthn.get",
+        // The counter rule is ours (service.ts: synced passkeys are never blocked by it), so the
+        // library is given no stored counter to compare against.
+        credential: { id: input.credential.id, publicKey: new Uint8Array(input.publicKey), counter: 0 },
+        requireUserVerification: true,
+      }),
+    catch: failWith,
+  }).pipe(
+    Effect.flatMap((result) =>
+      result.verified
+        ? Effect.succeed(result.authenticationInfo)
+        : Effect.fail(new WebAuthnVerificationFailed({ detail: "The signature is invalid" })),
+    ),
+  )

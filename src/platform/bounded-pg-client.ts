@@ -20,14 +20,18 @@ import type { Borrower, Connection } from "effect/sql/SqlConnection"
  */
 
 /** Statements run with no time bound inside this (migrations: an index build may take minutes). */
-export const UnboundedStatements = Context.Reference<boolean>("platform/UnboundedStatements", { defaultValue: () => false })
-
-const timedOut = (what: string, ms: number) => new SqlError.SqlError({
-  reason: new SqlError.StatementTimeoutError({
-    message: `${what} did not complete within ${ms} ms (the database is not answering)`,
-    cause: undefined, operation: what,
-  }),
+export const UnboundedStatements = Context.Reference<boolean>("platform/UnboundedStatements", {
+  defaultValue: () => false,
 })
+
+const timedOut = (what: string, ms: number) =>
+  new SqlError.SqlError({
+    reason: new SqlError.StatementTimeoutError({
+      message: `${what} did not complete within ${ms} ms (the database is not answering)`,
+      cause: undefined,
+      operation: what,
+    }),
+  })
 
 /**
  * `effect`, failed with a StatementTimeoutError if it has not completed within `ms` (it is then
@@ -35,33 +39,42 @@ const timedOut = (what: string, ms: number) => new SqlError.SqlError({
  * runs in a child fiber watched by a plain timer: a race of two fibers costs about 35 µs more per
  * statement (awaiting the losing timer fiber), this about 3 µs.
  */
-export const withinDeadline = <A, E, R>(effect: Effect.Effect<A, E, R>, ms: number, what: string): Effect.Effect<A, E | SqlError.SqlError, R> =>
-  Effect.flatMap(UnboundedStatements, (unbounded) => unbounded
-    ? effect
-    : Effect.flatMap(Effect.forkChild(effect), (fiber) => Effect.callback<A, E | SqlError.SqlError>((resume) => {
-      let settled = false
-      const timer = setTimeout(() => {
-        settled = true
-        resume(Effect.andThen(Fiber.interrupt(fiber), Effect.fail(timedOut(what, ms))))
-      }, ms)
-      fiber.addObserver((exit) => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        resume(exit)
-      })
-      // The caller interrupted while waiting: the statement goes with it.
-      return Effect.suspend(() => {
-        clearTimeout(timer)
-        return Fiber.interrupt(fiber)
-      })
-    })))
+export const withinDeadline = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  ms: number,
+  what: string,
+): Effect.Effect<A, E | SqlError.SqlError, R> =>
+  Effect.flatMap(UnboundedStatements, (unbounded) =>
+    unbounded
+      ? effect
+      : Effect.flatMap(Effect.forkChild(effect), (fiber) =>
+          Effect.callback<A, E | SqlError.SqlError>((resume) => {
+            let settled = false
+            const timer = setTimeout(() => {
+              settled = true
+              resume(Effect.andThen(Fiber.interrupt(fiber), Effect.fail(timedOut(what, ms))))
+            }, ms)
+            fiber.addObserver((exit) => {
+              if (settled) return
+              settled = true
+              clearTimeout(timer)
+              resume(exit)
+            })
+            // The caller interrupted while waiting: the statement goes with it.
+            return Effect.suspend(() => {
+              clearTimeout(timer)
+              return Fiber.interrupt(fiber)
+            })
+          }),
+        ),
+  )
 
 type Rows = <A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>
 
 /** A pooled connection whose statements are each bounded (`ms` undefined: unbounded, the caller bounds them). */
 const boundedConnection = (connection: PgConnection.PgConnection, ms: number | undefined): Connection => {
-  const bound = <A>(effect: Effect.Effect<A, SqlError.SqlError>) => ms === undefined ? effect : withinDeadline(effect, ms, "statement")
+  const bound = <A>(effect: Effect.Effect<A, SqlError.SqlError>) =>
+    ms === undefined ? effect : withinDeadline(effect, ms, "statement")
   const rows = (sql: string, params: ReadonlyArray<unknown>, prepare: boolean, transformRows: Rows | undefined) => {
     const run = Effect.map(connection.query(sql, params, prepare), (result) => result.rows)
     return bound(transformRows ? Effect.map(run, transformRows) : run)
@@ -81,33 +94,47 @@ const boundedConnection = (connection: PgConnection.PgConnection, ms: number | u
 const commit = (conn: Connection): Effect.Effect<void, SqlError.SqlError> =>
   Effect.flatMap(conn.executeRaw("COMMIT", []) as Effect.Effect<PgConnection.Result, SqlError.SqlError>, (result) =>
     result.command === "ROLLBACK"
-      ? Effect.fail(new SqlError.SqlError({
-        reason: new SqlError.UnknownError({
-          cause: new Error("COMMIT rolled back an aborted transaction"),
-          message: "PgClient: COMMIT rolled back an aborted transaction", operation: "commit",
-        }),
-      }))
-      : Effect.void)
+      ? Effect.fail(
+          new SqlError.SqlError({
+            reason: new SqlError.UnknownError({
+              cause: new Error("COMMIT rolled back an aborted transaction"),
+              message: "PgClient: COMMIT rolled back an aborted transaction",
+              operation: "commit",
+            }),
+          }),
+        )
+      : Effect.void,
+  )
 
 const PgJson = Statement.custom<Statement.Custom<"PgJson", unknown>>("PgJson")
 
-export const makeBoundedPgClient = (config: PgPool.Config, statementTimeoutMs: number) => Effect.gen(function* () {
+export const makeBoundedPgClient = Effect.fnUntraced(function* (config: PgPool.Config, statementTimeoutMs: number) {
   const pool = yield* PgPool.make(config)
-  const acquire = <A>(checkout: Effect.Effect<A, SqlError.SqlError, Scope.Scope>) => withinDeadline(checkout, statementTimeoutMs, "connection checkout")
+  const acquire = <A>(checkout: Effect.Effect<A, SqlError.SqlError, Scope.Scope>) =>
+    withinDeadline(checkout, statementTimeoutMs, "connection checkout")
   const acquirer = Effect.map(acquire(pool.get), (c) => boundedConnection(c, statementTimeoutMs))
   const transactionAcquirer = Effect.map(acquire(pool.reserve), (c) => boundedConnection(c, statementTimeoutMs))
   // A single statement borrows a connection: the wait for it and the statement share one bound.
-  const borrower: Borrower = (f) => withinDeadline(pool.use((c) => f(boundedConnection(c, undefined))), statementTimeoutMs, "statement")
+  const borrower: Borrower = (f) =>
+    withinDeadline(
+      pool.use((c) => f(boundedConnection(c, undefined))),
+      statementTimeoutMs,
+      "statement",
+    )
   const client = yield* SqlClient.make({
-    acquirer, borrower, transactionAcquirer,
+    acquirer,
+    borrower,
+    transactionAcquirer,
     prepareTransactionControls: true,
     commit,
     releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
     compiler: PgClient.makeCompiler(),
     driver: "pg",
     spanAttributes: [
-      ["db.system.name", "postgresql"], ["db.namespace", config.database ?? config.username ?? "postgres"],
-      ["server.address", config.host ?? "localhost"], ["server.port", config.port ?? 5432],
+      ["db.system.name", "postgresql"],
+      ["db.namespace", config.database ?? config.username ?? "postgres"],
+      ["server.address", config.host ?? "localhost"],
+      ["server.port", config.port ?? 5432],
     ],
   })
   const pg: PgClient.PgClient = Object.assign(client, {
@@ -116,8 +143,10 @@ export const makeBoundedPgClient = (config: PgPool.Config, statementTimeoutMs: n
     json: (value: unknown) => Statement.fragment([PgJson(value, undefined, undefined)]),
     // A listener holds its connection until its scope closes: never bounded.
     listen: (channel: string) => Effect.flatMap(pool.reserve, (c) => c.listen(channel)),
-    notify: (channel: string, payload: string) => Effect.asVoid(Effect.scoped(Effect.flatMap(acquirer,
-      (c) => c.executeRaw("SELECT pg_notify($1, $2)", [channel, payload])))),
+    notify: (channel: string, payload: string) =>
+      Effect.asVoid(
+        Effect.scoped(Effect.flatMap(acquirer, (c) => c.executeRaw("SELECT pg_notify($1, $2)", [channel, payload]))),
+      ),
   })
   return pg
 })

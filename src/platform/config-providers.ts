@@ -33,7 +33,8 @@ export interface ProviderConfig {
 
 const devOnly = (env: Env, name: string, production: boolean) => {
   const value = env[name] || undefined
-  if (value !== undefined && production) throw new ConfigInvalid({ message: `${name} is refused when NODE_ENV=production` })
+  if (value !== undefined && production)
+    throw new ConfigInvalid({ message: `${name} is refused when NODE_ENV=production` })
   return value
 }
 
@@ -46,14 +47,24 @@ const SNS_TOPIC_ARN = /^arn:aws(-[a-z]+)*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,
  * subscription confirmed: development and tests only.
  */
 const parseTopicArns = (raw: string | undefined, production: boolean): ReadonlyArray<string> | "any" | undefined => {
-  const entries = (raw ?? "").split(",").map((t) => t.trim()).filter((t) => t !== "")
+  const entries = (raw ?? "")
+    .split(",")
+    .map((t) => t.trim())
+    .filter((t) => t !== "")
   if (entries.length === 0) return undefined
   if (entries.length === 1 && entries[0] === "*") {
-    if (production) throw new ConfigInvalid({ message: "BOUNCE_SNS_TOPIC_ARNS=* (any topic) is refused when NODE_ENV=production; list the ARNs of your SES bounce topics" })
+    if (production)
+      throw new ConfigInvalid({
+        message:
+          "BOUNCE_SNS_TOPIC_ARNS=* (any topic) is refused when NODE_ENV=production; list the ARNs of your SES bounce topics",
+      })
     return "any"
   }
   const bad = entries.find((t) => !SNS_TOPIC_ARN.test(t))
-  if (bad !== undefined) throw new ConfigInvalid({ message: `BOUNCE_SNS_TOPIC_ARNS: "${bad}" is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<topic>)` })
+  if (bad !== undefined)
+    throw new ConfigInvalid({
+      message: `BOUNCE_SNS_TOPIC_ARNS: "${bad}" is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<topic>)`,
+    })
   return entries
 }
 
@@ -62,27 +73,41 @@ export const parseProviderConfig = (env: Env, production: boolean): ProviderConf
   const stripeNames = ["STRIPE_SECRET_KEY", "STRIPE_PRICE_ID", "STRIPE_WEBHOOK_SECRET"] as const
   const given = stripeNames.filter((n) => (env[n] ?? "") !== "")
   if (given.length > 0 && given.length < 3) {
-    throw new ConfigInvalid({ message: `Stripe needs ${stripeNames.join(", ")} together (missing: ${stripeNames.filter((n) => !given.includes(n)).join(", ")})` })
+    throw new ConfigInvalid({
+      message: `Stripe needs ${stripeNames.join(", ")} together (missing: ${stripeNames.filter((n) => !given.includes(n)).join(", ")})`,
+    })
   }
   const apiBaseRaw = devOnly(env, "STRIPE_API_BASE", production)
   let apiBase: URL | undefined
   if (apiBaseRaw !== undefined) {
     apiBase = URL.canParse(apiBaseRaw) ? new URL(apiBaseRaw) : undefined
-    if (!apiBase || !/^https?:$/.test(apiBase.protocol)) throw new ConfigInvalid({ message: `STRIPE_API_BASE must be an http(s) URL (got "${apiBaseRaw}")` })
+    if (!apiBase || !/^https?:$/.test(apiBase.protocol))
+      throw new ConfigInvalid({ message: `STRIPE_API_BASE must be an http(s) URL (got "${apiBaseRaw}")` })
   }
   const snsTopicArns = parseTopicArns(env["BOUNCE_SNS_TOPIC_ARNS"], production)
   const secret = env["BOUNCE_WEBHOOK_SECRET"] || undefined
-  if (secret !== undefined && secret.length < 32) throw new ConfigInvalid({ message: "BOUNCE_WEBHOOK_SECRET must be at least 32 characters" })
+  if (secret !== undefined && secret.length < 32)
+    throw new ConfigInvalid({ message: "BOUNCE_WEBHOOK_SECRET must be at least 32 characters" })
   const rawDays = env["USER_DELETION_RETENTION_DAYS"]
   if (rawDays !== undefined && rawDays !== "" && !/^\d+$/.test(rawDays)) {
-    throw new ConfigInvalid({ message: `USER_DELETION_RETENTION_DAYS must be a whole number of days (got "${rawDays}")` })
+    throw new ConfigInvalid({
+      message: `USER_DELETION_RETENTION_DAYS must be a whole number of days (got "${rawDays}")`,
+    })
   }
   return {
-    stripe: given.length === 3
-      ? { secretKey: env["STRIPE_SECRET_KEY"]!, priceId: env["STRIPE_PRICE_ID"]!, webhookSecret: env["STRIPE_WEBHOOK_SECRET"]!, apiBase }
-      : undefined,
+    stripe:
+      given.length === 3
+        ? {
+            secretKey: env["STRIPE_SECRET_KEY"]!,
+            priceId: env["STRIPE_PRICE_ID"]!,
+            webhookSecret: env["STRIPE_WEBHOOK_SECRET"]!,
+            apiBase,
+          }
+        : undefined,
     bounces: {
-      secret, snsUrlPrefix: devOnly(env, "SNS_CERT_URL_PREFIX", production), snsTopicArns,
+      secret,
+      snsUrlPrefix: devOnly(env, "SNS_CERT_URL_PREFIX", production),
+      snsTopicArns,
     },
     userDeletionRetentionDays: rawDays === undefined || rawDays === "" ? 30 : Number(rawDays),
   }

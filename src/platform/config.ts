@@ -3,6 +3,8 @@ import { Context, Layer } from "effect"
 import { parseTrustProxy, type TrustProxy } from "./trust-proxy.js"
 import { type ProviderConfig, parseProviderConfig } from "./config-providers.js"
 import { ConfigInvalid } from "./config-invalid.js"
+import { type LogLevelName, parseLogLevel } from "./observability/log-level.js"
+import { otelResourceAttributes } from "./observability/otel-resource.js"
 
 /**
  * Every environment variable of the run contract (docs/architecture.md), parsed once at start.
@@ -44,6 +46,8 @@ export interface AppConfig {
   readonly socialProviderHosts: ReadonlyMap<string, { readonly address: string; readonly port: number }>
   /** One log line per request (LOG_REQUESTS, default true). */
   readonly logRequests: boolean
+  /** The least severe level written (LOG_LEVEL: debug, info, warn, error; default info). */
+  readonly logLevel: LogLevelName
   /** Billing provider, bounce intake, deletion retention (src/platform/config-providers.ts). */
   readonly providers: ProviderConfig
   /** Origins allowed to make cookie-authenticated Management writes (DASHBOARD_ORIGINS). */
@@ -68,6 +72,16 @@ export interface AppConfig {
    * OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces` (the OTLP exporter specification); unset: no tracing.
    */
   readonly otlpTracesUrl: string | undefined
+  /**
+   * Servers, workers and operator commands apply the migrations at start (MIGRATE_ON_START;
+   * default true outside production, false with NODE_ENV=production, where `npm run migrate` is a
+   * step of its own and a start against another schema version is refused: src/platform/schema-version.ts).
+   */
+  readonly migrateOnStart: boolean
+  /** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf (the default) or http/json. */
+  readonly otlpProtocol: OtlpProtocol
+  /** The spans' resource: OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME (./observability/otel-resource.ts). */
+  readonly otelResource: Readonly<Record<string, string>>
 }
 
 export interface RateLimits {
@@ -143,27 +157,60 @@ const flag = (env: Env, name: string): boolean => {
 const positiveInt = (env: Env, name: string, fallback: number): number => {
   const raw = env[name]
   if (raw === undefined || raw === "") return fallback
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new ConfigInvalid({ message: `${name} must be a positive integer (got "${raw}")` })
+  if (!/^\d+$/.test(raw) || Number(raw) < 1)
+    throw new ConfigInvalid({ message: `${name} must be a positive integer (got "${raw}")` })
   return Number(raw)
 }
 
 const host = (env: Env, name: string, fallback: string): string => {
   const value = (env[name] ?? fallback).toLowerCase()
-  if (!HOST.test(value)) throw new ConfigInvalid({ message: `${name} must be a host name with an optional :port (got "${env[name]}")` })
+  if (!HOST.test(value))
+    throw new ConfigInvalid({ message: `${name} must be a host name with an optional :port (got "${env[name]}")` })
   return value
+}
+
+export type OtlpProtocol = "http/protobuf" | "http/json"
+
+/**
+ * The OTLP protocol of the standard variables. gRPC is refused with the reason rather than
+ * ignored: its exporter is not installed (docs/decisions/observability.md, "Traces").
+ */
+const otlpProtocol = (env: Env): OtlpProtocol => {
+  const name = env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]
+    ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+    : "OTEL_EXPORTER_OTLP_PROTOCOL"
+  const raw = env[name] || "http/protobuf"
+  if (raw === "http/protobuf" || raw === "http/json") return raw
+  throw new ConfigInvalid({
+    message:
+      raw === "grpc"
+        ? `${name}=grpc is not supported: use http/protobuf (the default) or http/json, on the collector's OTLP/HTTP port (4318)`
+        : `${name} must be http/protobuf or http/json (got "${raw}")`,
+  })
 }
 
 const otlpUrl = (env: Env, name: string, suffix: string): string | undefined => {
   const raw = env[name] || undefined
   if (raw === undefined) return undefined
-  if (!/^https?:\/\/\S+$/.test(raw)) throw new ConfigInvalid({ message: `${name} must be an http:// or https:// URL of an OTLP/HTTP collector (got "${raw}")` })
+  if (!/^https?:\/\/\S+$/.test(raw))
+    throw new ConfigInvalid({
+      message: `${name} must be an http:// or https:// URL of an OTLP/HTTP collector (got "${raw}")`,
+    })
   return raw.replace(/\/+$/, "") + suffix
 }
 
+/**
+ * 32 bytes in base64url (what the service generates) or standard base64 with its padding (what
+ * `openssl rand -base64 32` prints): one alphabet per key, so a typo cannot pass as the other.
+ */
 export const parseMasterKey = (name: string, raw: string): Uint8Array => {
-  const bytes = Buffer.from(raw, "base64url")
-  if (!/^[A-Za-z0-9_-]+$/.test(raw) || bytes.length !== 32) {
-    throw new ConfigInvalid({ message: `${name} must be 32 bytes encoded as base64url (43 characters); generate one with: node -e "console.log(require('crypto').randomBytes(32).toString('base64url'))"` })
+  const url = /^[A-Za-z0-9_-]{43}$/.test(raw)
+  const standard = /^[A-Za-z0-9+/]{43}=$/.test(raw)
+  const bytes = Buffer.from(raw, url ? "base64url" : "base64")
+  if (!(url || standard) || bytes.length !== 32) {
+    throw new ConfigInvalid({
+      message: `${name} must be 32 bytes, random, in base64url (43 characters) or base64 (44 characters); generate one with: openssl rand -base64 32, or: node -e "console.log(require('crypto').randomBytes(32).toString('base64url'))"`,
+    })
   }
   return new Uint8Array(bytes)
 }
@@ -180,7 +227,9 @@ const dashboardOrigins = (env: Env, fallback: string): ReadonlyArray<string> => 
     const value = entry.trim().toLowerCase()
     const m = /^(https?):\/\/([^/?#]+)$/.exec(value)
     if (!m || !HOST.test(m[2]!) || (m[1] === "http" && !isLocalHost(m[2]!))) {
-      throw new ConfigInvalid({ message: `DASHBOARD_ORIGINS must list origins like https://dashboard.example.com (http only for localhost; got "${entry.trim()}")` })
+      throw new ConfigInvalid({
+        message: `DASHBOARD_ORIGINS must list origins like https://dashboard.example.com (http only for localhost; got "${entry.trim()}")`,
+      })
     }
     return value
   })
@@ -190,12 +239,15 @@ const dashboardOrigins = (env: Env, fallback: string): ReadonlyArray<string> => 
 export const parseConfig = (env: Env): AppConfig => {
   const production = env["NODE_ENV"] === "production"
   const rawPort = env["PORT"] ?? "3000"
-  if (!/^\d+$/.test(rawPort) || Number(rawPort) > 65535) throw new ConfigInvalid({ message: `PORT must be a TCP port number 0-65535 (got "${rawPort}")` })
+  if (!/^\d+$/.test(rawPort) || Number(rawPort) > 65535)
+    throw new ConfigInvalid({ message: `PORT must be a TCP port number 0-65535 (got "${rawPort}")` })
   const port = Number(rawPort)
 
   const rawListenHost = env["HOST"] || undefined
   if (rawListenHost !== undefined && isIP(rawListenHost) === 0 && !HOST.test(rawListenHost.toLowerCase())) {
-    throw new ConfigInvalid({ message: `HOST must be an IP address or host name to listen on, e.g. 127.0.0.1 or 0.0.0.0 (got "${rawListenHost}")` })
+    throw new ConfigInvalid({
+      message: `HOST must be an IP address or host name to listen on, e.g. 127.0.0.1 or 0.0.0.0 (got "${rawListenHost}")`,
+    })
   }
   const listenHost = rawListenHost ?? (production ? undefined : "127.0.0.1")
 
@@ -205,40 +257,57 @@ export const parseConfig = (env: Env): AppConfig => {
   }
 
   const platformDomain = host(env, "PLATFORM_DOMAIN", "localhost")
-  if (platformDomain.includes(":")) throw new ConfigInvalid({ message: "PLATFORM_DOMAIN must not carry a port (public hosts take the port of CANONICAL_ISSUER_HOST)" })
+  if (platformDomain.includes(":"))
+    throw new ConfigInvalid({
+      message: "PLATFORM_DOMAIN must not carry a port (public hosts take the port of CANONICAL_ISSUER_HOST)",
+    })
   const canonicalIssuerHost = host(env, "CANONICAL_ISSUER_HOST", `localhost:${port}`)
   const managementHost = host(env, "MANAGEMENT_HOST", `api.localhost:${port}`)
 
   const allLocal = [platformDomain, canonicalIssuerHost, managementHost].every(isLocalHost)
   const scheme = env["PUBLIC_SCHEME"] ?? (allLocal ? "http" : "https")
-  if (scheme !== "http" && scheme !== "https") throw new ConfigInvalid({ message: `PUBLIC_SCHEME must be http or https (got "${scheme}")` })
+  if (scheme !== "http" && scheme !== "https")
+    throw new ConfigInvalid({ message: `PUBLIC_SCHEME must be http or https (got "${scheme}")` })
   if (scheme === "http" && !allLocal) {
-    throw new ConfigInvalid({ message: "PUBLIC_SCHEME=http is only allowed when every public host is localhost or *.localhost; use https" })
+    throw new ConfigInvalid({
+      message: "PUBLIC_SCHEME=http is only allowed when every public host is localhost or *.localhost; use https",
+    })
   }
 
   // Embedded Postgres runs with development settings (fsync off, synchronous_commit off,
   // a fixed password, data under DATA_DIR): never where data must survive a crash.
   if (production && databaseUrl === undefined) {
-    throw new ConfigInvalid({ message: "DATABASE_URL is required when NODE_ENV=production (embedded Postgres is for development only); set it to your Postgres server" })
+    throw new ConfigInvalid({
+      message:
+        "DATABASE_URL is required when NODE_ENV=production (embedded Postgres is for development only); set it to your Postgres server",
+    })
   }
 
   const masterKeyRaw = env["MASTER_KEY"] || undefined
-  if (masterKeyRaw === undefined && production) throw new ConfigInvalid({ message: "MASTER_KEY is required when NODE_ENV=production (32 random bytes, base64url)" })
-  if (masterKeyRaw === undefined && databaseUrl !== undefined) throw new ConfigInvalid({ message: "MASTER_KEY is required when DATABASE_URL is set, so every replica shares it (32 random bytes, base64url)" })
+  if (masterKeyRaw === undefined && production)
+    throw new ConfigInvalid({ message: "MASTER_KEY is required when NODE_ENV=production (32 random bytes, base64url)" })
+  if (masterKeyRaw === undefined && databaseUrl !== undefined)
+    throw new ConfigInvalid({
+      message:
+        "MASTER_KEY is required when DATABASE_URL is set, so every replica shares it (32 random bytes, base64url)",
+    })
   const masterKey = masterKeyRaw === undefined ? undefined : parseMasterKey("MASTER_KEY", masterKeyRaw)
   const previousRaw = env["MASTER_KEY_PREVIOUS"] || undefined
   const masterKeyPrevious = previousRaw === undefined ? undefined : parseMasterKey("MASTER_KEY_PREVIOUS", previousRaw)
 
   const webhookAllowPrivateTargets = flag(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS")
-  if (webhookAllowPrivateTargets && production) throw new ConfigInvalid({ message: "WEBHOOK_ALLOW_PRIVATE_TARGETS is refused when NODE_ENV=production" })
+  if (webhookAllowPrivateTargets && production)
+    throw new ConfigInvalid({ message: "WEBHOOK_ALLOW_PRIVATE_TARGETS is refused when NODE_ENV=production" })
 
   const trustProxy = parseTrustProxy(env["TRUST_PROXY"])
   if (typeof trustProxy === "string") throw new ConfigInvalid({ message: trustProxy })
   const socialProviderHosts = parseProviderHosts(env["SOCIAL_PROVIDER_HOSTS"] || undefined)
-  if (socialProviderHosts.size > 0 && production) throw new ConfigInvalid({ message: "SOCIAL_PROVIDER_HOSTS is refused when NODE_ENV=production" })
+  if (socialProviderHosts.size > 0 && production)
+    throw new ConfigInvalid({ message: "SOCIAL_PROVIDER_HOSTS is refused when NODE_ENV=production" })
 
   const smtpUrl = env["SMTP_URL"] || undefined
-  if (smtpUrl !== undefined && !/^smtps?:\/\//.test(smtpUrl)) throw new ConfigInvalid({ message: "SMTP_URL must be an smtp:// or smtps:// URL" })
+  if (smtpUrl !== undefined && !/^smtps?:\/\//.test(smtpUrl))
+    throw new ConfigInvalid({ message: "SMTP_URL must be an smtp:// or smtps:// URL" })
 
   const metricsToken = env["METRICS_TOKEN"] || undefined
   if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
@@ -248,8 +317,8 @@ export const parseConfig = (env: Env): AppConfig => {
   if (rawMetricsPort !== undefined && (!/^\d+$/.test(rawMetricsPort) || Number(rawMetricsPort) > 65535)) {
     throw new ConfigInvalid({ message: `METRICS_PORT must be a TCP port number 0-65535 (got "${rawMetricsPort}")` })
   }
-  const otlpTracesUrl = otlpUrl(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-    ?? otlpUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", "/v1/traces")
+  const otlpTracesUrl =
+    otlpUrl(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "") ?? otlpUrl(env, "OTEL_EXPORTER_OTLP_ENDPOINT", "/v1/traces")
 
   return {
     port,
@@ -296,6 +365,7 @@ export const parseConfig = (env: Env): AppConfig => {
     socialProviderHosts,
     production,
     logRequests: env["LOG_REQUESTS"] === undefined ? true : flag(env, "LOG_REQUESTS"),
+    logLevel: parseLogLevel(env["LOG_LEVEL"]),
     providers: parseProviderConfig(env, production),
     dashboardOrigins: dashboardOrigins(env, `${scheme}://${managementHost}`),
     // Jobs wait on the network far more than on the CPU: many run at once. A receiver gets at
@@ -309,15 +379,22 @@ export const parseConfig = (env: Env): AppConfig => {
     metricsToken,
     metricsPort: rawMetricsPort === undefined ? undefined : Number(rawMetricsPort),
     otlpTracesUrl,
+    migrateOnStart: env["MIGRATE_ON_START"] ? flag(env, "MIGRATE_ON_START") : !production,
+    otlpProtocol: otlpProtocol(env),
+    otelResource: otelResourceAttributes(env),
   }
 }
 
 /** `host=address:port` pairs separated by commas (SOCIAL_PROVIDER_HOSTS). */
 const parseProviderHosts = (raw: string | undefined) => {
   const map = new Map<string, { address: string; port: number }>()
-  for (const pair of (raw ?? "").split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+  for (const pair of (raw ?? "")
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
     const m = /^([a-z0-9.-]+)=([0-9a-fA-F.:]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(pair)
-    if (!m || Number(m[3]) > 65535) throw new ConfigInvalid({ message: `SOCIAL_PROVIDER_HOSTS entries must be host=address:port (got "${pair}")` })
+    if (!m || Number(m[3]) > 65535)
+      throw new ConfigInvalid({ message: `SOCIAL_PROVIDER_HOSTS entries must be host=address:port (got "${pair}")` })
     map.set(m[1]!, { address: m[2]!.replace(/^\[|\]$/g, ""), port: Number(m[3]) })
   }
   return map

@@ -1,5 +1,12 @@
 import {
-  createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, hkdfSync, type KeyObject, timingSafeEqual,
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  createSecretKey,
+  hkdfSync,
+  type KeyObject,
+  timingSafeEqual,
 } from "node:crypto"
 import { Context, Effect, Layer, Schema } from "effect"
 import { randomBytesPooled } from "./random-pool.js"
@@ -40,7 +47,9 @@ export const constantTimeEqual = (a: string, b: string): boolean => {
   const x = Buffer.from(a)
   const y = Buffer.from(b)
   // Compare against itself on length mismatch so timing does not depend on where strings differ.
-  return x.length === y.length ? timingSafeEqual(x, y) : (timingSafeEqual(x, x), false)
+  if (x.length === y.length) return timingSafeEqual(x, y)
+  timingSafeEqual(x, x)
+  return false
 }
 
 const aadOf = (ctx: SealContext) => Buffer.from(`${ctx.purpose}\u0000${ctx.table}\u0000${ctx.rowId}`)
@@ -53,8 +62,10 @@ const keyMaterial = (master: Uint8Array) => {
     master,
     box: createSecretKey(deriveKey(master, "secret-box")),
     hmacKey: (purpose: string) => {
-      let key = hmacKeys.get(purpose)
-      if (!key) hmacKeys.set(purpose, (key = createSecretKey(deriveKey(master, `hmac/${purpose}`))))
+      const cached = hmacKeys.get(purpose)
+      if (cached) return cached
+      const key = createSecretKey(deriveKey(master, `hmac/${purpose}`))
+      hmacKeys.set(purpose, key)
       return key
     },
   }
@@ -85,7 +96,8 @@ export const makeCrypto = (keyring: Keyring) => {
     randomToken: (size = 32) => Effect.sync(() => randomBytesPooled(size).toString("base64url")),
     sha256Hex,
     /** HMAC-SHA256 under the per-purpose pepper derived from the sealing key. */
-    hmac: (purpose: string, data: string | Uint8Array) => createHmac("sha256", sealing.hmacKey(purpose)).update(data).digest(),
+    hmac: (purpose: string, data: string | Uint8Array) =>
+      createHmac("sha256", sealing.hmacKey(purpose)).update(data).digest(),
     /**
      * The HMAC under the sealing key, then (during a master-key rotation) under the other one: a
      * short-lived value HMAC'd by a process on either side of the switch (an OTP code) verifies,
@@ -116,29 +128,33 @@ export const makeCrypto = (keyring: Keyring) => {
     },
     constantTimeEqual,
     /** AES-256-GCM; the associated data binds purpose + table + row id. Format: v1.<key-id>.<iv>.<ciphertext>.<tag> */
-    seal: (ctx: SealContext, plaintext: string | Uint8Array) => Effect.sync(() => {
-      const key = sealing
-      const iv = randomBytesPooled(12)
-      const cipher = createCipheriv("aes-256-gcm", key.box, iv)
-      cipher.setAAD(aadOf(ctx))
-      const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()])
-      return `v1.${key.id}.${b64url(iv)}.${b64url(ciphertext)}.${b64url(cipher.getAuthTag())}`
-    }),
-    open: (ctx: SealContext, sealed: string): Effect.Effect<Buffer, SecretBoxError> => Effect.suspend(() => {
-      const parts = sealed.split(".")
-      if (parts.length !== 5 || parts[0] !== "v1") return Effect.fail(new SecretBoxError({ reason: "malformed" }))
-      const [, id, iv, ciphertext, tag] = parts as [string, string, string, string, string]
-      const key = byId.get(id)
-      if (!key) return Effect.fail(new SecretBoxError({ reason: "unknown_key" }))
-      try {
-        const decipher = createDecipheriv("aes-256-gcm", key.box, Buffer.from(iv, "base64url"))
-        decipher.setAAD(aadOf(ctx))
-        decipher.setAuthTag(Buffer.from(tag, "base64url"))
-        return Effect.succeed(Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64url")), decipher.final()]))
-      } catch {
-        return Effect.fail(new SecretBoxError({ reason: "authentication_failed" }))
-      }
-    }),
+    seal: (ctx: SealContext, plaintext: string | Uint8Array) =>
+      Effect.sync(() => {
+        const key = sealing
+        const iv = randomBytesPooled(12)
+        const cipher = createCipheriv("aes-256-gcm", key.box, iv)
+        cipher.setAAD(aadOf(ctx))
+        const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()])
+        return `v1.${key.id}.${b64url(iv)}.${b64url(ciphertext)}.${b64url(cipher.getAuthTag())}`
+      }),
+    open: (ctx: SealContext, sealed: string): Effect.Effect<Buffer, SecretBoxError> =>
+      Effect.suspend(() => {
+        const parts = sealed.split(".")
+        if (parts.length !== 5 || parts[0] !== "v1") return Effect.fail(new SecretBoxError({ reason: "malformed" }))
+        const [, id, iv, ciphertext, tag] = parts as [string, string, string, string, string]
+        const key = byId.get(id)
+        if (!key) return Effect.fail(new SecretBoxError({ reason: "unknown_key" }))
+        try {
+          const decipher = createDecipheriv("aes-256-gcm", key.box, Buffer.from(iv, "base64url"))
+          decipher.setAAD(aadOf(ctx))
+          decipher.setAuthTag(Buffer.from(tag, "base64url"))
+          return Effect.succeed(
+            Buffer.concat([decipher.update(Buffer.from(ciphertext, "base64url")), decipher.final()]),
+          )
+        } catch {
+          return Effect.fail(new SecretBoxError({ reason: "authentication_failed" }))
+        }
+      }),
     /** The value stored in the database to recognise the master key at start. */
     keyCheck: (master: Uint8Array = keyring.current) =>
       createHmac("sha256", deriveKey(master, "key-check")).update("authservice key check v1").digest("base64url"),

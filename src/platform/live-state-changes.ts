@@ -16,7 +16,9 @@ const listeners = new Set<Listener>()
 
 export const onLiveStateChanged = (listener: Listener): (() => void) => {
   listeners.add(listener)
-  return () => { listeners.delete(listener) }
+  return () => {
+    listeners.delete(listener)
+  }
 }
 
 export const liveStateChanged = (environmentId: string, userId: string) => {

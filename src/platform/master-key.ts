@@ -24,7 +24,10 @@ export const loadKeyring = (config: AppConfig): Keyring => {
     writeFileSync(file, randomBytes(32).toString("base64url") + "\n", { mode: 0o600 })
     chmodSync(file, 0o600)
   }
-  return { current: parseMasterKey(`MASTER_KEY (from ${file})`, readFileSync(file, "utf8").trim()), previous: config.masterKeyPrevious }
+  return {
+    current: parseMasterKey(`MASTER_KEY (from ${file})`, readFileSync(file, "utf8").trim()),
+    previous: config.masterKeyPrevious,
+  }
 }
 
 /** The key-check row (sql/0001, 0096, 0174). */
@@ -55,31 +58,46 @@ const refuse = (message: string): KeyCheckDecision => ({ kind: "refuse", message
  * `master-key rotate` has recorded the switch (the check moved to the new key, the old one kept
  * as previous) a start seals under the new key at once, and one with the old key only is refused.
  */
-export const keyCheckDecision = (row: KeyCheckRow, current: string, previous: string | undefined,
-  options: { readonly nowMs: number }): KeyCheckDecision => {
+export const keyCheckDecision = (
+  row: KeyCheckRow,
+  current: string,
+  previous: string | undefined,
+  options: { readonly nowMs: number },
+): KeyCheckDecision => {
   if (row.check_value === current) {
     if (row.previous_check_value !== null) {
-      return row.previous_check_value === previous ? { kind: "ready", sealWith: "master-key" } : refuse(
-        "A master-key rotation is not finished: keep MASTER_KEY_PREVIOUS set to the old key until `npm run cli -- master-key rotate` reports it complete")
+      return row.previous_check_value === previous
+        ? { kind: "ready", sealWith: "master-key" }
+        : refuse(
+            "A master-key rotation is not finished: keep MASTER_KEY_PREVIOUS set to the old key until `npm run cli -- master-key rotate` reports it complete",
+          )
     }
     const until = row.old_key_needed_until
     if (previous === undefined && until !== null && until.getTime() > options.nowMs) {
-      return refuse(`The master-key rotation completed, but Email OTP codes and social login states made under the old key verify only with it until ${until.toISOString()}: keep MASTER_KEY_PREVIOUS set to the old key until then (step 4)`)
+      return refuse(
+        `The master-key rotation completed, but Email OTP codes and social login states made under the old key verify only with it until ${until.toISOString()}: keep MASTER_KEY_PREVIOUS set to the old key until then (step 4)`,
+      )
     }
     return { kind: "ready", sealWith: "master-key" }
   }
   if (previous !== undefined && row.check_value === previous) {
     if (row.previous_check_value !== null) {
-      return refuse(row.previous_check_value === current
-        ? "The database has switched to the key given as MASTER_KEY_PREVIOUS (`master-key rotate`): start with that key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS"
-        : "An earlier master-key rotation is not finished: complete it (`npm run cli -- master-key rotate`) before starting another")
+      return refuse(
+        row.previous_check_value === current
+          ? "The database has switched to the key given as MASTER_KEY_PREVIOUS (`master-key rotate`): start with that key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS"
+          : "An earlier master-key rotation is not finished: complete it (`npm run cli -- master-key rotate`) before starting another",
+      )
     }
     return { kind: "ready", sealWith: "previous-key" }
   }
   if (row.previous_check_value === current) {
-    return refuse("A master-key rotation away from this MASTER_KEY has switched to the new key (`master-key rotate`): start with the new key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS (step 2)")
+    return refuse(
+      "A master-key rotation away from this MASTER_KEY has switched to the new key (`master-key rotate`): start with the new key as MASTER_KEY and this one as MASTER_KEY_PREVIOUS (step 2)",
+    )
   }
-  return refuse("MASTER_KEY does not match the key this database was created with: set the original MASTER_KEY (or pass the old one as MASTER_KEY_PREVIOUS while rotating)")
+  return refuse(
+    "MASTER_KEY does not match the key this database was created with: set the original MASTER_KEY (or pass the old one as MASTER_KEY_PREVIOUS while rotating)",
+  )
 }
 
 export interface VerifyMasterKeyOptions {
@@ -100,18 +118,22 @@ export interface VerifyMasterKeyOptions {
  * old key is refused, so nothing sealed under it can become unreadable; so is one for 10 minutes
  * after it completed.
  */
-export const verifyMasterKey = (crypto: CryptoShape, options: VerifyMasterKeyOptions = {}) => Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const current = crypto.keyCheck()
-  const previous = crypto.previousKey ? crypto.keyCheck(crypto.previousKey) : undefined
-  const nowMs = yield* Clock.currentTimeMillis
-  return yield* sql.withTransaction(Effect.gen(function* () {
-    yield* sql`insert into master_key_check (singleton, check_value) values (true, ${current}) on conflict (singleton) do nothing`
-    const [row] = yield* sql<KeyCheckRow>`select check_value, previous_check_value, old_key_needed_until from master_key_check for update`
-    const decision = keyCheckDecision(row!, current, previous, { nowMs })
-    if (decision.kind === "refuse") return yield* new MasterKeyMismatch({ message: decision.message })
-    if (decision.sealWith === "master-key") crypto.sealUnderMasterKey()
-    if (options.register) yield* recordBeat(options.register, crypto.sealingKeyId())
-    return decision.sealWith
-  }))
-})
+export const verifyMasterKey = (crypto: CryptoShape, options: VerifyMasterKeyOptions = {}) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const current = crypto.keyCheck()
+    const previous = crypto.previousKey ? crypto.keyCheck(crypto.previousKey) : undefined
+    const nowMs = yield* Clock.currentTimeMillis
+    return yield* sql.withTransaction(
+      Effect.gen(function* () {
+        yield* sql`insert into master_key_check (singleton, check_value) values (true, ${current}) on conflict (singleton) do nothing`
+        const [row] =
+          yield* sql<KeyCheckRow>`select check_value, previous_check_value, old_key_needed_until from master_key_check for update`
+        const decision = keyCheckDecision(row!, current, previous, { nowMs })
+        if (decision.kind === "refuse") return yield* new MasterKeyMismatch({ message: decision.message })
+        if (decision.sealWith === "master-key") crypto.sealUnderMasterKey()
+        if (options.register) yield* recordBeat(options.register, crypto.sealingKeyId())
+        return decision.sealWith
+      }),
+    )
+  })

@@ -46,17 +46,23 @@ export interface ProcessRegistration {
 }
 
 /** This process, as its heartbeat row names it. */
-export const processRegistration = (kind: ProcessKind) => Effect.gen(function* () {
+export const processRegistration = Effect.fnUntraced(function* (kind: ProcessKind) {
   const crypto = yield* Crypto
   return {
     processId: `prc_${process.pid}_${yield* crypto.randomToken(12)}`,
-    kind, host: hostname(), pid: process.pid,
+    kind,
+    host: hostname(),
+    pid: process.pid,
     masterKeyId: crypto.currentKeyId,
     previousMasterKeyId: crypto.previousKey === undefined ? undefined : keyId(crypto.previousKey),
   } satisfies ProcessRegistration
 })
 
-const upsertBeat = (sql: SqlClient.SqlClient, p: ProcessRegistration, sealingKeyId: string) => sql`insert into process_heartbeats
+const upsertBeat = (
+  sql: SqlClient.SqlClient,
+  p: ProcessRegistration,
+  sealingKeyId: string,
+) => sql`insert into process_heartbeats
     (process_id, kind, host, pid, master_key_id, previous_master_key_id, sealing_key_id, started_at, beat_at)
     values (${p.processId}, ${p.kind}, ${p.host}, ${p.pid}, ${p.masterKeyId}, ${p.previousMasterKeyId ?? null}, ${sealingKeyId}, now(), now())
     on conflict (process_id) do update set beat_at = excluded.beat_at, sealing_key_id = excluded.sealing_key_id`
@@ -69,12 +75,18 @@ export const recordBeat = (p: ProcessRegistration, sealingKeyId: string) =>
   SqlClient.SqlClient.use((sql) => upsertBeat(sql, p, sealingKeyId)).pipe(Effect.asVoid)
 
 /** A beat: renews the row and reads the database's key check, in one statement. */
-const beatReadingKeyCheck = (p: ProcessRegistration, sealingKeyId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<{ check_value: string }>`with beat as (${upsertBeat(sql, p, sealingKeyId)}) select check_value from master_key_check`)
-  .pipe(Effect.map((rows) => rows[0]?.check_value))
+const beatReadingKeyCheck = (p: ProcessRegistration, sealingKeyId: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<{
+        check_value: string
+      }>`with beat as (${upsertBeat(sql, p, sealingKeyId)}) select check_value from master_key_check`,
+  ).pipe(Effect.map((rows) => rows[0]?.check_value))
 
 export const forgetProcess = (processId: string) =>
-  SqlClient.SqlClient.use((sql) => sql`delete from process_heartbeats where process_id = ${processId}`).pipe(Effect.asVoid)
+  SqlClient.SqlClient.use((sql) => sql`delete from process_heartbeats where process_id = ${processId}`).pipe(
+    Effect.asVoid,
+  )
 
 /** How long a stopping process waits to delete its row (a database that is down must not hold the shutdown). */
 const FORGET_WITHIN_MS = 2_000
@@ -84,9 +96,12 @@ export const forgetProcessOnExit = (processId: string) =>
   withinDeadline(forgetProcess(processId), FORGET_WITHIN_MS, "heartbeat removal").pipe(Effect.ignore)
 
 /** This process's heartbeat: `beat` runs one beat now (the rotation acknowledges its own switch at once). */
-export class ProcessHeartbeat extends Context.Service<ProcessHeartbeat, {
-  readonly beat: Effect.Effect<void>
-}>()("platform/ProcessHeartbeat") {}
+export class ProcessHeartbeat extends Context.Service<
+  ProcessHeartbeat,
+  {
+    readonly beat: Effect.Effect<void>
+  }
+>()("platform/ProcessHeartbeat") {}
 
 /**
  * Beats while the process runs and removes the row when it stops. The first row was written by
@@ -101,24 +116,35 @@ export class ProcessHeartbeat extends Context.Service<ProcessHeartbeat, {
  * MASTER_KEY (a process that was cut off, presumed gone, while a rotation ran): it then logs an
  * error on each beat, since everything it seals is under a key about to be destroyed.
  */
-export const ProcessHeartbeatLive = (registration: ProcessRegistration) => Layer.effect(ProcessHeartbeat, Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const crypto = yield* Crypto
-  const ownCheck = crypto.keyCheck()
-  const previousCheck = crypto.previousKey === undefined ? undefined : crypto.keyCheck(crypto.previousKey)
-  const beat = Effect.gen(function* () {
-    const check = yield* beatReadingKeyCheck(registration, crypto.sealingKeyId())
-    if (check === undefined || check === previousCheck) return
-    if (check === ownCheck) {
-      if (crypto.sealUnderMasterKey()) yield* Effect.logInfo("master-key rotation: the database has switched; this process now seals under MASTER_KEY")
-      return
-    }
-    yield* Effect.logError("the database has moved to another master key than this process's MASTER_KEY: restart this process with the new key as MASTER_KEY (docs/master-key-rotation.md)")
-  }).pipe(
-    Effect.provideService(SqlClient.SqlClient, sql),
-    Effect.catchCause((cause) => Effect.logWarning("process heartbeat failed; retried at the next beat", cause)),
+export const ProcessHeartbeatLive = (registration: ProcessRegistration) =>
+  Layer.effect(
+    ProcessHeartbeat,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const crypto = yield* Crypto
+      const ownCheck = crypto.keyCheck()
+      const previousCheck = crypto.previousKey === undefined ? undefined : crypto.keyCheck(crypto.previousKey)
+      const beat = Effect.gen(function* () {
+        const check = yield* beatReadingKeyCheck(registration, crypto.sealingKeyId())
+        if (check === undefined || check === previousCheck) return
+        if (check === ownCheck) {
+          if (crypto.sealUnderMasterKey())
+            yield* Effect.logInfo(
+              "master-key rotation: the database has switched; this process now seals under MASTER_KEY",
+            )
+          return
+        }
+        yield* Effect.logError(
+          "the database has moved to another master key than this process's MASTER_KEY: restart this process with the new key as MASTER_KEY (docs/master-key-rotation.md)",
+        )
+      }).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.catchCause((cause) => Effect.logWarning("process heartbeat failed; retried at the next beat", cause)),
+      )
+      yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(PROCESS_HEARTBEAT.intervalMs), beat)))
+      yield* Effect.addFinalizer(() =>
+        forgetProcessOnExit(registration.processId).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
+      )
+      return ProcessHeartbeat.of({ beat })
+    }),
   )
-  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(PROCESS_HEARTBEAT.intervalMs), beat)))
-  yield* Effect.addFinalizer(() => forgetProcessOnExit(registration.processId).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
-  return ProcessHeartbeat.of({ beat })
-}))

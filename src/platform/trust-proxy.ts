@@ -47,7 +47,10 @@ export const parseTrustProxy = (raw: string | undefined): TrustProxy | string =>
   }
   const list = new BlockList()
   const cidrs: Array<string> = []
-  for (const part of value.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+  for (const part of value
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
     const [address = "", prefixText, extra] = part.split("/")
     const ip = normalizeIp(address)
     const family = ip === undefined ? 0 : isIP(ip)
@@ -70,10 +73,18 @@ const isTrusted = (list: BlockList, ip: string) => list.check(ip, isIPv4(ip) ? "
  * trusted proxy handed over not be an IP address (a misconfigured proxy), the last good
  * address stands: never anything further left, which the client could have written.
  */
-export const clientIp = (trust: TrustProxy, socketPeer: string | undefined, forwardedFor: string | undefined): string | undefined => {
-  const peer = socketPeer === undefined ? undefined : normalizeIp(socketPeer) ?? socketPeer
+export const clientIp = (
+  trust: TrustProxy,
+  socketPeer: string | undefined,
+  forwardedFor: string | undefined,
+): string | undefined => {
+  const peer = socketPeer === undefined ? undefined : (normalizeIp(socketPeer) ?? socketPeer)
   if (trust.kind === "none" || peer === undefined || !forwardedFor) return peer
-  const chain = forwardedFor.split(",").map((e) => e.trim()).filter((e) => e !== "").reverse()
+  const chain = forwardedFor
+    .split(",")
+    .map((e) => e.trim())
+    .filter((e) => e !== "")
+    .reverse()
   let client = peer
   for (let i = 0; i < chain.length; i++) {
     const proxyTrusted = trust.kind === "hops" ? i < trust.hops : isTrusted(trust.list, client)
@@ -85,8 +96,9 @@ export const clientIp = (trust: TrustProxy, socketPeer: string | undefined, forw
   return client
 }
 
-export const UNTRUSTED_FORWARDING_WARNING = "Requests carry X-Forwarded-For but TRUST_PROXY is unset, so the proxy's own address is taken as every "
-  + "client's (rate limits, ipPrefixHash); set TRUST_PROXY to the number of proxies in front of the service or their addresses/CIDRs (logged once per process)"
+export const UNTRUSTED_FORWARDING_WARNING =
+  "Requests carry X-Forwarded-For but TRUST_PROXY is unset, so the proxy's own address is taken as every " +
+  "client's (rate limits, ipPrefixHash); set TRUST_PROXY to the number of proxies in front of the service or their addresses/CIDRs (logged once per process)"
 
 /**
  * Whether to warn, for this request, that `X-Forwarded-For` (or `Forwarded`) arrives while

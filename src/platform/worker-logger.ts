@@ -1,14 +1,38 @@
 import { Logger } from "graphile-worker"
+import { type LogLevelName, logLevelEnabled, parseLogLevel } from "./observability/log-level.js"
 import { redactText } from "./observability/redact.js"
 
-// graphile-worker's logger is made before configuration is parsed; NODE_ENV is all it needs.
+// graphile-worker's logger is made before configuration is parsed: NODE_ENV and LOG_LEVEL
+// are read here as parseConfig reads them (an invalid LOG_LEVEL stops the process there first).
 const production = process.env["NODE_ENV"] === "production"
+const minimum = ((): LogLevelName => {
+  try {
+    return parseLogLevel(process.env["LOG_LEVEL"])
+  } catch {
+    return "info"
+  }
+})()
 
-/** graphile-worker's own messages: warnings and errors only, one line each (JSON in production), never payloads. */
+/**
+ * graphile-worker's levels in ours: its `info` lines (worker connected, cron ticks) are detail
+ * for an operator, so they show at LOG_LEVEL=debug; its `debug` at none.
+ */
+const LEVELS: Record<string, LogLevelName | undefined> = { error: "error", warning: "warn", info: "debug" }
+
+/**
+ * graphile-worker's own messages on stdout like every other line of the process (JSON in
+ * production, with `source: "graphile-worker"`; a readable line elsewhere), one line each,
+ * never payloads; a stack trace it appends is cut to its first line.
+ */
 export const workerLogger = new Logger(() => (level, message) => {
-  if (level !== "error" && level !== "warning") return
-  const text = redactText(message)
-  process.stderr.write(production
-    ? `${JSON.stringify({ time: new Date().toISOString(), level: level === "warning" ? "warn" : "error", msg: text, source: "graphile-worker" })}\n`
-    : `[worker] ${level}: ${text}\n`)
+  const ours = LEVELS[level]
+  if (ours === undefined || !logLevelEnabled(minimum, ours)) return
+  const text = redactText(firstLine(message))
+  process.stdout.write(
+    production
+      ? `${JSON.stringify({ time: new Date().toISOString(), level: ours, msg: text, source: "graphile-worker" })}\n`
+      : `[worker] ${ours}: ${text}\n`,
+  )
 })
+
+const firstLine = (message: string) => message.split("\n", 1)[0]!.trimEnd()

@@ -17,24 +17,38 @@ const appendMember = (headers: Record<string, string>, name: string, member: str
 }
 
 /** Adds a budget's policy and state to the current request's answer (src/http/app.ts writes them). */
-const advertise = (limit: Limit, hits: number, resetSeconds: number) => Effect.map(CurrentRequest, (request) => {
-  if (request?.responseHeaders === undefined) return
-  const policy = JSON.stringify(limit.bucket)
-  appendMember(request.responseHeaders, "ratelimit-policy", `${policy};q=${limit.limit};w=${Math.round(limit.windowMs / 1000)}`)
-  appendMember(request.responseHeaders, "ratelimit", `${policy};r=${Math.max(0, limit.limit - hits)};t=${resetSeconds}`)
-})
+const advertise = (limit: Limit, hits: number, resetSeconds: number) =>
+  Effect.map(CurrentRequest, (request) => {
+    if (request?.responseHeaders === undefined) return
+    const policy = JSON.stringify(limit.bucket)
+    appendMember(
+      request.responseHeaders,
+      "ratelimit-policy",
+      `${policy};q=${limit.limit};w=${Math.round(limit.windowMs / 1000)}`,
+    )
+    appendMember(
+      request.responseHeaders,
+      "ratelimit",
+      `${policy};r=${Math.max(0, limit.limit - hits)};t=${resetSeconds}`,
+    )
+  })
 
 /** Counts one hit of a per-Environment budget, tells the caller where it stands, and refuses past it. */
-export const consumeAdvertised = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+export const consumeAdvertised = Effect.fnUntraced(function* (environmentId: string, limit: Limit, subject: string) {
   const counted = yield* count(environmentId, limit, subject)
   yield* advertise(limit, counted.hits, counted.retryAfterSeconds)
   if (counted.hits > limit.limit) return yield* refuse(limit, counted.retryAfterSeconds)
 })
 
 /** The same for a budget of a caller that is not per Environment (sql/0170: a Management API key or Dashboard user). */
-export const consumeCallerBudget = (limit: Limit, subject: string) => Effect.gen(function* () {
+export const consumeCallerBudget = Effect.fnUntraced(function* (limit: Limit, subject: string) {
   const w = windowOf(yield* Clock.currentTimeMillis, limit.windowMs)
-  const hits = yield* repo.hitCaller({ bucket: limit.bucket, subject, windowStart: w.windowStart, windowEnd: w.windowEnd })
+  const hits = yield* repo.hitCaller({
+    bucket: limit.bucket,
+    subject,
+    windowStart: w.windowStart,
+    windowEnd: w.windowEnd,
+  })
   yield* advertise(limit, hits, w.retryAfterSeconds)
   if (hits > limit.limit) return yield* refuse(limit, w.retryAfterSeconds)
 })

@@ -57,7 +57,11 @@ export const loginLimits = (config: AppConfig) => {
      * Changes of an email's one valid code against someone else who relies on it, from all
      * addresses (src/login/email-otp/replacement.ts): a stranger cannot keep killing it.
      */
-    otpCodeChangesPerEmail: { bucket: "otp_code_change:email", limit: r.otpCodeChangesPerEmailPer10Minutes, windowMs: 10 * MINUTE },
+    otpCodeChangesPerEmail: {
+      bucket: "otp_code_change:email",
+      limit: r.otpCodeChangesPerEmailPer10Minutes,
+      windowMs: 10 * MINUTE,
+    },
     /** OTP verifies per client address. */
     otpVerifyPerIp: perAddress("otp_verify", r),
     /** OTP verifies for one email address from one client address. */
@@ -67,7 +71,11 @@ export const loginLimits = (config: AppConfig) => {
      * resend (docs/architecture.md: failures are also capped per Environment + email, so new challenges do
      * not buy more guesses). Once reached, that address's verifies are refused unread.
      */
-    otpFailuresPerEmailAndIp: { bucket: "otp_fail:email+ip", limit: r.otpFailuresPerEmailPerHour, windowMs: 60 * MINUTE },
+    otpFailuresPerEmailAndIp: {
+      bucket: "otp_fail:email+ip",
+      limit: r.otpFailuresPerEmailPerHour,
+      windowMs: 60 * MINUTE,
+    },
     /**
      * Wrong codes for one email address from all addresses. Once reached, only a challenge's
      * first attempt is still checked (the owner typing the code from their mail), so
@@ -88,4 +96,5 @@ export const KNOWN_ADDRESS = { bucket: "otp_signed_in:email+ip", ttlMs: 30 * 24 
 export const addressSubject = (ip: string | undefined) => rateLimitAddress(ip)
 
 /** The subject of a per email + address limit (NUL cannot occur in either part). */
-export const emailAddressSubject = (emailNormalized: string, ip: string | undefined) => `${emailNormalized}\u0000${rateLimitAddress(ip)}`
+export const emailAddressSubject = (emailNormalized: string, ip: string | undefined) =>
+  `${emailNormalized}\u0000${rateLimitAddress(ip)}`

@@ -5,16 +5,23 @@ import { HmacDataKeys } from "../platform/hmac-data-keys.js"
 import { countWith } from "../platform/observability/metrics.js"
 import { ipv6Networks } from "../platform/ip-prefix.js"
 import { type AddressLimits, addressSubject, type Limit } from "./limits.js"
+import { RateLimitCounters } from "./counters.js"
 import * as repo from "./repo.js"
 import { withCallSpan } from "../platform/observability/span.js"
 
 /** The 429 of `limit` (counted in the refusals metric by bucket). */
 export const refuse = (limit: Limit, retryAfterSeconds: number) =>
-  countWith((m) => m.rateLimited.inc({ bucket: limit.bucket })).pipe(Effect.andThen(new RateLimited({ retryAfterSeconds, limit: limit.bucket })))
+  countWith((m) => m.rateLimited.inc({ bucket: limit.bucket })).pipe(
+    Effect.andThen(new RateLimited({ retryAfterSeconds, limit: limit.bucket })),
+  )
 
 export const windowOf = (now: number, windowMs: number) => {
   const start = Math.floor(now / windowMs) * windowMs
-  return { windowStart: new Date(start), windowEnd: new Date(start + windowMs), retryAfterSeconds: Math.ceil((start + windowMs - now) / 1000) }
+  return {
+    windowStart: new Date(start),
+    windowEnd: new Date(start + windowMs),
+    retryAfterSeconds: Math.ceil((start + windowMs - now) / 1000),
+  }
 }
 
 /**
@@ -24,11 +31,17 @@ export const windowOf = (now: number, windowMs: number) => {
 const subjectOf = (crypto: ReturnType<typeof makeCrypto>, limit: { readonly bucket: string }, subject: string) =>
   crypto.hmac("rate-limit", `${limit.bucket}\u0000${subject}`).toString("base64url")
 
-export const count = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+export const count = Effect.fnUntraced(function* (environmentId: string, limit: Limit, subject: string) {
   const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
   const w = windowOf(now, limit.windowMs)
-  const hits = yield* repo.hit({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...w })
+  const counters = yield* RateLimitCounters
+  const hits = yield* counters.hit({
+    environmentId,
+    bucket: limit.bucket,
+    subject: subjectOf(crypto, limit, subject),
+    ...w,
+  })
   return { hits, retryAfterSeconds: w.retryAfterSeconds }
 })
 
@@ -37,29 +50,51 @@ export const count = (environmentId: string, limit: Limit, subject: string) => E
  * window) when the window already holds `limit` hits. The count commits on its own, even
  * when the request is refused (call it outside the business transaction).
  */
-export const consume = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
-  const counted = yield* count(environmentId, limit, subject)
-  if (counted.hits > limit.limit) return yield* refuse(limit, counted.retryAfterSeconds)
-}).pipe(withCallSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
+export const consume = (environmentId: string, limit: Limit, subject: string) =>
+  Effect.gen(function* () {
+    const counted = yield* count(environmentId, limit, subject)
+    if (counted.hits > limit.limit) return yield* refuse(limit, counted.retryAfterSeconds)
+  }).pipe(withCallSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
+
+/** One limit of a chain and the subject it counts. */
+export interface Step {
+  readonly limit: Limit
+  readonly subject: string
+}
 
 /**
- * Counts one hit per client address (`addressSubject`: IPv4 address, IPv6 /64) and, for IPv6,
- * per /56 and per /48 around it, then against the family's per-Environment ceiling when it has
- * one, refusing at the first that is full: a request refused by a narrower limit is not
- * counted by the wider ones. `key` (a client id) splits every address budget by it, so one
- * address holds one budget per key (the token endpoint: thousands of one client's users
- * behind one NAT do not share their budget with another client's).
+ * Counts a chain of limits, narrowest first, and refuses at the first that is full: a request
+ * refused by a narrower limit is not counted by the wider ones; each count commits even when
+ * the request is refused (call it outside the business transaction). Each step is a hit of the
+ * grouped counters (./counters.ts): under concurrency one statement counts the same step of many
+ * requests, and a hot row (the Environment's ceiling) is updated once per group.
  */
-export const consumePerAddress = (environmentId: string, limits: AddressLimits, ip: string | undefined, key?: string) => Effect.gen(function* () {
-  const keyed = (subject: string) => key === undefined ? subject : `${key}\u0000${subject}`
-  yield* consume(environmentId, limits.address, keyed(addressSubject(ip)))
+export const consumeAll = Effect.fnUntraced(function* (environmentId: string, steps: ReadonlyArray<Step>) {
+  for (const step of steps) yield* consume(environmentId, step.limit, step.subject)
+})
+
+/**
+ * The chain of a limit per client address (`addressSubject`: IPv4 address, IPv6 /64) and, for
+ * IPv6, per /56 and per /48 around it, then the family's per-Environment ceiling when it has
+ * one. `key` (a client id) splits every address budget by it, so one address holds one budget
+ * per key (the token endpoint: thousands of one client's users behind one NAT do not share
+ * their budget with another client's).
+ */
+export const addressSteps = (limits: AddressLimits, ip: string | undefined, key?: string): ReadonlyArray<Step> => {
+  const keyed = (subject: string) => (key === undefined ? subject : `${key}\u0000${subject}`)
+  const steps: Array<Step> = [{ limit: limits.address, subject: keyed(addressSubject(ip)) }]
   const networks = ipv6Networks(ip)
   if (networks !== undefined) {
-    yield* consume(environmentId, limits.network56, keyed(networks.net56))
-    yield* consume(environmentId, limits.network48, keyed(networks.net48))
+    steps.push({ limit: limits.network56, subject: keyed(networks.net56) })
+    steps.push({ limit: limits.network48, subject: keyed(networks.net48) })
   }
-  if (limits.ceiling !== undefined) yield* consume(environmentId, limits.ceiling, ENVIRONMENT_SUBJECT)
-})
+  if (limits.ceiling !== undefined) steps.push({ limit: limits.ceiling, subject: ENVIRONMENT_SUBJECT })
+  return steps
+}
+
+/** `addressSteps` counted and refused as one chain (`consumeAll`). */
+export const consumePerAddress = (environmentId: string, limits: AddressLimits, ip: string | undefined, key?: string) =>
+  consumeAll(environmentId, addressSteps(limits, ip, key))
 
 /** The subject of a per-Environment ceiling: the counter row is already per Environment. */
 const ENVIRONMENT_SUBJECT = "environment"
@@ -69,21 +104,50 @@ export const take = (environmentId: string, limit: Limit, subject: string) =>
   Effect.map(count(environmentId, limit, subject), (counted) => counted.hits <= limit.limit)
 
 /** Whether the window is already full, without counting; `refusal` is the 429 to give if so. */
-export const exhausted = (environmentId: string, limit: Limit, subject: string) => Effect.gen(function* () {
+export const exhausted = Effect.fnUntraced(function* (environmentId: string, limit: Limit, subject: string) {
   const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
   const w = windowOf(now, limit.windowMs)
-  const hits = yield* repo.peek({ environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), windowStart: w.windowStart })
-  return hits >= limit.limit ? new RateLimited({ retryAfterSeconds: w.retryAfterSeconds, limit: limit.bucket }) : undefined
+  const hits = yield* repo.peek({
+    environmentId,
+    bucket: limit.bucket,
+    subject: subjectOf(crypto, limit, subject),
+    windowStart: w.windowStart,
+  })
+  return hits >= limit.limit
+    ? new RateLimited({ retryAfterSeconds: w.retryAfterSeconds, limit: limit.bucket })
+    : undefined
+})
+
+/** `exhausted` of several limits in one round trip, in order. */
+export const exhaustedAll = Effect.fnUntraced(function* (environmentId: string, steps: ReadonlyArray<Step>) {
+  const crypto = yield* Crypto
+  const now = yield* Clock.currentTimeMillis
+  const windows = steps.map((s) => windowOf(now, s.limit.windowMs))
+  const hits = yield* repo.peekAll(
+    environmentId,
+    steps.map((s, i) => ({
+      bucket: s.limit.bucket,
+      subject: subjectOf(crypto, s.limit, s.subject),
+      windowStart: windows[i]!.windowStart,
+    })),
+  )
+  return steps.map((s, i) =>
+    hits[i]! >= s.limit.limit
+      ? new RateLimited({ retryAfterSeconds: windows[i]!.retryAfterSeconds, limit: s.limit.bucket })
+      : undefined,
+  )
 })
 
 /** Refuses when the window is already full, without counting (for limits on failures only). */
 export const ensureNotExhausted = (environmentId: string, limit: Limit, subject: string) =>
   Effect.flatMap(exhausted(environmentId, limit, subject), (refusal) =>
-    refusal === undefined ? Effect.void : refuse(limit, refusal.retryAfterSeconds ?? 1))
+    refusal === undefined ? Effect.void : refuse(limit, refusal.retryAfterSeconds ?? 1),
+  )
 
 /** Counts one hit without refusing anything (e.g. a wrong OTP, counted after the fact). */
-export const record = (environmentId: string, limit: Limit, subject: string) => Effect.asVoid(count(environmentId, limit, subject))
+export const record = (environmentId: string, limit: Limit, subject: string) =>
+  Effect.asVoid(count(environmentId, limit, subject))
 
 /**
  * A fact kept for `ttlMs` (e.g. "this address has signed in as this email", 30 days). Its
@@ -96,17 +160,29 @@ export interface Memory {
   readonly ttlMs: number
 }
 
-const memorySubject = (memory: Memory, subject: string) => Effect.gen(function* () {
+const memorySubject = Effect.fnUntraced(function* (memory: Memory, subject: string) {
   const keys = yield* HmacDataKeys
-  return (yield* keys.hmac("rate-limit-memory", "rate-limit-memory", `${memory.bucket}\u0000${subject}`)).toString("base64url")
+  return (yield* keys.hmac("rate-limit-memory", "rate-limit-memory", `${memory.bucket}\u0000${subject}`)).toString(
+    "base64url",
+  )
 })
 
-export const remember = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
+export const remember = Effect.fnUntraced(function* (environmentId: string, memory: Memory, subject: string) {
   const now = yield* Clock.currentTimeMillis
-  yield* repo.remember({ environmentId, bucket: memory.bucket, subject: yield* memorySubject(memory, subject), until: new Date(now + memory.ttlMs) })
+  yield* repo.remember({
+    environmentId,
+    bucket: memory.bucket,
+    subject: yield* memorySubject(memory, subject),
+    until: new Date(now + memory.ttlMs),
+  })
 })
 
-export const isRemembered = (environmentId: string, memory: Memory, subject: string) => Effect.gen(function* () {
+export const isRemembered = Effect.fnUntraced(function* (environmentId: string, memory: Memory, subject: string) {
   const now = yield* Clock.currentTimeMillis
-  return yield* repo.remembered({ environmentId, bucket: memory.bucket, subject: yield* memorySubject(memory, subject), now: new Date(now) })
+  return yield* repo.remembered({
+    environmentId,
+    bucket: memory.bucket,
+    subject: yield* memorySubject(memory, subject),
+    now: new Date(now),
+  })
 })

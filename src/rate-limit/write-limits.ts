@@ -52,7 +52,7 @@ export type WriteLimitName = keyof ReturnType<typeof writeLimits>
  * from the request's client address; 429 `rate_limited` (naming the limit) when one is full.
  * Call it first in the handler: a refused request changes nothing.
  */
-export const limitWrite = (name: WriteLimitName, key?: string) => Effect.gen(function* () {
+export const limitWrite = Effect.fnUntraced(function* (name: WriteLimitName, key?: string) {
   const config = yield* Config
   const env = yield* CurrentEnvironment
   const request = yield* CurrentRequest

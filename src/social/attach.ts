@@ -37,7 +37,7 @@ export interface AttachInput {
  * no longer uses: they cannot sign in) are replaced by it (`identity.unlinked` each, audited
  * with reason `replaced_stale`). A concurrent insert of the same key wins: `other_user`.
  */
-export const attachIdentity = (input: AttachInput) => Effect.gen(function* () {
+export const attachIdentity = Effect.fnUntraced(function* (input: AttachInput) {
   const ids = yield* Ids
   const events = yield* Events
   const audit = yield* Audit
@@ -46,25 +46,56 @@ export const attachIdentity = (input: AttachInput) => Effect.gen(function* () {
   const existing = yield* repo.identityByKey(input.environmentId, input.key).pipe(Effect.orDie)
   if (existing && existing.user_id !== input.userId) return { kind: "other_user" } as AttachOutcome
   if (existing) {
-    yield* repo.touchIdentity(input.environmentId, existing.id, input.email, input.key.issuer, input.now).pipe(Effect.orDie)
+    yield* repo
+      .touchIdentity(input.environmentId, existing.id, input.email, input.key.issuer, input.now)
+      .pipe(Effect.orDie)
     return { kind: "already_linked", identityId: existing.id } as AttachOutcome
   }
-  if (input.onePerProvider && (yield* repo.userHasCurrentProviderIdentity(input.environmentId, input.userId, input.connection.id).pipe(Effect.orDie))) {
+  if (
+    input.onePerProvider &&
+    (yield* repo
+      .userHasCurrentProviderIdentity(input.environmentId, input.userId, input.connection.id)
+      .pipe(Effect.orDie))
+  ) {
     return { kind: "provider_taken" } as AttachOutcome
   }
   const identityId = yield* ids.make("idn")
-  const inserted = yield* repo.insertIdentity({
-    id: identityId, ...base, userId: input.userId, connectionId: input.connection.id, key: input.key, email: input.email, now: input.now,
-  }).pipe(Effect.orDie)
+  const inserted = yield* repo
+    .insertIdentity({
+      id: identityId,
+      ...base,
+      userId: input.userId,
+      connectionId: input.connection.id,
+      key: input.key,
+      email: input.email,
+      now: input.now,
+    })
+    .pipe(Effect.orDie)
   if (!inserted) return { kind: "other_user" } as AttachOutcome
-  const stale = yield* repo.deleteStaleIdentities(input.environmentId, input.userId, input.connection.id).pipe(Effect.orDie)
+  const stale = yield* repo
+    .deleteStaleIdentities(input.environmentId, input.userId, input.connection.id)
+    .pipe(Effect.orDie)
   for (const old of stale) {
-    yield* events.emit({ type: "identity.unlinked", ...base, actor, payload: { userId: input.userId, identityId: old.id, provider: old.provider } })
+    yield* events.emit({
+      type: "identity.unlinked",
+      ...base,
+      actor,
+      payload: { userId: input.userId, identityId: old.id, provider: old.provider },
+    })
     yield* audit.append({
-      ...base, actor, action: "identity.unlinked", subjectType: "identity", subjectId: old.id,
+      ...base,
+      actor,
+      action: "identity.unlinked",
+      subjectType: "identity",
+      subjectId: old.id,
       details: { user_id: input.userId, provider: old.provider, reason: "replaced_stale", replaced_by: identityId },
     })
   }
-  yield* events.emit({ type: "identity.linked", ...base, actor, payload: { userId: input.userId, identityId, provider: input.key.provider } })
+  yield* events.emit({
+    type: "identity.linked",
+    ...base,
+    actor,
+    payload: { userId: input.userId, identityId, provider: input.key.provider },
+  })
   return { kind: "linked", identityId, replaced: stale.map((s) => s.id) } as AttachOutcome
 })

@@ -22,10 +22,18 @@ import { browserRedirect, SOCIAL_CONTINUE_PATH } from "./urls.js"
 // is used. Custom UIs (API transactions) have no cookie: their callback hands a one-time
 // completion proof to the browser instead (src/login/transactions/social-proof.ts).
 
-export const callbackSealContext = (stateId: string) => ({ purpose: "social-callback", table: "social_states", rowId: stateId })
+export const callbackSealContext = (stateId: string) => ({
+  purpose: "social-callback",
+  table: "social_states",
+  rowId: stateId,
+})
 
 /** The callback's half: keep the answer, send the browser to the Interaction Domain. */
-export const deferToBoundBrowser = (stateRow: repo.SocialStateRow, state: string, params: URLSearchParams) => Effect.gen(function* () {
+export const deferToBoundBrowser = Effect.fnUntraced(function* (
+  stateRow: repo.SocialStateRow,
+  state: string,
+  params: URLSearchParams,
+) {
   const env = yield* CurrentEnvironment
   const crypto = yield* Crypto
   const token = yield* crypto.randomToken(32)
@@ -53,14 +61,26 @@ const continueInBoundBrowser = Effect.gen(function* () {
   const row = yield* repo.claimDeferredCallback(env.record.id, sha256Hex(token), new Date(now)).pipe(Effect.orDie)
   if (!row) return errorPage("login_link_expired")
   const txn: transactions.TransactionRow | undefined = yield* callbackTransaction(row).pipe(
-    Effect.catchTags({ AuthTransactionExpired: () => Effect.succeed(undefined), InvalidTransactionState: () => Effect.succeed(undefined) }))
+    Effect.catchTags({
+      AuthTransactionExpired: () => Effect.succeed(undefined),
+      InvalidTransactionState: () => Effect.succeed(undefined),
+    }),
+  )
   if (!txn) return errorPage("login_finished")
   const binding = yield* requestBindingHash
   if (binding === undefined || txn.browser_binding_hash === null || binding !== txn.browser_binding_hash) {
-    yield* audit.append({
-      workspaceId: txn.workspace_id, environmentId: txn.environment_id, actor: { type: "end_user" }, action: "login.social_browser_mismatch",
-      subjectType: "auth_transaction", subjectId: txn.id, result: "failure", details: { provider: row.provider, client_id: txn.client_id },
-    }).pipe(Effect.orDie)
+    yield* audit
+      .append({
+        workspaceId: txn.workspace_id,
+        environmentId: txn.environment_id,
+        actor: { type: "end_user" },
+        action: "login.social_browser_mismatch",
+        subjectType: "auth_transaction",
+        subjectId: txn.id,
+        result: "failure",
+        details: { provider: row.provider, client_id: txn.client_id },
+      })
+      .pipe(Effect.orDie)
     return errorPage("social_other_browser")
   }
   const connection = yield* usableConnection(env.record.id, row.provider)
@@ -68,7 +88,8 @@ const continueInBoundBrowser = Effect.gen(function* () {
   const opened = yield* crypto.open(callbackSealContext(row.id), row.callback_sealed).pipe(Effect.orDie)
   const answer = JSON.parse(opened.toString("utf8")) as { state: string; params: Array<[string, string]> }
   const next = yield* finishSocialLogin(txn, row, connection, answer.state, new URLSearchParams(answer.params)).pipe(
-    Effect.catchTag("InvalidTransactionState", () => Effect.succeed(undefined)))
+    Effect.catchTag("InvalidTransactionState", () => Effect.succeed(undefined)),
+  )
   return next === undefined ? errorPage("login_finished") : browserRedirect(next)
 })
 

@@ -48,7 +48,12 @@ const readCallbackParams = Effect.gen(function* () {
     } catch {
       return yield* new InvalidRequestBody({ detail: "The request body is not valid JSON" })
     }
-    if (value === null || typeof value !== "object" || Array.isArray(value) || Object.values(value).some((v) => typeof v !== "string")) {
+    if (
+      value === null ||
+      typeof value !== "object" ||
+      Array.isArray(value) ||
+      Object.values(value).some((v) => typeof v !== "string")
+    ) {
       return yield* new InvalidRequestBody({ detail: "The JSON body must be an object of string parameters" })
     }
     return new URLSearchParams(value as Record<string, string>)
@@ -62,7 +67,7 @@ const readCallbackParams = Effect.gen(function* () {
  * failure is 400 `state_mismatch` and changes nothing else. Then the login transaction or
  * the link named by the state row continues; the answer is a redirect.
  */
-export const handleCallback = (provider: Provider) => Effect.gen(function* () {
+export const handleCallback = Effect.fnUntraced(function* (provider: Provider) {
   const env = yield* CurrentEnvironment
   const crypto = yield* Crypto
   const params = yield* callbackParams
@@ -72,16 +77,22 @@ export const handleCallback = (provider: Provider) => Effect.gen(function* () {
   const now = yield* Clock.currentTimeMillis
   const check = verifyState(crypto, env.record.id, state, now)
   if (!check.ok) {
-    return yield* new StateMismatch({ detail: check.reason === "expired" ? "The social login state has expired; start again" : "The social login state is not valid" })
+    return yield* new StateMismatch({
+      detail:
+        check.reason === "expired"
+          ? "The social login state has expired; start again"
+          : "The social login state is not valid",
+    })
   }
   const row = yield* repo.useState(env.record.id, check.reference, provider, new Date(now)).pipe(Effect.orDie)
   if (!row) return yield* new StateMismatch({ detail: "The social login state was already used or is unknown" })
   const connection = yield* requireUsableConnection(env.record.id, provider)
   // The connection was deleted and recreated since the redirect: its credentials are not the ones used.
-  if (connection.id !== row.connection_id) return yield* new ConnectionNotFound({ detail: `The ${provider} connection changed; start again` })
+  if (connection.id !== row.connection_id)
+    return yield* new ConnectionNotFound({ detail: `The ${provider} connection changed; start again` })
   if (row.kind === "link") return yield* finishLink(row, connection, state, params)
   const txn = yield* callbackTransaction(row)
   // Hosted Login: finish in the browser bound to the transaction (./bound-browser.ts).
   if (txn.source === "authorize") return yield* deferToBoundBrowser(row, state, params)
   return yield* finishSocialLogin(txn, row, connection, state, params)
-}).pipe(withCallSpan("social.callback"))
+}, withCallSpan("social.callback"))

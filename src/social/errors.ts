@@ -27,7 +27,13 @@ export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>
 export class InvalidLinkCode extends Schema.TaggedError<InvalidLinkCode>()("InvalidLinkCode", detail) {}
 
 /** 409 `identity_already_linked`: the provider account is another user's identity (it is never moved). */
-export class IdentityAlreadyLinked extends Schema.TaggedError<IdentityAlreadyLinked>()("IdentityAlreadyLinked", detail) {}
+export class IdentityAlreadyLinked extends Schema.TaggedError<IdentityAlreadyLinked>()(
+  "IdentityAlreadyLinked",
+  detail,
+) {}
 
 /** 409 `provider_already_linked`: the user already has an identity of this provider (one per provider per user). */
-export class ProviderAlreadyLinked extends Schema.TaggedError<ProviderAlreadyLinked>()("ProviderAlreadyLinked", detail) {}
+export class ProviderAlreadyLinked extends Schema.TaggedError<ProviderAlreadyLinked>()(
+  "ProviderAlreadyLinked",
+  detail,
+) {}

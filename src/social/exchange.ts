@@ -17,20 +17,33 @@ export type ExchangeFailure =
  * redeemed and validated by the adapter and mapped through the Connection's
  * `profile_mapping`. Every failure is an outcome, not an error: the callers record it.
  */
-export const redeemCallback = (connection: ConnectionRow, stateRow: SocialStateRow, state: string, params: URLSearchParams) =>
-  Effect.gen(function* () {
-    const error = params.get("error")
-    if (error !== null) return { ok: false, failure: { kind: "provider_error", error: error.slice(0, 64) } } as const
-    const call = yield* providerCall(connection, stateRow.provider_redirect_uri)
-    const checks = yield* checksOf(stateRow, state)
-    const claims = yield* Effect.tryPromise({
-      try: () => PROVIDER_ADAPTERS[connection.provider].exchange(call, checks, params),
-      catch: (cause) => cause,
-    }).pipe(Effect.map((answer) => ({ ok: true, answer }) as const), Effect.catch((cause) =>
-      Effect.logWarning("social: code exchange failed", connection.provider, describeProviderFailure(cause)).pipe(Effect.as({ ok: false } as const))))
-    if (!claims.ok) return { ok: false, failure: { kind: "exchange_failed" } } as const
-    const profile: SocialProfile | undefined = applyProfileMapping(claims.answer.issuer,
-      verifiedEmailClaims(connection.provider, claims.answer.claims), connection.profile_mapping)
-    if (!profile) return { ok: false, failure: { kind: "no_subject" } } as const
-    return { ok: true, profile } as const
-  })
+export const redeemCallback = Effect.fnUntraced(function* (
+  connection: ConnectionRow,
+  stateRow: SocialStateRow,
+  state: string,
+  params: URLSearchParams,
+) {
+  const error = params.get("error")
+  if (error !== null) return { ok: false, failure: { kind: "provider_error", error: error.slice(0, 64) } } as const
+  const call = yield* providerCall(connection, stateRow.provider_redirect_uri)
+  const checks = yield* checksOf(stateRow, state)
+  const claims = yield* Effect.tryPromise({
+    try: () => PROVIDER_ADAPTERS[connection.provider].exchange(call, checks, params),
+    catch: (cause) => cause,
+  }).pipe(
+    Effect.map((answer) => ({ ok: true, answer }) as const),
+    Effect.catch((cause) =>
+      Effect.logWarning("social: code exchange failed", connection.provider, describeProviderFailure(cause)).pipe(
+        Effect.as({ ok: false } as const),
+      ),
+    ),
+  )
+  if (!claims.ok) return { ok: false, failure: { kind: "exchange_failed" } } as const
+  const profile: SocialProfile | undefined = applyProfileMapping(
+    claims.answer.issuer,
+    verifiedEmailClaims(connection.provider, claims.answer.claims),
+    connection.profile_mapping,
+  )
+  if (!profile) return { ok: false, failure: { kind: "no_subject" } } as const
+  return { ok: true, profile } as const
+})

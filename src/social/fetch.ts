@@ -3,7 +3,12 @@ import { request as httpsRequest } from "node:https"
 import { isIP } from "node:net"
 import type { CustomFetch, CustomFetchOptions } from "openid-client"
 import { isBlockedAddress } from "../platform/outbound/blocked-addresses.js"
-import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "../platform/outbound/guarded-lookup.js"
+import {
+  BLOCKED_ADDRESS_CODE,
+  guardedLookup,
+  type Resolver,
+  systemResolver,
+} from "../platform/outbound/guarded-lookup.js"
 
 /**
  * The one way social login talks to a provider: the webhook SSRF policy (docs/architecture.md, security
@@ -28,11 +33,16 @@ export interface ProviderFetchOptions {
   readonly timeoutMs?: number
   readonly maxBytes?: number
   readonly resolver?: Resolver
+  /** The W3C `traceparent` of the span making the calls (when spans are recorded): sent to the provider. */
+  readonly traceparent?: string | undefined
 }
 
 /** A refused or failed outbound call; the message never carries secrets. */
 export class ProviderFetchError extends Error {
-  constructor(readonly reason: "scheme_not_https" | "blocked_address" | "timeout" | "too_large" | "connection_failed", message: string) {
+  constructor(
+    readonly reason: "scheme_not_https" | "blocked_address" | "timeout" | "too_large" | "connection_failed",
+    message: string,
+  ) {
     super(message)
   }
 }
@@ -53,7 +63,8 @@ export const providerFetch = (options: ProviderFetchOptions): CustomFetch => {
 
   return async (url, init) => {
     const target = new URL(url)
-    if (target.protocol !== "https:") throw new ProviderFetchError("scheme_not_https", "provider endpoints must use https")
+    if (target.protocol !== "https:")
+      throw new ProviderFetchError("scheme_not_https", "provider endpoints must use https")
     const override = options.hosts.get(target.hostname)
     const literal = target.hostname.replace(/^\[|\]$/g, "")
     const address = override?.address ?? (isIP(literal) ? literal : undefined)
@@ -70,51 +81,70 @@ export const providerFetch = (options: ProviderFetchOptions): CustomFetch => {
         request.destroy()
         reject(error)
       }
-      const request = httpsRequest({
-        protocol: "https:",
-        host: override?.address ?? literal,
-        port: override?.port ?? (target.port === "" ? 443 : Number(target.port)),
-        servername: isIP(target.hostname) ? undefined : target.hostname,
-        path: `${target.pathname}${target.search}`,
-        method: init.method,
-        headers: {
-          ...init.headers,
-          host: target.host,
-          ...(body !== undefined ? { "content-length": String(body.length) } : {}),
+      const request = httpsRequest(
+        {
+          protocol: "https:",
+          host: override?.address ?? literal,
+          port: override?.port ?? (target.port === "" ? 443 : Number(target.port)),
+          servername: isIP(target.hostname) ? undefined : target.hostname,
+          path: `${target.pathname}${target.search}`,
+          method: init.method,
+          headers: {
+            ...init.headers,
+            ...(options.traceparent === undefined ? {} : { traceparent: options.traceparent }),
+            host: target.host,
+            ...(body !== undefined ? { "content-length": String(body.length) } : {}),
+          },
+          ...(lookup && override === undefined ? { lookup } : {}),
+          agent: false,
         },
-        ...(lookup && override === undefined ? { lookup } : {}),
-        agent: false,
-      }, (res: IncomingMessage) => {
-        const chunks: Array<Buffer> = []
-        let received = 0
-        res.on("data", (chunk: Buffer) => {
-          received += chunk.length
-          if (received > maxBytes) return fail(new ProviderFetchError("too_large", "the provider's response is too large"))
-          chunks.push(chunk)
-        })
-        res.on("end", () => {
-          if (settled) return
-          settled = true
-          clearTimeout(deadline)
-          const headers = new Headers()
-          for (const [name, value] of Object.entries(res.headers)) {
-            if (value === undefined) continue
-            for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
-          }
-          const status = res.statusCode ?? 502
-          const nullBody = status === 204 || status === 205 || status === 304
-          const response = new Response(nullBody ? null : Buffer.concat(chunks), { status, headers })
-          // openid-client checks the URL of a response it is given
-          Object.defineProperty(response, "url", { value: target.href })
-          resolve(response)
-        })
-        res.on("error", () => fail(new ProviderFetchError("connection_failed", "the provider's response was cut off")))
-      })
-      const deadline = setTimeout(() => fail(new ProviderFetchError("timeout", "the provider did not answer in time")), timeoutMs)
-      request.on("error", (error: NodeJS.ErrnoException) => fail(new ProviderFetchError(
-        error.code === BLOCKED_ADDRESS_CODE ? "blocked_address" : "connection_failed",
-        error.code === BLOCKED_ADDRESS_CODE ? "the provider host resolves to a blocked address" : `the provider could not be reached (${error.code ?? "error"})`)))
-      init.signal?.addEventListener("abort", () => fail(new ProviderFetchError("timeout", "the provider call was aborted")))
+        (res: IncomingMessage) => {
+          const chunks: Array<Buffer> = []
+          let received = 0
+          res.on("data", (chunk: Buffer) => {
+            received += chunk.length
+            if (received > maxBytes)
+              return fail(new ProviderFetchError("too_large", "the provider's response is too large"))
+            chunks.push(chunk)
+          })
+          res.on("end", () => {
+            if (settled) return
+            settled = true
+            clearTimeout(deadline)
+            const headers = new Headers()
+            for (const [name, value] of Object.entries(res.headers)) {
+              if (value === undefined) continue
+              for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v)
+            }
+            const status = res.statusCode ?? 502
+            const nullBody = status === 204 || status === 205 || status === 304
+            const response = new Response(nullBody ? null : Buffer.concat(chunks), { status, headers })
+            // openid-client checks the URL of a response it is given
+            Object.defineProperty(response, "url", { value: target.href })
+            resolve(response)
+          })
+          res.on("error", () =>
+            fail(new ProviderFetchError("connection_failed", "the provider's response was cut off")),
+          )
+        },
+      )
+      const deadline = setTimeout(
+        () => fail(new ProviderFetchError("timeout", "the provider did not answer in time")),
+        timeoutMs,
+      )
+      request.on("error", (error: NodeJS.ErrnoException) =>
+        fail(
+          new ProviderFetchError(
+            error.code === BLOCKED_ADDRESS_CODE ? "blocked_address" : "connection_failed",
+            error.code === BLOCKED_ADDRESS_CODE
+              ? "the provider host resolves to a blocked address"
+              : `the provider could not be reached (${error.code ?? "error"})`,
+          ),
+        ),
+      )
+      init.signal?.addEventListener("abort", () =>
+        fail(new ProviderFetchError("timeout", "the provider call was aborted")),
+      )
       request.end(body)
     })
   }

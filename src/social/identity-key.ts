@@ -37,7 +37,10 @@ export interface IdentityKey {
 }
 
 export const identityKeyOf = (connection: ConnectionRow, profile: SocialProfile): IdentityKey => ({
-  provider: connection.provider_key, issuer: profile.issuer, subjectClaim: profile.subjectClaim, subject: profile.subject,
+  provider: connection.provider_key,
+  issuer: profile.issuer,
+  subjectClaim: profile.subjectClaim,
+  subject: profile.subject,
   adoptsLegacy: connection.provider === "microsoft",
 })
 
@@ -46,7 +49,10 @@ export const identityKeyOf = (connection: ConnectionRow, profile: SocialProfile)
  * claim. Microsoft's issuer is per tenant and cannot be configured: any is current. The SQL
  * twin of this rule is `identityCurrentFor` (./repo.ts), for counts and replacements.
  */
-export const isCurrentFor = (connection: ConnectionRow, identity: { readonly issuer: string | null; readonly subjectClaim: string }) => {
+export const isCurrentFor = (
+  connection: ConnectionRow,
+  identity: { readonly issuer: string | null; readonly subjectClaim: string },
+) => {
   if (identity.subjectClaim !== subjectClaimOf(connection)) return false
   if (connection.provider === "microsoft") return true
   const expected = connection.provider === "generic_oidc" ? connection.issuer : FIXED_ISSUERS[connection.provider]

@@ -38,65 +38,115 @@ type ConfirmOutcome =
  * `connection_not_found`. A refusal after the code matched uses the code up (the same answer
  * would come again; start a new link). Success: `{identity_id, provider, linked: true}`.
  */
-export const confirmLink = (provider: Provider, linkCode: string) => unavailableOnSqlError(Effect.gen(function* () {
-  const me = yield* CurrentMe
-  const env = yield* CurrentEnvironment
-  const sql = yield* SqlClient.SqlClient
-  const audit = yield* Audit
-  const crypto = yield* Crypto
-  const now = new Date(yield* Clock.currentTimeMillis)
-  const base = { workspaceId: env.record.workspaceId, environmentId: env.record.id } as const
-  const actor = actorOf(me)
-  const outcome: ConfirmOutcome = yield* sql.withTransaction(Effect.gen(function* () {
-    const refuse = (reason: Exclude<ConfirmOutcome["kind"], "linked">, details: Record<string, unknown>) =>
-      audit.append({
-        ...base, actor, action: "identity.link_failed", subjectType: "user", subjectId: me.userId, result: "failure",
-        details: { provider, reason, client_id: me.clientId, ...details },
-      }).pipe(Effect.as({ kind: reason } as ConfirmOutcome))
-    const row = yield* repo.claimLinkCode({
-      environmentId: env.record.id, linkCodeHash: sha256Hex(linkCode), provider, userId: me.userId, clientId: me.clientId,
-      sessionId: me.sessionId, now,
-    })
-    if (!row) return yield* refuse("invalid_code", {})
-    const user = yield* lockMe(me)
-    // Blocked since the token was checked: refused as every /me call of such a user (rolled back).
-    if (user.status !== "active") {
-      return yield* new AccessTokenRejected({ detail: "The user is not active", wwwAuthenticate: bearerChallenge(ME_REALM, "The user is not active") })
-    }
-    const opened = yield* crypto.open(linkResultSealContext(row.id), row.link_result_sealed).pipe(Effect.orDie)
-    const result = JSON.parse(opened.toString("utf8")) as { subject: string; issuer: string; subjectClaim: string; email: string | null }
-    const connection = yield* usableConnectionById(env.record.id, row.connection_id)
-    if (!connection || !isCurrentFor(connection, result)) return yield* refuse("connection_changed", {})
-    const attached = yield* attachIdentity({
-      ...base, userId: me.userId, connection, email: result.email, now, onePerProvider: true,
-      key: {
-        provider: connection.provider_key, issuer: result.issuer, subjectClaim: result.subjectClaim, subject: result.subject,
-        adoptsLegacy: connection.provider === "microsoft",
-      },
-    })
-    if (attached.kind === "other_user") return yield* refuse("identity_already_linked", {})
-    if (attached.kind === "provider_taken") return yield* refuse("provider_already_linked", {})
-    if (attached.kind === "linked") {
-      yield* audit.append({
-        ...base, actor, action: "identity.linked", subjectType: "user", subjectId: me.userId,
-        details: {
-          provider: connection.provider_key, identity_id: attached.identityId, via: "me",
-          ...(attached.replaced.length > 0 ? { replaced_stale_identities: attached.replaced } : {}),
-        },
-      })
-    }
-    return { kind: "linked", identityId: attached.identityId, provider: connection.provider_key } as ConfirmOutcome
-  }))
-  switch (outcome.kind) {
-    case "linked":
-      return { identity_id: outcome.identityId, provider: outcome.provider, linked: true as const }
-    case "invalid_code":
-      return yield* new InvalidLinkCode({ detail: "The link code is unknown, used or expired, or was not started by this session; start the link again" })
-    case "connection_changed":
-      return yield* new ConnectionNotFound({ detail: `The ${provider} connection changed since the link started; start again` })
-    case "identity_already_linked":
-      return yield* new IdentityAlreadyLinked({ detail: "This provider account is linked to another user" })
-    case "provider_already_linked":
-      return yield* new ProviderAlreadyLinked({ detail: `You already have a linked ${provider} identity; unlink it first` })
-  }
-})).pipe(withCallSpan("social.confirmLink"))
+export const confirmLink = (provider: Provider, linkCode: string) =>
+  unavailableOnSqlError(
+    Effect.gen(function* () {
+      const me = yield* CurrentMe
+      const env = yield* CurrentEnvironment
+      const sql = yield* SqlClient.SqlClient
+      const audit = yield* Audit
+      const crypto = yield* Crypto
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const base = { workspaceId: env.record.workspaceId, environmentId: env.record.id } as const
+      const actor = actorOf(me)
+      const outcome: ConfirmOutcome = yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const refuse = (reason: Exclude<ConfirmOutcome["kind"], "linked">, details: Record<string, unknown>) =>
+            audit
+              .append({
+                ...base,
+                actor,
+                action: "identity.link_failed",
+                subjectType: "user",
+                subjectId: me.userId,
+                result: "failure",
+                details: { provider, reason, client_id: me.clientId, ...details },
+              })
+              .pipe(Effect.as({ kind: reason } as ConfirmOutcome))
+          const row = yield* repo.claimLinkCode({
+            environmentId: env.record.id,
+            linkCodeHash: sha256Hex(linkCode),
+            provider,
+            userId: me.userId,
+            clientId: me.clientId,
+            sessionId: me.sessionId,
+            now,
+          })
+          if (!row) return yield* refuse("invalid_code", {})
+          const user = yield* lockMe(me)
+          // Blocked since the token was checked: refused as every /me call of such a user (rolled back).
+          if (user.status !== "active") {
+            return yield* new AccessTokenRejected({
+              detail: "The user is not active",
+              wwwAuthenticate: bearerChallenge(ME_REALM, "The user is not active"),
+            })
+          }
+          const opened = yield* crypto.open(linkResultSealContext(row.id), row.link_result_sealed).pipe(Effect.orDie)
+          const result = JSON.parse(opened.toString("utf8")) as {
+            subject: string
+            issuer: string
+            subjectClaim: string
+            email: string | null
+          }
+          const connection = yield* usableConnectionById(env.record.id, row.connection_id)
+          if (!connection || !isCurrentFor(connection, result)) return yield* refuse("connection_changed", {})
+          const attached = yield* attachIdentity({
+            ...base,
+            userId: me.userId,
+            connection,
+            email: result.email,
+            now,
+            onePerProvider: true,
+            key: {
+              provider: connection.provider_key,
+              issuer: result.issuer,
+              subjectClaim: result.subjectClaim,
+              subject: result.subject,
+              adoptsLegacy: connection.provider === "microsoft",
+            },
+          })
+          if (attached.kind === "other_user") return yield* refuse("identity_already_linked", {})
+          if (attached.kind === "provider_taken") return yield* refuse("provider_already_linked", {})
+          if (attached.kind === "linked") {
+            yield* audit.append({
+              ...base,
+              actor,
+              action: "identity.linked",
+              subjectType: "user",
+              subjectId: me.userId,
+              details: {
+                provider: connection.provider_key,
+                identity_id: attached.identityId,
+                via: "me",
+                ...(attached.replaced.length > 0 ? { replaced_stale_identities: attached.replaced } : {}),
+              },
+            })
+          }
+          return {
+            kind: "linked",
+            identityId: attached.identityId,
+            provider: connection.provider_key,
+          } as ConfirmOutcome
+        }),
+      )
+      switch (outcome.kind) {
+        case "linked":
+          return { identity_id: outcome.identityId, provider: outcome.provider, linked: true as const }
+        case "invalid_code":
+          return yield* new InvalidLinkCode({
+            detail:
+              "The link code is unknown, used or expired, or was not started by this session; start the link again",
+          })
+        case "connection_changed":
+          return yield* new ConnectionNotFound({
+            detail: `The ${provider} connection changed since the link started; start again`,
+          })
+        case "identity_already_linked":
+          return yield* new IdentityAlreadyLinked({ detail: "This provider account is linked to another user" })
+        case "provider_already_linked":
+          return yield* new ProviderAlreadyLinked({
+            detail: `You already have a linked ${provider} identity; unlink it first`,
+          })
+      }
+    }),
+  ).pipe(withCallSpan("social.confirmLink"))

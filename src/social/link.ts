@@ -23,31 +23,58 @@ import { withCallSpan } from "../platform/observability/span.js"
  * `connection_not_found`). The redirect URI and the calling session are kept in the state row.
  * A database failure anywhere is 503 `user_unavailable`, as on every /me route (src/me/unavailable.ts).
  */
-export const startLink = (provider: Provider, redirectUri: string) => unavailableOnSqlError(Effect.gen(function* () {
-  const me = yield* CurrentMe
-  yield* requireFresh(me, "link an identity")
-  const client = yield* loginClient(me.user.environment_id, me.clientId)
-  if (redirectUri.includes("#") || !client || client.status !== "active" || !client.redirect_uris.includes(redirectUri)) {
-    return yield* new InvalidRedirectUri({ detail: "redirect_uri must equal a redirect URI registered for this client, without a fragment" })
-  }
-  const connection = yield* requireUsableConnection(me.user.environment_id, provider)
-  const redirect = yield* prepareRedirect({
-    kind: "link", connection, userId: me.userId, clientId: client.id, sessionId: me.sessionId, linkRedirectUri: redirectUri,
-  })
-  const sql = yield* SqlClient.SqlClient
-  const audit = yield* Audit
-  yield* sql.withTransaction(Effect.gen(function* () {
-    yield* redirect.store
-    yield* audit.append({
-      workspaceId: me.user.workspace_id, environmentId: me.user.environment_id, actor: { type: "end_user", id: me.userId },
-      action: "identity.link_started", subjectType: "user", subjectId: me.userId,
-      details: { provider: connection.provider_key, client_id: client.id },
-    })
-  })).pipe(Effect.catchTag("SqlError", Effect.die))
-  return { authorization_url: redirect.url }
-})).pipe(withCallSpan("social.startLink"))
+export const startLink = (provider: Provider, redirectUri: string) =>
+  unavailableOnSqlError(
+    Effect.gen(function* () {
+      const me = yield* CurrentMe
+      yield* requireFresh(me, "link an identity")
+      const client = yield* loginClient(me.user.environment_id, me.clientId)
+      if (
+        redirectUri.includes("#") ||
+        !client ||
+        client.status !== "active" ||
+        !client.redirect_uris.includes(redirectUri)
+      ) {
+        return yield* new InvalidRedirectUri({
+          detail: "redirect_uri must equal a redirect URI registered for this client, without a fragment",
+        })
+      }
+      const connection = yield* requireUsableConnection(me.user.environment_id, provider)
+      const redirect = yield* prepareRedirect({
+        kind: "link",
+        connection,
+        userId: me.userId,
+        clientId: client.id,
+        sessionId: me.sessionId,
+        linkRedirectUri: redirectUri,
+      })
+      const sql = yield* SqlClient.SqlClient
+      const audit = yield* Audit
+      yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            yield* redirect.store
+            yield* audit.append({
+              workspaceId: me.user.workspace_id,
+              environmentId: me.user.environment_id,
+              actor: { type: "end_user", id: me.userId },
+              action: "identity.link_started",
+              subjectType: "user",
+              subjectId: me.userId,
+              details: { provider: connection.provider_key, client_id: client.id },
+            })
+          }),
+        )
+        .pipe(Effect.catchTag("SqlError", Effect.die))
+      return { authorization_url: redirect.url }
+    }),
+  ).pipe(withCallSpan("social.startLink"))
 
-export const linkResultSealContext = (stateId: string) => ({ purpose: "social-link-result", table: "social_states", rowId: stateId })
+export const linkResultSealContext = (stateId: string) => ({
+  purpose: "social-link-result",
+  table: "social_states",
+  rowId: stateId,
+})
 
 /** What the link's callback verified, kept sealed for the confirm. */
 interface LinkResult {
@@ -67,36 +94,55 @@ interface LinkResult {
  * token of the user, client and session that started it. A refusal or failed exchange:
  * `linked=false&error=social_provider_error`.
  */
-export const finishLink = (stateRow: repo.SocialStateRow, connection: ConnectionRow, state: string, params: URLSearchParams) =>
-  Effect.gen(function* () {
-    const provider = connection.provider_key
-    const redirectUri = stateRow.link_redirect_uri ?? ""
-    const userId = stateRow.user_id ?? ""
-    const redeemed = yield* redeemCallback(connection, stateRow, state, params)
-    const sql = yield* SqlClient.SqlClient
-    const audit = yield* Audit
-    const crypto = yield* Crypto
-    const base = { workspaceId: stateRow.workspace_id, environmentId: stateRow.environment_id } as const
-    const actor = { type: "end_user" as const, id: userId }
-    if (!redeemed.ok) {
-      yield* audit.append({
-        ...base, actor, action: "identity.link_failed", subjectType: "user", subjectId: userId, result: "failure",
-        details: { provider, reason: "social_provider_error", failure: redeemed.failure.kind },
-      })
-      return appendQuery(redirectUri, { linked: "false", error: "social_provider_error", provider })
-    }
-    const result: LinkResult = {
-      subject: redeemed.profile.subject, issuer: redeemed.profile.issuer, subjectClaim: redeemed.profile.subjectClaim,
-      email: redeemed.profile.email ?? null,
-    }
-    const code = yield* crypto.randomToken(32)
-    const sealed = yield* crypto.seal(linkResultSealContext(stateRow.id), JSON.stringify(result))
-    yield* sql.withTransaction(Effect.gen(function* () {
-      yield* repo.keepLinkResult(stateRow.environment_id, stateRow.id, sealed, sha256Hex(code))
-      yield* audit.append({
-        ...base, actor, action: "identity.link_verified", subjectType: "user", subjectId: userId,
-        details: { provider, client_id: stateRow.client_id },
-      })
-    })).pipe(Effect.catchTag("SqlError", Effect.die))
-    return appendQuery(redirectUri, { link_code: code, provider })
-  }).pipe(withCallSpan("social.finishLink"))
+export const finishLink = Effect.fnUntraced(function* (
+  stateRow: repo.SocialStateRow,
+  connection: ConnectionRow,
+  state: string,
+  params: URLSearchParams,
+) {
+  const provider = connection.provider_key
+  const redirectUri = stateRow.link_redirect_uri ?? ""
+  const userId = stateRow.user_id ?? ""
+  const redeemed = yield* redeemCallback(connection, stateRow, state, params)
+  const sql = yield* SqlClient.SqlClient
+  const audit = yield* Audit
+  const crypto = yield* Crypto
+  const base = { workspaceId: stateRow.workspace_id, environmentId: stateRow.environment_id } as const
+  const actor = { type: "end_user" as const, id: userId }
+  if (!redeemed.ok) {
+    yield* audit.append({
+      ...base,
+      actor,
+      action: "identity.link_failed",
+      subjectType: "user",
+      subjectId: userId,
+      result: "failure",
+      details: { provider, reason: "social_provider_error", failure: redeemed.failure.kind },
+    })
+    return appendQuery(redirectUri, { linked: "false", error: "social_provider_error", provider })
+  }
+  const result: LinkResult = {
+    subject: redeemed.profile.subject,
+    issuer: redeemed.profile.issuer,
+    subjectClaim: redeemed.profile.subjectClaim,
+    email: redeemed.profile.email ?? null,
+  }
+  const code = yield* crypto.randomToken(32)
+  const sealed = yield* crypto.seal(linkResultSealContext(stateRow.id), JSON.stringify(result))
+  yield* sql
+    .withTransaction(
+      Effect.gen(function* () {
+        yield* repo.keepLinkResult(stateRow.environment_id, stateRow.id, sealed, sha256Hex(code))
+        yield* audit.append({
+          ...base,
+          actor,
+          action: "identity.link_verified",
+          subjectType: "user",
+          subjectId: userId,
+          details: { provider, client_id: stateRow.client_id },
+        })
+      }),
+    )
+    .pipe(Effect.catchTag("SqlError", Effect.die))
+  return appendQuery(redirectUri, { link_code: code, provider })
+}, withCallSpan("social.finishLink"))

@@ -14,10 +14,14 @@ import { appendQuery, browserRedirect, SOCIAL_RETURN_PATH } from "./urls.js"
 const OUTCOMES: ReadonlyArray<string> = ["completed", "link_required", "failed"]
 
 /** A return that cannot go on to the application (an unknown transaction: nothing to vouch for). */
-const cannotContinue = () => htmlPage("Sign-in failed", `<main id="social-return" class="card" data-social="failed">
+const cannotContinue = () =>
+  htmlPage(
+    "Sign-in failed",
+    `<main id="social-return" class="card" data-social="failed">
   <h1>Sign-in failed</h1>
   <p>The sign-in could not continue. Return to the application and try again.</p>
-</main>`)
+</main>`,
+  )
 
 /**
  * Where the browser lands after the provider in redirect mode for a custom UI (spec: Social
@@ -37,12 +41,21 @@ const socialReturn = Effect.gen(function* () {
   const given = params.get("social") ?? ""
   const outcome = OUTCOMES.includes(given) ? given : "failed"
   const txn = yield* transactions.transactionById(env.record.id, params.get("tx") ?? "").pipe(Effect.orDie)
-  if (!txn || txn.source !== "api" || txn.response_mode !== "redirect") return cannotContinue()
+  if (txn?.source !== "api" || txn.response_mode !== "redirect") return cannotContinue()
   if (!stillRegistered(yield* loginClient(env.record.id, txn.client_id), txn.redirect_uri)) return cannotContinue()
   const proof = params.get("social_proof") ?? undefined
-  return browserRedirect(appendQuery(txn.redirect_uri, {
-    tx: txn.id, state: txn.state, social: outcome, ...(outcome !== "failed" && socialProofMatches(txn, proof) ? { social_proof: proof! } : {}),
-  }))
+  return browserRedirect(
+    appendQuery(txn.redirect_uri, {
+      tx: txn.id,
+      state: txn.state,
+      social: outcome,
+      ...(outcome !== "failed" && socialProofMatches(txn, proof) ? { social_proof: proof! } : {}),
+    }),
+  )
 })
 
-export const socialPageRoutes = [route("GET", SOCIAL_RETURN_PATH, socialReturn), ...hostedLoginSocialRoutes, ...boundBrowserRoutes]
+export const socialPageRoutes = [
+  route("GET", SOCIAL_RETURN_PATH, socialReturn),
+  ...hostedLoginSocialRoutes,
+  ...boundBrowserRoutes,
+]

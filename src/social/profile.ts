@@ -21,11 +21,20 @@ export interface SocialProfile {
 
 /** The standard claim (OIDC Core section 5.1) each profile field is read from by default. */
 const STANDARD: Readonly<Record<keyof ProfileMapping, string>> = {
-  sub: "sub", email: "email", email_verified: "email_verified", name: "name", avatar_url: "picture", locale: "locale",
+  sub: "sub",
+  email: "email",
+  email_verified: "email_verified",
+  name: "name",
+  avatar_url: "picture",
+  locale: "locale",
 }
 
 const text = (value: unknown, max: number) =>
-  typeof value === "string" && value.trim() !== "" ? value.trim().slice(0, max) : typeof value === "number" ? String(value) : undefined
+  typeof value === "string" && value.trim() !== ""
+    ? value.trim().slice(0, max)
+    : typeof value === "number"
+      ? String(value)
+      : undefined
 
 /** Apple sends `"true"` as a string; every other provider a JSON boolean. */
 const isTrue = (value: unknown) => value === true || value === "true"
@@ -35,12 +44,17 @@ const isTrue = (value: unknown) => value === true || value === "true"
  * uses the standard claim). A claim path may not reach into nested objects: a name is a
  * top-level claim. Returns undefined when there is no usable subject.
  */
-export const applyProfileMapping = (issuer: string, claims: Readonly<Record<string, unknown>>, mapping: ProfileMapping): SocialProfile | undefined => {
+export const applyProfileMapping = (
+  issuer: string,
+  claims: Readonly<Record<string, unknown>>,
+  mapping: ProfileMapping,
+): SocialProfile | undefined => {
   const read = (field: keyof ProfileMapping) => claims[mapping[field] ?? STANDARD[field]]
   // The standard `email_verified` speaks of the standard `email` claim only: an address read
   // from another claim is verified only by a verification claim the mapping names for it.
   const emailFromStandardClaim = (mapping.email ?? STANDARD.email) === STANDARD.email
-  const verified = mapping.email_verified !== undefined || emailFromStandardClaim ? isTrue(read("email_verified")) : false
+  const verified =
+    mapping.email_verified !== undefined || emailFromStandardClaim ? isTrue(read("email_verified")) : false
   const subject = text(read("sub"), 255)
   if (subject === undefined) return undefined
   const email = text(read("email"), 254)

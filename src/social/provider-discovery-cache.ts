@@ -11,6 +11,10 @@ import type { DiscoveryCache, DiscoveryDocument } from "./providers/types.js"
  * must not be served to the other. Nothing here needs to be shared between replicas: each
  * fetches the same public document.
  */
-export class ProviderDiscoveryCache extends Context.Service<ProviderDiscoveryCache, DiscoveryCache>()("social/ProviderDiscoveryCache") {}
+export class ProviderDiscoveryCache extends Context.Service<ProviderDiscoveryCache, DiscoveryCache>()(
+  "social/ProviderDiscoveryCache",
+) {}
 
-export const ProviderDiscoveryCacheLive = Layer.sync(ProviderDiscoveryCache, () => makeRefreshingCache<DiscoveryDocument>(DISCOVERY_CACHE_POLICY))
+export const ProviderDiscoveryCacheLive = Layer.sync(ProviderDiscoveryCache, () =>
+  makeRefreshingCache<DiscoveryDocument>(DISCOVERY_CACHE_POLICY),
+)

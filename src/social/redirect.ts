@@ -11,6 +11,7 @@ import { Crypto } from "../platform/crypto.js"
 import { ProviderUnavailable } from "./errors.js"
 import { ProviderDiscoveryCache } from "./provider-discovery-cache.js"
 import { describeProviderFailure, providerFetch } from "./fetch.js"
+import { currentTraceparent } from "../platform/observability/trace-context.js"
 import { PROVIDER_ADAPTERS } from "./providers/index.js"
 import type { AuthorizationChecks, ProviderCall } from "./providers/types.js"
 import * as repo from "./repo.js"
@@ -27,25 +28,35 @@ export const parseProvider = (raw: string) =>
 
 /** The usable Connection of a provider (active; generic OIDC also owner-confirmed), else 404 `connection_not_found`. */
 export const requireUsableConnection = (environmentId: string, provider: Provider) =>
-  Effect.flatMap(usableConnection(environmentId, provider), (row) => row
-    ? Effect.succeed(row)
-    : Effect.fail(new ConnectionNotFound({ detail: `This Environment has no active ${provider} connection` })))
+  Effect.flatMap(usableConnection(environmentId, provider), (row) =>
+    row
+      ? Effect.succeed(row)
+      : Effect.fail(new ConnectionNotFound({ detail: `This Environment has no active ${provider} connection` })),
+  )
 
 /** One outbound provider call's context: the opened secret, the SSRF-guarded fetch, the Clock, the discovery cache. */
-export const providerCall = (connection: ConnectionRow, redirectUri: string) => Effect.gen(function* () {
+export const providerCall = Effect.fnUntraced(function* (connection: ConnectionRow, redirectUri: string) {
   const config = yield* Config
   const secret = yield* openProviderClientSecret(connection).pipe(Effect.orDie)
   return {
     connection,
     clientSecret: secret ?? "",
     redirectUri,
-    fetch: providerFetch({ allowPrivateTargets: config.webhookAllowPrivateTargets, hosts: config.socialProviderHosts }),
+    fetch: providerFetch({
+      allowPrivateTargets: config.webhookAllowPrivateTargets,
+      hosts: config.socialProviderHosts,
+      traceparent: yield* currentTraceparent,
+    }),
     nowMs: yield* Clock.currentTimeMillis,
     discovery: yield* ProviderDiscoveryCache,
   } satisfies ProviderCall
 })
 
-export const verifierSealContext = (stateId: string) => ({ purpose: "social-pkce-verifier", table: "social_states", rowId: stateId })
+export const verifierSealContext = (stateId: string) => ({
+  purpose: "social-pkce-verifier",
+  table: "social_states",
+  rowId: stateId,
+})
 
 export interface RedirectInput {
   readonly kind: "login" | "link"
@@ -67,7 +78,7 @@ export interface RedirectInput {
  * (the state exists iff the caller's change commits). A provider that cannot be reached
  * fails with 503 `provider_unavailable` before anything is stored.
  */
-export const prepareRedirect = (input: RedirectInput) => Effect.gen(function* () {
+export const prepareRedirect = Effect.fnUntraced(function* (input: RedirectInput) {
   const env = yield* CurrentEnvironment
   const crypto = yield* Crypto
   const now = yield* Clock.currentTimeMillis
@@ -82,23 +93,46 @@ export const prepareRedirect = (input: RedirectInput) => Effect.gen(function* ()
   const url = yield* Effect.tryPromise({
     try: () => PROVIDER_ADAPTERS[input.connection.provider].authorizationUrl(call, checks),
     catch: (cause) => cause,
-  }).pipe(Effect.catch((cause) => Effect.logWarning("social: authorization URL failed", describeProviderFailure(cause)).pipe(
-    Effect.andThen(Effect.fail(new ProviderUnavailable({ detail: `The ${input.connection.provider} provider could not be reached; try again` }))))))
+  }).pipe(
+    Effect.catch((cause) =>
+      Effect.logWarning("social: authorization URL failed", describeProviderFailure(cause)).pipe(
+        Effect.andThen(
+          Effect.fail(
+            new ProviderUnavailable({
+              detail: `The ${input.connection.provider} provider could not be reached; try again`,
+            }),
+          ),
+        ),
+      ),
+    ),
+  )
   const store = Effect.gen(function* () {
-    yield* repo.insertState({
-      id: reference, workspaceId: env.record.workspaceId, environmentId: env.record.id, kind: input.kind,
-      provider: input.connection.provider, connectionId: input.connection.id, transactionId: input.transactionId ?? null,
-      userId: input.userId ?? null, clientId: input.clientId ?? null, sessionId: input.sessionId ?? null,
-      linkRedirectUri: input.linkRedirectUri ?? null,
-      providerRedirectUri: redirectUri, codeVerifierSealed: yield* crypto.seal(verifierSealContext(reference), checks.codeVerifier),
-      nonce: checks.nonce, now: new Date(now), expiresAt: new Date(now + STATE_TTL_MS),
-    }).pipe(Effect.orDie)
+    yield* repo
+      .insertState({
+        id: reference,
+        workspaceId: env.record.workspaceId,
+        environmentId: env.record.id,
+        kind: input.kind,
+        provider: input.connection.provider,
+        connectionId: input.connection.id,
+        transactionId: input.transactionId ?? null,
+        userId: input.userId ?? null,
+        clientId: input.clientId ?? null,
+        sessionId: input.sessionId ?? null,
+        linkRedirectUri: input.linkRedirectUri ?? null,
+        providerRedirectUri: redirectUri,
+        codeVerifierSealed: yield* crypto.seal(verifierSealContext(reference), checks.codeVerifier),
+        nonce: checks.nonce,
+        now: new Date(now),
+        expiresAt: new Date(now + STATE_TTL_MS),
+      })
+      .pipe(Effect.orDie)
   })
   return { url: url.href, store }
 })
 
 /** The checks of a used state, re-assembled for the code exchange. */
-export const checksOf = (row: repo.SocialStateRow, state: string) => Effect.gen(function* () {
+export const checksOf = Effect.fnUntraced(function* (row: repo.SocialStateRow, state: string) {
   const crypto = yield* Crypto
   const verifier = yield* crypto.open(verifierSealContext(row.id), row.code_verifier_sealed).pipe(Effect.orDie)
   return { state, nonce: row.nonce, codeVerifier: verifier.toString("utf8") } satisfies AuthorizationChecks

@@ -11,7 +11,11 @@ export const LinkBody = Schema.Struct({ redirect_uri: Schema.String })
 
 /** The one-time code the link's callback handed to the browser at the redirect URI. */
 export const LinkConfirmBody = Schema.Struct({ link_code: Schema.String })
-export const LinkConfirmed = Schema.Struct({ identity_id: Schema.String, provider: Schema.String, linked: Schema.Literal(true) })
+export const LinkConfirmed = Schema.Struct({
+  identity_id: Schema.String,
+  provider: Schema.String,
+  linked: Schema.Literal(true),
+})
 
 /** The callback's parameters (documentation; the route reads query, form or JSON). */
 export const CallbackParameters = Schema.Struct({

@@ -29,12 +29,14 @@ export type StateCheck =
 /** Checks form, signature (constant time) and expiry; only then is the reference trusted. */
 export const verifyState = (crypto: CryptoShape, environmentId: string, state: string, nowMs: number): StateCheck => {
   const m = /^([A-Za-z0-9_-]{43})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(state)
-  if (!m) return { ok: false, reason: "malformed" }
-  const [, reference, expText, given] = m as unknown as [string, string, string, string]
+  const [, reference, expText, given] = m ?? []
+  if (reference === undefined || expText === undefined || given === undefined) return { ok: false, reason: "malformed" }
   const exp = Number(expText)
   // During a master-key rotation a state signed just before the switch (minutes long) still verifies.
-  const signed = crypto.hmacCandidates("social-state", stateData(environmentId, reference, exp))
-    .map((candidate) => crypto.constantTimeEqual(candidate.toString("base64url"), given)).includes(true)
+  const signed = crypto
+    .hmacCandidates("social-state", stateData(environmentId, reference, exp))
+    .map((candidate) => crypto.constantTimeEqual(candidate.toString("base64url"), given))
+    .includes(true)
   if (!signed) return { ok: false, reason: "bad_signature" }
   if (exp * 1000 <= nowMs) return { ok: false, reason: "expired" }
   return { ok: true, reference }

@@ -11,6 +11,8 @@ export const appendQuery = (uri: string, params: Readonly<Record<string, string>
   `${uri}${uri.includes("?") ? "&" : "?"}${new URLSearchParams(params).toString()}`
 
 /** A browser redirect that leaks nothing onwards (the URL may carry a code, a proof or a link code). */
-export const browserRedirect = (location: string) => HttpServerResponse.empty({
-  status: 302, headers: { location, "cache-control": "no-store", "referrer-policy": "no-referrer" },
-})
+export const browserRedirect = (location: string) =>
+  HttpServerResponse.empty({
+    status: 302,
+    headers: { location, "cache-control": "no-store", "referrer-policy": "no-referrer" },
+  })

@@ -13,9 +13,18 @@ export const bootstrap = Effect.gen(function* () {
   const tenancy = yield* Tenancy
   const workspace = yield* tenancy.createWorkspace({ name: "Default workspace" })
   const project = yield* tenancy.createProject({ workspaceId: workspace.id, name: "Default project" })
-  const environment = yield* tenancy.createEnvironment({ workspaceId: workspace.id, projectId: project.id, type: "test", name: "Test" })
+  const environment = yield* tenancy.createEnvironment({
+    workspaceId: workspace.id,
+    projectId: project.id,
+    type: "test",
+    name: "Test",
+  })
   const key = yield* tenancy.createApiKey({
-    workspaceId: workspace.id, environmentId: null, name: "bootstrap", scopes: SCOPES, expiresAt: null,
+    workspaceId: workspace.id,
+    environmentId: null,
+    name: "bootstrap",
+    scopes: SCOPES,
+    expiresAt: null,
   })
   const record = yield* tenancy.environment(environment.id)
   const urls = environmentUrls(config, record!)

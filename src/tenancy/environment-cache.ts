@@ -20,7 +20,11 @@ export interface EnvironmentCacheOptions {
   readonly negativeTtl: Duration.Input
 }
 
-export const ENVIRONMENT_CACHE: EnvironmentCacheOptions = { capacity: 10_000, positiveTtl: "5 seconds", negativeTtl: "1 second" }
+export const ENVIRONMENT_CACHE: EnvironmentCacheOptions = {
+  capacity: 10_000,
+  positiveTtl: "5 seconds",
+  negativeTtl: "1 second",
+}
 
 /** Only the shape of a real Environment id is looked up (and cached). */
 const ENVIRONMENT_ID = ID_PATTERN("env")
@@ -30,27 +34,35 @@ const MAX_HOSTNAME = 253
 const timeToLive = (options: EnvironmentCacheOptions) => (exit: Exit.Exit<unknown>) =>
   Exit.isSuccess(exit) ? (exit.value === undefined ? options.negativeTtl : options.positiveTtl) : Duration.zero
 
-export const makeEnvironmentCache = (options: EnvironmentCacheOptions = ENVIRONMENT_CACHE) => Effect.gen(function* () {
-  const byId = yield* Cache.makeWith((id: string) => repo.environmentById(id).pipe(Effect.orDie),
-    { capacity: options.capacity, timeToLive: timeToLive(options) })
-  const idByHost = yield* Cache.makeWith((hostname: string) => repo.environmentIdByCustomHost(hostname).pipe(Effect.orDie),
-    { capacity: options.capacity, timeToLive: timeToLive(options) })
+export const makeEnvironmentCache = (options: EnvironmentCacheOptions = ENVIRONMENT_CACHE) =>
+  Effect.gen(function* () {
+    const byId = yield* Cache.makeWith((id: string) => repo.environmentById(id).pipe(Effect.orDie), {
+      capacity: options.capacity,
+      timeToLive: timeToLive(options),
+    })
+    const idByHost = yield* Cache.makeWith(
+      (hostname: string) => repo.environmentIdByCustomHost(hostname).pipe(Effect.orDie),
+      { capacity: options.capacity, timeToLive: timeToLive(options) },
+    )
 
-  const environment = (id: string): Effect.Effect<EnvironmentRecord | undefined, never, SqlClient.SqlClient> =>
-    ENVIRONMENT_ID.test(id) ? Cache.get(byId, id) : Effect.succeed(undefined)
+    const environment = (id: string): Effect.Effect<EnvironmentRecord | undefined, never, SqlClient.SqlClient> =>
+      ENVIRONMENT_ID.test(id) ? Cache.get(byId, id) : Effect.succeed(undefined)
 
-  return {
-    environment,
-    environmentByCustomHost: (hostname: string) => hostname.length > MAX_HOSTNAME
-      ? Effect.succeed(undefined)
-      : Effect.flatMap(Cache.get(idByHost, hostname), (id) => id === undefined ? Effect.succeed(undefined) : environment(id)),
-    /** After a change on this replica: the Environment, and every host mapping (a domain may have moved). */
-    forget: (id: string) => {
-      Effect.runSync(Cache.invalidate(byId, id))
-      Effect.runSync(Cache.invalidateAll(idByHost))
-      environmentChanged(id)
-    },
-    /** Entries held now (tests; the bound under a flood). */
-    sizes: Effect.all({ environments: Cache.size(byId), hosts: Cache.size(idByHost) }),
-  }
-})
+    return {
+      environment,
+      environmentByCustomHost: (hostname: string) =>
+        hostname.length > MAX_HOSTNAME
+          ? Effect.succeed(undefined)
+          : Effect.flatMap(Cache.get(idByHost, hostname), (id) =>
+              id === undefined ? Effect.succeed(undefined) : environment(id),
+            ),
+      /** After a change on this replica: the Environment, and every host mapping (a domain may have moved). */
+      forget: (id: string) => {
+        Effect.runSync(Cache.invalidate(byId, id))
+        Effect.runSync(Cache.invalidateAll(idByHost))
+        environmentChanged(id)
+      },
+      /** Entries held now (tests; the bound under a flood). */
+      sizes: Effect.all({ environments: Cache.size(byId), hosts: Cache.size(idByHost) }),
+    }
+  })

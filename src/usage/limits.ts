@@ -14,7 +14,8 @@ export type ThresholdPercent = (typeof THRESHOLD_PERCENTS)[number]
 export const GRACE_PERIOD_MS = 7 * 24 * 3600_000
 
 /** The MAU at which a threshold is reached: ceil(limit x percent / 100). */
-export const thresholdMau = (percent: ThresholdPercent, limit: number = FREE_TIER_MAU) => Math.ceil((limit * percent) / 100)
+export const thresholdMau = (percent: ThresholdPercent, limit: number = FREE_TIER_MAU) =>
+  Math.ceil((limit * percent) / 100)
 
 /** The thresholds a Workspace MAU has reached. */
 export const reachedThresholds = (mau: number, limit: number = FREE_TIER_MAU): ReadonlyArray<ThresholdPercent> =>

@@ -1,5 +1,5 @@
 import { Clock, Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import type { SqlClient } from "effect/sql"
 import { Events } from "../platform/events/service.js"
 import { billingMonthOf, FREE_TIER_MAU, reachedThresholds } from "./limits.js"
 import * as repo from "./repo.js"
@@ -19,23 +19,35 @@ export interface MonthlyActiveUser {
  * 80, 95 or 100 % of the free tier sees it; the unique (Workspace, month, threshold) row
  * then makes `mau.threshold_reached` exactly once (spec: Events; Limits "Free tier").
  */
-export const recordMonthlyActiveUser = (input: MonthlyActiveUser) => Effect.gen(function* () {
-  const events = yield* Events
-  const nowMs = yield* Clock.currentTimeMillis
-  const at = new Date(nowMs)
-  const billingMonth = billingMonthOf(nowMs)
-  const isNew = yield* repo.insertMonthlyUser({ ...input, billingMonth, at })
-  if (!isNew) return
-  const currentMau = yield* repo.incrementWorkspaceMau(input.workspaceId, billingMonth)
-  for (const percent of reachedThresholds(currentMau)) {
-    const claimed = yield* repo.claimThreshold({
-      workspaceId: input.workspaceId, billingMonth, percent, currentMau, freeTierLimit: FREE_TIER_MAU, at,
-    })
-    if (!claimed) continue
-    // A Workspace-level event (no environmentId): every subscribed webhook of the Workspace gets it.
-    yield* events.emit({
-      type: "mau.threshold_reached", workspaceId: input.workspaceId, actor: { type: "system" },
-      payload: { billingMonth, thresholdPercent: percent, currentMau, freeTierLimit: FREE_TIER_MAU },
-    })
-  }
-}).pipe(Effect.orDie, withCallSpan("usage.recordMonthlyActiveUser")) as Effect.Effect<void, never, SqlClient.SqlClient | Events>
+export const recordMonthlyActiveUser = (input: MonthlyActiveUser) =>
+  Effect.gen(function* () {
+    const events = yield* Events
+    const nowMs = yield* Clock.currentTimeMillis
+    const at = new Date(nowMs)
+    const billingMonth = billingMonthOf(nowMs)
+    const isNew = yield* repo.insertMonthlyUser({ ...input, billingMonth, at })
+    if (!isNew) return
+    const currentMau = yield* repo.incrementWorkspaceMau(input.workspaceId, billingMonth)
+    for (const percent of reachedThresholds(currentMau)) {
+      const claimed = yield* repo.claimThreshold({
+        workspaceId: input.workspaceId,
+        billingMonth,
+        percent,
+        currentMau,
+        freeTierLimit: FREE_TIER_MAU,
+        at,
+      })
+      if (!claimed) continue
+      // A Workspace-level event (no environmentId): every subscribed webhook of the Workspace gets it.
+      yield* events.emit({
+        type: "mau.threshold_reached",
+        workspaceId: input.workspaceId,
+        actor: { type: "system" },
+        payload: { billingMonth, thresholdPercent: percent, currentMau, freeTierLimit: FREE_TIER_MAU },
+      })
+    }
+  }).pipe(Effect.orDie, withCallSpan("usage.recordMonthlyActiveUser")) as Effect.Effect<
+    void,
+    never,
+    SqlClient.SqlClient | Events
+  >

@@ -15,3 +15,8 @@ export class InvalidEventTypes extends Schema.TaggedError<InvalidEventTypes>()("
 export class WebhookNotFound extends Schema.TaggedError<WebhookNotFound>()("WebhookNotFound", {
   detail: Schema.optionalKey(Schema.String),
 }) {}
+
+/** No attempt with this id among the webhook's (another webhook's attempt is not found either). */
+export class WebhookDeliveryNotFound extends Schema.TaggedError<WebhookDeliveryNotFound>()("WebhookDeliveryNotFound", {
+  detail: Schema.optionalKey(Schema.String),
+}) {}

@@ -12,13 +12,17 @@ export const MAX_SENDS = 8
 
 /** Base gap before retry n (n = 1..7): 30 s, 1 min, 5 min, 15 min, 30 min, 1 h, 6 h. */
 export const RETRY_GAP_BASES_MS: ReadonlyArray<number> = [
-  30_000, 60_000, 5 * 60_000, 15 * 60_000, 30 * 60_000, 3600_000, 6 * 3600_000,
+  30_000,
+  60_000,
+  5 * 60_000,
+  15 * 60_000,
+  30 * 60_000,
+  3600_000,
+  6 * 3600_000,
 ]
 
 /** What a send produced, as far as the policy cares. */
-export type SendResult =
-  | { readonly kind: "response"; readonly status: number }
-  | { readonly kind: "no_response" } // network error, blocked address, time-out
+export type SendResult = { readonly kind: "response"; readonly status: number } | { readonly kind: "no_response" } // network error, blocked address, time-out
 
 /**
  * - 2xx: delivered.
@@ -39,10 +43,11 @@ export const classify = (attempt: number, result: SendResult): "delivered" | "pe
 }
 
 /** Equal jitter: a uniformly random gap in [50%, 100%) of the base before retry number `retry`. */
-export const retryGapMs = (retry: number) => Effect.map(Random.next, (r) => {
-  const base = RETRY_GAP_BASES_MS[retry - 1]!
-  return Math.floor(base / 2 + (base / 2) * r)
-})
+export const retryGapMs = (retry: number) =>
+  Effect.map(Random.next, (r) => {
+    const base = RETRY_GAP_BASES_MS[retry - 1]!
+    return Math.floor(base / 2 + (base / 2) * r)
+  })
 
 export type Verdict =
   | { readonly status: "delivered" }
@@ -50,12 +55,13 @@ export type Verdict =
   | { readonly status: "failed"; readonly nextAttempt: number; readonly gapMs: number; readonly runAt: Date }
 
 /** The status of attempt `attempt` and, when it failed, when the next one runs. */
-export const decide = (attempt: number, result: SendResult): Effect.Effect<Verdict> => Effect.gen(function* () {
-  const kind = classify(attempt, result)
-  if (kind === "delivered") return { status: "delivered" } as const
-  if (kind === "permanent") return { status: "exhausted", why: "permanent" } as const
-  if (attempt >= MAX_SENDS) return { status: "exhausted", why: "attempts_used" } as const
-  const gapMs = yield* retryGapMs(attempt)
-  const now = yield* Clock.currentTimeMillis
-  return { status: "failed", nextAttempt: attempt + 1, gapMs, runAt: new Date(now + gapMs) } as const
-})
+export const decide = (attempt: number, result: SendResult): Effect.Effect<Verdict> =>
+  Effect.gen(function* () {
+    const kind = classify(attempt, result)
+    if (kind === "delivered") return { status: "delivered" } as const
+    if (kind === "permanent") return { status: "exhausted", why: "permanent" } as const
+    if (attempt >= MAX_SENDS) return { status: "exhausted", why: "attempts_used" } as const
+    const gapMs = yield* retryGapMs(attempt)
+    const now = yield* Clock.currentTimeMillis
+    return { status: "failed", nextAttempt: attempt + 1, gapMs, runAt: new Date(now + gapMs) } as const
+  })

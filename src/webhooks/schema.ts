@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { PageQuery } from "../management/http/pagination.js"
+import { PageQuery } from "../management/conventions/pagination.js"
 
 // The wire of the Webhooks routes (spec: Management API, Webhooks; Resources, Webhook and
 // Webhook delivery record). Request schemas decode; the same schemas document the routes.
@@ -79,3 +79,49 @@ export const Delivery = Schema.Struct({
 })
 
 export const DeliveryList = Schema.Struct({ data: Schema.Array(Delivery), next_cursor: Schema.NullOr(Schema.String) })
+
+export const DeliveryParams = Schema.Struct({ webhookId: Schema.String, deliveryId: Schema.String })
+
+// Extensions of the spec's delivery record (docs/decisions/events-and-webhooks.md, "Attempt request
+// and response"): served only by the one-attempt route, so the list keeps the spec's fields exactly.
+
+const Headers = Schema.Record(Schema.String, Schema.String)
+
+/** The request an attempt sent, as sent: the signature header included, never the secret. */
+export const AttemptRequest = Schema.Struct({
+  url: Schema.String,
+  method: Schema.Literal("POST"),
+  headers: Headers,
+  /** The signed envelope, byte for byte; null once the event left the outbox (30 days). */
+  body: Schema.NullOr(Schema.String),
+})
+
+/** The HTTP response an attempt got; headers and body are null once cleared (30 days). */
+export const AttemptResponse = Schema.Struct({
+  status_code: Schema.Number,
+  headers: Schema.NullOr(Headers),
+  body: Schema.NullOr(Schema.String),
+  /** The receiver sent more than the 4 KiB kept (or its body was cut short). */
+  body_truncated: Schema.Boolean,
+  duration_ms: Schema.NullOr(Schema.Number),
+})
+
+export const TransportErrorCode = Schema.Literals([
+  "timeout",
+  "connection_refused",
+  "connection_reset",
+  "dns_failure",
+  "tls_error",
+  "blocked_address",
+  "connection_failed",
+])
+
+/** Why an attempt got no HTTP response. */
+export const AttemptTransportError = Schema.Struct({ code: TransportErrorCode, message: Schema.String })
+
+export const DeliveryDetail = Schema.Struct({
+  ...Delivery.fields,
+  request: Schema.NullOr(AttemptRequest),
+  response: Schema.NullOr(AttemptResponse),
+  transport_error: Schema.NullOr(AttemptTransportError),
+})

@@ -94,7 +94,10 @@ export const verifyWebhook = (input: VerifyInput): VerifyResult => {
     let matched = false
     for (const secret of secrets) {
       if (typeof secret !== "string" || secret.length === 0) return fail("crypto_operation_failed")
-      const mac = createHmac("sha256", Buffer.from(secret, "utf8")).update(`${timestamp}.`, "utf8").update(body).digest()
+      const mac = createHmac("sha256", Buffer.from(secret, "utf8"))
+        .update(`${timestamp}.`, "utf8")
+        .update(body)
+        .digest()
       // Every secret is tried (no early exit), each compared in constant time.
       if (timingSafeEqual(mac, expected)) matched = true
     }

@@ -30,8 +30,10 @@ export const startAwsStub = async (): Promise<AwsStub> => {
   const visits: Array<string> = []
   const server: Server = createServer((req, res) => {
     visits.push(req.url ?? "")
-    if (/^\/SimpleNotificationService-[a-z0-9]+\.pem$/.test(req.url ?? "")) return void res.writeHead(200, { "content-type": "application/x-pem-file" }).end(CERT)
-    if (req.url?.startsWith("/confirm")) return void res.writeHead(200, { "content-type": "text/xml" }).end("<ConfirmSubscriptionResponse/>")
+    if (/^\/SimpleNotificationService-[a-z0-9]+\.pem$/.test(req.url ?? ""))
+      return void res.writeHead(200, { "content-type": "application/x-pem-file" }).end(CERT)
+    if (req.url?.startsWith("/confirm"))
+      return void res.writeHead(200, { "content-type": "text/xml" }).end("<ConfirmSubscriptionResponse/>")
     res.writeHead(404).end()
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -52,20 +54,43 @@ const SIGNED_KEYS = {
 
 /** Signs an SNS message as AWS does (SignatureVersion 1: SHA1withRSA, 2: SHA256withRSA). */
 export const signSns = (fields: Record<string, string>, certUrl: string, version: "1" | "2" = "2") => {
-  const m: Record<string, string> = { MessageId: crypto.randomUUID(), TopicArn: SNS_TOPIC, Timestamp: new Date().toISOString(), ...fields }
-  const text = SIGNED_KEYS[m["Type"] as keyof typeof SIGNED_KEYS].filter((k) => m[k] !== undefined).map((k) => `${k}\n${m[k]}\n`).join("")
-  const signature = createSign(version === "1" ? "RSA-SHA1" : "RSA-SHA256").update(text).sign(SIGNING_KEY, "base64")
+  const m: Record<string, string> = {
+    MessageId: crypto.randomUUID(),
+    TopicArn: SNS_TOPIC,
+    Timestamp: new Date().toISOString(),
+    ...fields,
+  }
+  const text = SIGNED_KEYS[m["Type"] as keyof typeof SIGNED_KEYS]
+    .filter((k) => m[k] !== undefined)
+    .map((k) => `${k}\n${m[k]}\n`)
+    .join("")
+  const signature = createSign(version === "1" ? "RSA-SHA1" : "RSA-SHA256")
+    .update(text)
+    .sign(SIGNING_KEY, "base64")
   return { ...m, SignatureVersion: version, Signature: signature, SigningCertURL: certUrl }
 }
 
 /** The SES bounce notification SNS carries in `Message`. */
-export const sesBounce = (deliveryId: string | undefined, messageId: string, recipient: string, bounceType = "Permanent",
-  sesId = "0100018c-ses-internal-id") => JSON.stringify({
-  notificationType: "Bounce",
-  bounce: { bounceType, bounceSubType: "General", bouncedRecipients: [{ emailAddress: recipient, status: "5.1.1" }], timestamp: new Date().toISOString() },
-  mail: {
-    messageId: sesId, source: "no-reply@localhost", destination: [recipient],
-    headers: deliveryId === undefined ? [] : [{ name: "X-Authservice-Delivery-Id", value: deliveryId }],
-    commonHeaders: { messageId, subject: "Your sign-in code" },
-  },
-})
+export const sesBounce = (
+  deliveryId: string | undefined,
+  messageId: string,
+  recipient: string,
+  bounceType = "Permanent",
+  sesId = "0100018c-ses-internal-id",
+) =>
+  JSON.stringify({
+    notificationType: "Bounce",
+    bounce: {
+      bounceType,
+      bounceSubType: "General",
+      bouncedRecipients: [{ emailAddress: recipient, status: "5.1.1" }],
+      timestamp: new Date().toISOString(),
+    },
+    mail: {
+      messageId: sesId,
+      source: "no-reply@localhost",
+      destination: [recipient],
+      headers: deliveryId === undefined ? [] : [{ name: "X-Authservice-Delivery-Id", value: deliveryId }],
+      commonHeaders: { messageId, subject: "Your sign-in code" },
+    },
+  })

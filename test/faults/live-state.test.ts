@@ -27,12 +27,22 @@ beforeAll(async () => {
   spa = await createClient(app, b)
   bff = await createClient(app, b, { type: "web_bff" })
   const env = {
-    DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
-    CANONICAL_ISSUER_HOST: ISSUER_HOST, MANAGEMENT_HOST, RATE_LIMIT_IP_PER_MINUTE: "10000",
+    DATABASE_URL: app.databaseUrl,
+    MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
+    CANONICAL_ISSUER_HOST: ISSUER_HOST,
+    MANAGEMENT_HOST,
+    RATE_LIMIT_IP_PER_MINUTE: "10000",
   }
   for (const name of ["a", "b"]) {
     const port = await freePort()
-    servers.push({ child: await startEntry("src/main.ts", { ...env, PORT: String(port), DATA_DIR: `/tmp/authservice-live-${name}` }, /authservice listening on/), port })
+    servers.push({
+      child: await startEntry(
+        "src/main.ts",
+        { ...env, PORT: String(port), DATA_DIR: `/tmp/authservice-live-${name}` },
+        /authservice listening on/,
+      ),
+      port,
+    })
   }
 }, 180_000)
 
@@ -46,22 +56,40 @@ afterAll(async () => {
 
 const A = () => servers[0]!.port
 const B = () => servers[1]!.port
-const issuer = (port: number, path: string, init: Parameters<typeof call>[3] = {}) => call(port, ISSUER_HOST, `/e/${b.environment_id}${path}`, init)
-const userinfo = (port: number, accessToken: string) => issuer(port, "/oauth2/userinfo", { headers: { authorization: `Bearer ${accessToken}` } })
-const introspect = async (port: number, accessToken: string) => JSON.parse((await issuer(port, "/oauth2/introspect", {
-  method: "POST", rawBody: form({ token: accessToken }),
-  headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(bff.id, bff.secret!) },
-})).text) as { active: boolean }
+const issuer = (port: number, path: string, init: Parameters<typeof call>[3] = {}) =>
+  call(port, ISSUER_HOST, `/e/${b.environment_id}${path}`, init)
+const userinfo = (port: number, accessToken: string) =>
+  issuer(port, "/oauth2/userinfo", { headers: { authorization: `Bearer ${accessToken}` } })
+const introspect = async (port: number, accessToken: string) =>
+  JSON.parse(
+    (
+      await issuer(port, "/oauth2/introspect", {
+        method: "POST",
+        rawBody: form({ token: accessToken }),
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(bff.id, bff.secret!) },
+      })
+    ).text,
+  ) as { active: boolean }
 const management = (port: number, path: string, method: string) =>
-  call(port, MANAGEMENT_HOST, `${path}?environment_id=${b.environment_id}`, { method, headers: { authorization: `Bearer ${b.api_key}` } })
+  call(port, MANAGEMENT_HOST, `${path}?environment_id=${b.environment_id}`, {
+    method,
+    headers: { authorization: `Bearer ${b.api_key}` },
+  })
 
 /** A user signed in through server A: tokens, the session, and both servers' memories warmed. */
 const signedIn = async () => {
   const user = await createUser(app, b)
   const minted = await mintCode(app, b, spa, user)
   const res = await issuer(A(), "/oauth2/token", {
-    method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" },
-    rawBody: form({ grant_type: "authorization_code", code: minted.code, code_verifier: minted.verifier, redirect_uri: spa.redirectUri, client_id: spa.id }),
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    rawBody: form({
+      grant_type: "authorization_code",
+      code: minted.code,
+      code_verifier: minted.verifier,
+      redirect_uri: spa.redirectUri,
+      client_id: spa.id,
+    }),
   })
   expect(res.status, res.text).toBe(200)
   const tokens = JSON.parse(res.text) as { access_token: string; id_token: string }
@@ -92,7 +120,10 @@ describe("live checks from memory across two servers", () => {
   it("logout on server A: the access token is inactive at once on A and within the bound on B", async () => {
     const s = await signedIn()
     const changedAt = Date.now()
-    const out = await issuer(A(), `/oauth2/logout?${new URLSearchParams({ id_token_hint: s.id_token, post_logout_redirect_uri: spa.postLogoutRedirectUri })}`)
+    const out = await issuer(
+      A(),
+      `/oauth2/logout?${new URLSearchParams({ id_token_hint: s.id_token, post_logout_redirect_uri: spa.postLogoutRedirectUri })}`,
+    )
     expect(out.status, out.text).toBeLessThan(400)
     await expectInactiveEverywhere(s.access_token, changedAt)
   })
@@ -116,8 +147,12 @@ describe("live checks from memory across two servers", () => {
   it("an email change committed elsewhere (the row as /me's switch writes it: new address, security version + 1) is seen by both servers within the bound", async () => {
     const s = await signedIn()
     const changedAt = Date.now()
-    await queryRows(app, `update users set email = 'changed-' || email, email_normalized = 'changed-' || email_normalized,
-      security_version = security_version + 1, updated_at = now(), version = version + 1 where id = $1`, [s.user.id])
+    await queryRows(
+      app,
+      `update users set email = 'changed-' || email, email_normalized = 'changed-' || email_normalized,
+      security_version = security_version + 1, updated_at = now(), version = version + 1 where id = $1`,
+      [s.user.id],
+    )
     for (const port of [A(), B()]) {
       for (;;) {
         const res = await userinfo(port, s.access_token)
@@ -132,10 +167,12 @@ describe("live checks from memory across two servers", () => {
   it("introspection callers too: a client secret rotated through server A is refused at once on A and within the bound on B", async () => {
     const caller = await createClient(app, b, { type: "web_bff" })
     const s = await signedIn()
-    const ask = (port: number, secret: string) => issuer(port, "/oauth2/introspect", {
-      method: "POST", rawBody: form({ token: s.access_token }),
-      headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(caller.id, secret) },
-    }).then((res) => JSON.parse(res.text) as { active: boolean })
+    const ask = (port: number, secret: string) =>
+      issuer(port, "/oauth2/introspect", {
+        method: "POST",
+        rawBody: form({ token: s.access_token }),
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(caller.id, secret) },
+      }).then((res) => JSON.parse(res.text) as { active: boolean })
     for (const port of [A(), B(), A(), B()]) expect((await ask(port, caller.secret!)).active).toBe(true)
     const changedAt = Date.now()
     const rotated = await management(A(), `/v1/clients/${caller.id}/rotate-secret`, "POST")

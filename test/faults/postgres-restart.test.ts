@@ -49,9 +49,16 @@ beforeAll(async () => {
   const pgPort = await freePort()
   const EmbeddedPostgres = await loadEmbeddedPostgres() // without its process exit hooks
   postgres = new EmbeddedPostgres({
-    databaseDir: join(dir, "pg"), port: pgPort, user: "postgres", password: "postgres", persistent: true,
-    createPostgresUser: true, onLog: () => {}, onError: () => {},
-    initdbFlags: ["--encoding=UTF8", "--no-sync"], postgresFlags: ["-c", "fsync=off"],
+    databaseDir: join(dir, "pg"),
+    port: pgPort,
+    user: "postgres",
+    password: "postgres",
+    persistent: true,
+    createPostgresUser: true,
+    onLog: () => {},
+    onError: () => {},
+    initdbFlags: ["--encoding=UTF8", "--no-sync"],
+    postgresFlags: ["-c", "fsync=off"],
   })
   await postgres.initialise()
   await postgres.start()
@@ -61,7 +68,10 @@ beforeAll(async () => {
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => {
-      const envelope = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { eventId: string; payload: { userId: string } }
+      const envelope = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+        eventId: string
+        payload: { userId: string }
+      }
       received.push({ userId: envelope.payload.userId, eventId: envelope.eventId })
       res.writeHead(204).end()
     })
@@ -70,23 +80,35 @@ beforeAll(async () => {
 
   port = await freePort()
   env = {
-    DATABASE_URL: databaseUrl, MASTER_KEY: randomBytes(32).toString("base64url"), PORT: String(port),
-    DATA_DIR: join(dir, "data"), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WORKER_CONCURRENCY: "8",
-    RATE_LIMIT_IP_PER_MINUTE: "100000", RATE_LIMIT_CLIENT_PER_MINUTE: "100000",
-    DATABASE_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS), DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
+    DATABASE_URL: databaseUrl,
+    MASTER_KEY: randomBytes(32).toString("base64url"),
+    PORT: String(port),
+    DATA_DIR: join(dir, "data"),
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    WORKER_CONCURRENCY: "8",
+    RATE_LIMIT_IP_PER_MINUTE: "100000",
+    RATE_LIMIT_CLIENT_PER_MINUTE: "100000",
+    DATABASE_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
+    DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
   }
   server = await startEntry("src/main.ts", env, /authservice listening on/)
   worker = await startEntry("src/worker.ts", env, /worker: running/)
 
   // A Workspace, an Environment and a key, through the operator command against the same database.
   const boot = spawnSync(join(process.cwd(), "node_modules/.bin/tsx"), ["src/cli.ts", "bootstrap", "--json"], {
-    env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root", ...env }, encoding: "utf8",
+    env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root", ...env },
+    encoding: "utf8",
   })
   expect(boot.status, boot.stderr).toBe(0)
   b = JSON.parse(boot.stdout) as Bootstrapped
   const hook = await call(port, management(), "/v1/webhooks", {
-    method: "POST", headers: auth(),
-    body: { environment_id: b.environment_id, url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, event_types: ["user.created"] },
+    method: "POST",
+    headers: auth(),
+    body: {
+      environment_id: b.environment_id,
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      event_types: ["user.created"],
+    },
   })
   expect(hook.status, hook.text).toBe(201)
   // The application's own services on the same database, for the token-side fixtures (clients, codes).
@@ -116,14 +138,16 @@ const issuerHost = () => `localhost:${port}`
 /** Every process of the Postgres server: the postmaster (from its pid file) and its children. */
 const postgresPids = () => {
   const master = Number(readFileSync(join(dir, "pg", "postmaster.pid"), "utf8").split("\n")[0])
-  const children = readdirSync("/proc").filter((e) => /^\d+$/.test(e)).flatMap((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === master ? [Number(pid)] : []
-    } catch {
-      return []
-    }
-  })
+  const children = readdirSync("/proc")
+    .filter((e) => /^\d+$/.test(e))
+    .flatMap((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === master ? [Number(pid)] : []
+      } catch {
+        return []
+      }
+    })
   return { master, children }
 }
 
@@ -156,21 +180,36 @@ const userLoad = (tag: string, loops = 4) => {
     while (!stop) {
       const email = `${tag}${n++}@load.example.com`
       const a = await call(port, management(), `/v1/users?environment_id=${b.environment_id}`, {
-        method: "POST", headers: { ...auth(), "idempotency-key": email }, body: { environment_id: b.environment_id, email },
+        method: "POST",
+        headers: { ...auth(), "idempotency-key": email },
+        body: { environment_id: b.environment_id, email },
       })
       answers.push({ ...a, kind: "user", label: email })
     }
   }
   const running = Promise.all(Array.from({ length: loops }, loop))
-  return { answers, stop: async () => { stop = true; await running } }
+  return {
+    answers,
+    stop: async () => {
+      stop = true
+      await running
+    },
+  }
 }
 
-const token = (params: Record<string, string>) => call(port, issuerHost(), `/e/${b.environment_id}/oauth2/token`, {
-  method: "POST", rawBody: form({ ...params, client_id: client.id }), headers: { "content-type": "application/x-www-form-urlencoded" },
-})
-const exchange = (minted: MintedCode) => token({
-  grant_type: "authorization_code", code: minted.code, code_verifier: minted.verifier, redirect_uri: client.redirectUri,
-})
+const token = (params: Record<string, string>) =>
+  call(port, issuerHost(), `/e/${b.environment_id}/oauth2/token`, {
+    method: "POST",
+    rawBody: form({ ...params, client_id: client.id }),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  })
+const exchange = (minted: MintedCode) =>
+  token({
+    grant_type: "authorization_code",
+    code: minted.code,
+    code_verifier: minted.verifier,
+    redirect_uri: client.redirectUri,
+  })
 
 /** Never a 500, never a hang: each answer is a success or a 503 in the endpoint's error format, within the bound. */
 const expectOnlySuccessOr503 = (answers: ReadonlyArray<Attempt>) => {
@@ -194,23 +233,46 @@ const expectEveryUserDelivered = async (answers: ReadonlyArray<Attempt>) => {
   const db = new pg.Client({ connectionString: databaseUrl })
   await db.connect()
   try {
-    const users = (await db.query<{ id: string; email: string }>("select id, email from users where environment_id = $1", [b.environment_id])).rows
+    const users = (
+      await db.query<{ id: string; email: string }>("select id, email from users where environment_id = $1", [
+        b.environment_id,
+      ])
+    ).rows
     const emails = new Set(users.map((u) => u.email))
-    for (const a of answers.filter((x) => x.kind === "user" && x.status === 201)) expect(emails.has(a.label), a.label).toBe(true)
+    for (const a of answers.filter((x) => x.kind === "user" && x.status === 201))
+      expect(emails.has(a.label), a.label).toBe(true)
     expect(users.length).toBe(emails.size)
     // Every user in the database (a 503 may hide a commit) gets its event too.
-    await until("every user's event at the receiver", async () => {
-      const seen = new Set(received.map((r) => r.userId))
-      return users.every((u) => seen.has(u.id)) ? true : undefined
-    }, 90_000, 250).catch(async (e) => {
+    await until(
+      "every user's event at the receiver",
+      async () => {
+        const seen = new Set(received.map((r) => r.userId))
+        return users.every((u) => seen.has(u.id)) ? true : undefined
+      },
+      90_000,
+      250,
+    ).catch(async (e) => {
       const seen = new Set(received.map((r) => r.userId))
       console.log("missing:", users.filter((u) => !seen.has(u.id)).length, "of", users.length)
-      console.log((await db.query("select status, attempt, failure_reason, count(*)::int from webhook_deliveries group by 1,2,3")).rows)
-      console.log((await db.query("select task_identifier, locked_by, attempts, last_error, count(*)::int from graphile_worker.jobs group by 1,2,3,4")).rows)
+      console.log(
+        (await db.query("select status, attempt, failure_reason, count(*)::int from webhook_deliveries group by 1,2,3"))
+          .rows,
+      )
+      console.log(
+        (
+          await db.query(
+            "select task_identifier, locked_by, attempts, last_error, count(*)::int from graphile_worker.jobs group by 1,2,3,4",
+          )
+        ).rows,
+      )
       console.log("worker output:", worker!.output().slice(-3000))
       throw e
     })
-    const doubled = (await db.query("select event_id from webhook_deliveries where attempt = 1 group by event_id, webhook_id having count(*) > 1")).rows
+    const doubled = (
+      await db.query(
+        "select event_id from webhook_deliveries where attempt = 1 group by event_id, webhook_id having count(*) > 1",
+      )
+    ).rows
     expect(doubled).toEqual([])
   } finally {
     await db.end()
@@ -230,7 +292,11 @@ it("requests during a Postgres restart answer 503 quickly; server and worker rec
   }
 
   const load = userLoad("restart")
-  await until("some users created", async () => load.answers.filter((a) => a.status === 201).length >= 20 ? true : undefined, 30_000)
+  await until(
+    "some users created",
+    async () => (load.answers.filter((a) => a.status === 201).length >= 20 ? true : undefined),
+    30_000,
+  )
 
   // The token endpoint under the same outage: each code exchanged once (a retry of a code whose
   // exchange may have committed would be a replay), each family refreshed while its answers are known.
@@ -265,26 +331,41 @@ it("requests during a Postgres restart answer 503 quickly; server and worker rec
   // The outage.
   const outageStarts = load.answers.length
   await postgres.stop()
-  await until("requests during the outage", async () => load.answers.slice(outageStarts).filter((a) => a.status === 503).length >= 10 ? true : undefined, 30_000)
+  await until(
+    "requests during the outage",
+    async () => (load.answers.slice(outageStarts).filter((a) => a.status === 503).length >= 10 ? true : undefined),
+    30_000,
+  )
   await new Promise((resolve) => setTimeout(resolve, 1_000))
   await postgres.start()
   const restartedAt = load.answers.length
-  await until("the server to recover", async () => load.answers.slice(restartedAt).filter((a) => a.status === 201).length >= 20 ? true : undefined, 60_000)
+  await until(
+    "the server to recover",
+    async () => (load.answers.slice(restartedAt).filter((a) => a.status === 201).length >= 20 ? true : undefined),
+    60_000,
+  )
   await load.stop()
   oauthStop = true
   await oauthLoop
 
   expectOnlySuccessOr503([...load.answers, ...oauth])
-  expect(oauth.some((a) => a.status === 503), "some token requests met the outage").toBe(true)
+  expect(
+    oauth.some((a) => a.status === 503),
+    "some token requests met the outage",
+  ).toBe(true)
   expect((await call(port, management(), "/readyz")).status).toBe(200)
 
   // Codes: each exchanged once or still unused. A code answered 503 and unused is exchanged now.
   const db = new pg.Client({ connectionString: databaseUrl })
   await db.connect()
   try {
-    const state = async (minted: MintedCode) => (await db.query<{ consumed: boolean; family: string | null }>(
-      "select consumed_at is not null as consumed, refresh_family_id as family from authorization_codes where code_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')",
-      [minted.code])).rows[0]
+    const state = async (minted: MintedCode) =>
+      (
+        await db.query<{ consumed: boolean; family: string | null }>(
+          "select consumed_at is not null as consumed, refresh_family_id as family from authorization_codes where code_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')",
+          [minted.code],
+        )
+      ).rows[0]
     for (const a of oauth.filter((x) => x.kind === "code")) {
       const before = await state(a.code!)
       expect(before, a.label).toBeDefined()
@@ -298,16 +379,23 @@ it("requests during a Postgres restart answer 503 quickly; server and worker rec
       expect(after!.family).not.toBeNull()
     }
     // One family per exchanged code (never two for one code), none revoked by a replay.
-    const grants = (await db.query<{ families: number; codes: number; revoked: number }>(`select
+    const grants = (
+      await db.query<{ families: number; codes: number; revoked: number }>(
+        `select
         (select count(*)::int from refresh_families where client_id = $1) as families,
         (select count(*)::int from authorization_codes where client_id = $1 and consumed_at is not null) as codes,
-        (select count(*)::int from refresh_families where client_id = $1 and revoked_at is not null) as revoked`, [client.id])).rows[0]!
+        (select count(*)::int from refresh_families where client_id = $1 and revoked_at is not null) as revoked`,
+        [client.id],
+      )
+    ).rows[0]!
     expect(grants.families).toBe(grants.codes)
     expect(grants.revoked).toBe(0)
     // Refresh families: rotated once per answered refresh; one whose answer was lost at most once more.
     for (const f of families) {
       const [id, generation] = f.token.replace(/^rt_/, "").split(".")
-      const row = (await db.query<{ generation: number }>("select generation from refresh_families where id = $1", [id])).rows[0]!
+      const row = (
+        await db.query<{ generation: number }>("select generation from refresh_families where id = $1", [id])
+      ).rows[0]!
       expect(Number(generation)).toBe(f.generation)
       expect(row.generation - f.generation, `family ${id}`).toBeLessThanOrEqual(f.certain ? 0 : 1)
       expect(row.generation).toBeGreaterThanOrEqual(f.generation)
@@ -325,7 +413,11 @@ it("requests during a Postgres restart answer 503 quickly; server and worker rec
 it("a Postgres that freezes (no answer, connections left open) gets 503s within the statement bound, never a hang; both processes recover when it resumes", async () => {
   const user = await createUser(app, b)
   const load = userLoad("freeze")
-  await until("some users created", async () => load.answers.filter((a) => a.status === 201).length >= 20 ? true : undefined, 30_000)
+  await until(
+    "some users created",
+    async () => (load.answers.filter((a) => a.status === 201).length >= 20 ? true : undefined),
+    30_000,
+  )
   await app.advance(Date.now() - app.now())
   const codes = await Promise.all(Array.from({ length: 4 }, () => mintCode(app, b, client, user)))
 
@@ -334,19 +426,33 @@ it("a Postgres that freezes (no answer, connections left open) gets 503s within 
   let tokenAnswers: Array<Attempt> = []
   try {
     // Token requests while it is frozen too.
-    tokenAnswers = (await Promise.all(codes.map((c) => exchange(c)))).map((a, i) => ({ ...a, kind: "code" as const, label: `code ${i}` }))
-    await until("requests during the freeze", async () =>
-      load.answers.slice(frozenAt).filter((a) => a.status === 503).length >= 8 ? true : undefined, 60_000, 100)
+    tokenAnswers = (await Promise.all(codes.map((c) => exchange(c)))).map((a, i) => ({
+      ...a,
+      kind: "code" as const,
+      label: `code ${i}`,
+    }))
+    await until(
+      "requests during the freeze",
+      async () => (load.answers.slice(frozenAt).filter((a) => a.status === 503).length >= 8 ? true : undefined),
+      60_000,
+      100,
+    )
   } finally {
     signalPostgres("SIGCONT")
   }
   const resumedAt = load.answers.length
-  await until("the server to recover", async () => load.answers.slice(resumedAt).filter((a) => a.status === 201).length >= 20 ? true : undefined, 60_000)
+  await until(
+    "the server to recover",
+    async () => (load.answers.slice(resumedAt).filter((a) => a.status === 201).length >= 20 ? true : undefined),
+    60_000,
+  )
   await load.stop()
 
   expectOnlySuccessOr503([...load.answers, ...tokenAnswers])
   expect(tokenAnswers.every((a) => a.status === 503)).toBe(true)
-  expect(Math.max(...load.answers.slice(frozenAt, resumedAt).map((a) => a.ms))).toBeGreaterThan(STATEMENT_TIMEOUT_MS - 500)
+  expect(Math.max(...load.answers.slice(frozenAt, resumedAt).map((a) => a.ms))).toBeGreaterThan(
+    STATEMENT_TIMEOUT_MS - 500,
+  )
   expect((await call(port, management(), "/readyz")).status).toBe(200)
   // The frozen codes were never exchanged: they still are, once.
   for (const c of codes) expect((await exchange(c)).status).toBe(200)

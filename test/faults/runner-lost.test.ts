@@ -38,49 +38,91 @@ afterAll(async () => {
   await app?.close()
 }, 60_000)
 
-const startWorker = () => startEntry("src/worker.ts", {
-  DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
-  DATA_DIR: mkdtempSync(join(tmpdir(), "authservice-runner-lost-")), WORKER_CONCURRENCY: "2",
-}, /worker: running/)
+const startWorker = () =>
+  startEntry(
+    "src/worker.ts",
+    {
+      DATABASE_URL: app.databaseUrl,
+      MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
+      DATA_DIR: mkdtempSync(join(tmpdir(), "authservice-runner-lost-")),
+      WORKER_CONCURRENCY: "2",
+    },
+    /worker: running/,
+  )
 
 const faultOn = () => db.query(`insert into test_faults values ('complete') on conflict do nothing`)
 const faultOff = () => db.query(`delete from test_faults`)
 /** A job that runs in milliseconds (a delivery that does not exist is skipped). */
-const quickJob = (n: number) => app.run(addJob(TASKS.webhookDeliver, { deliveryId: `dlv_${String(n).padStart(32, "q")}` }))
-const jobRow = async (id: string) => (await db.query<{ locked_by: string | null; attempts: number }>(
-  `select locked_by, attempts from graphile_worker.jobs where id = $1::bigint`, [id])).rows[0]
+const quickJob = (n: number) =>
+  app.run(addJob(TASKS.webhookDeliver, { deliveryId: `dlv_${String(n).padStart(32, "q")}` }))
+const jobRow = async (id: string) =>
+  (
+    await db.query<{ locked_by: string | null; attempts: number }>(
+      `select locked_by, attempts from graphile_worker.jobs where id = $1::bigint`,
+      [id],
+    )
+  ).rows[0]
 const lockedJobs = async () => (await db.query(`select id from graphile_worker.jobs where locked_by is not null`)).rows
-const heartbeatIds = async () => (await db.query<{ worker_ids: Array<string> }>(`select worker_ids from worker_heartbeats`)).rows.flatMap((r) => r.worker_ids)
+const heartbeatIds = async () =>
+  (await db.query<{ worker_ids: Array<string> }>(`select worker_ids from worker_heartbeats`)).rows.flatMap(
+    (r) => r.worker_ids,
+  )
 const occurrences = (text: string, needle: string) => text.split(needle).length - 1
 
 it("a runner that cannot complete a job is replaced: the process stays up, the new runner takes jobs, the old one's locked job is released and run", async () => {
   worker = await startWorker()
   await faultOn()
   const stuck = await quickJob(1)
-  await until("the runner to be reported lost", async () => worker!.output().includes("graphile-worker runner lost") ? true : undefined, 30_000)
+  await until(
+    "the runner to be reported lost",
+    async () => (worker!.output().includes("graphile-worker runner lost") ? true : undefined),
+    30_000,
+  )
   // While the fault lasts the job is run again and again by new runners (with backoff) and left
   // locked; the runner holding it is named in the heartbeat row (lost or not), so another
   // process would release it if this one died.
-  await until("the job's holder in the heartbeat row", async () => (await db.query(
-    `select 1 from graphile_worker.jobs j, worker_heartbeats h where j.id = $1::bigint and j.locked_by = any(h.worker_ids)`, [stuck])).rows.length > 0
-    ? true : undefined, 30_000)
+  await until(
+    "the job's holder in the heartbeat row",
+    async () =>
+      (
+        await db.query(
+          `select 1 from graphile_worker.jobs j, worker_heartbeats h where j.id = $1::bigint and j.locked_by = any(h.worker_ids)`,
+          [stuck],
+        )
+      ).rows.length > 0
+        ? true
+        : undefined,
+    30_000,
+  )
   await faultOff()
 
   // Within the bounded stop (5 s) or kill (6 s), a new runner; the old runner's job released and run again.
   const recovered = Date.now()
-  await until("the stuck job to run again and complete", async () => (await jobRow(stuck)) === undefined ? true : undefined, 30_000).catch((e) => {
+  await until(
+    "the stuck job to run again and complete",
+    async () => ((await jobRow(stuck)) === undefined ? true : undefined),
+    30_000,
+  ).catch((e) => {
     console.log("worker output:", worker!.output().slice(-4000))
     throw e
   })
   expect(Date.now() - recovered).toBeLessThan(30_000)
   expect(worker.output()).toContain("graphile-worker runner started again")
   const next = await quickJob(2)
-  await until("the new runner to take a new job", async () => (await jobRow(next)) === undefined ? true : undefined, 15_000)
+  await until(
+    "the new runner to take a new job",
+    async () => ((await jobRow(next)) === undefined ? true : undefined),
+    15_000,
+  )
 
   expect(worker.process.exitCode).toBeNull()
   expect(await lockedJobs()).toEqual([])
   // Once released, the lost runners' ids leave the row: the pool and its 2 workers remain.
-  await until("the heartbeat row to name only the live runner", async () => (await heartbeatIds()).length === 3 ? true : undefined, 15_000)
+  await until(
+    "the heartbeat row to name only the live runner",
+    async () => ((await heartbeatIds()).length === 3 ? true : undefined),
+    15_000,
+  )
 }, 120_000)
 
 it("a stop that comes while the replacement runner is starting stops it too: the process exits and leaves nothing locked", async () => {
@@ -94,16 +136,34 @@ it("a stop that comes while the replacement runner is starting stops it too: the
     const before = occurrences(worker.output(), "graphile-worker runner lost")
     await faultOn()
     const stuck = await quickJob(3)
-    await until("the runner to be reported lost", async () => occurrences(worker!.output(), "graphile-worker runner lost") > before ? true : undefined, 30_000)
-    await until("the replacement to be starting (waiting on the lock)", async () => (await db.query(
-      `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%migrations%' and pid <> pg_backend_pid()`)).rows.length > 0 ? true : undefined, 30_000)
+    await until(
+      "the runner to be reported lost",
+      async () => (occurrences(worker!.output(), "graphile-worker runner lost") > before ? true : undefined),
+      30_000,
+    )
+    await until(
+      "the replacement to be starting (waiting on the lock)",
+      async () =>
+        (
+          await db.query(
+            `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%migrations%' and pid <> pg_backend_pid()`,
+          )
+        ).rows.length > 0
+          ? true
+          : undefined,
+      30_000,
+    )
 
     killGroup(worker, "SIGTERM")
     await new Promise((resolve) => setTimeout(resolve, 1_000))
     await faultOff()
     await holder.query("rollback")
     const stopping = Date.now()
-    await until("the worker to exit", async () => worker!.process.exitCode !== null || worker!.process.signalCode !== null ? true : undefined, 20_000).catch((e) => {
+    await until(
+      "the worker to exit",
+      async () => (worker!.process.exitCode !== null || worker!.process.signalCode !== null ? true : undefined),
+      20_000,
+    ).catch((e) => {
       console.log("worker output:", worker!.output().slice(-4000))
       throw e
     })

@@ -16,16 +16,31 @@ const OUT = join(ROOT, `.dist-test-${process.pid}`)
 const MASTER_KEY = randomBytes(32).toString("base64url")
 const METRICS_TOKEN = randomBytes(24).toString("base64url")
 
-interface Running { readonly child: ChildProcess; stdout: string; stderr: string; readonly exited: Promise<number | null> }
+interface Running {
+  readonly child: ChildProcess
+  stdout: string
+  stderr: string
+  readonly exited: Promise<number | null>
+}
 
 /** Plain `node` on the compiled file: no TypeScript loader, no NODE_OPTIONS. */
 const runCompiled = (entry: string, args: ReadonlyArray<string>, env: Record<string, string>): Running => {
   const child = spawn(process.execPath, [join(OUT, entry), ...args], {
-    env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root", ...env }, stdio: ["ignore", "pipe", "pipe"],
+    env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
   })
-  const running: Running = { child, stdout: "", stderr: "", exited: new Promise((resolve) => child.on("exit", resolve)) }
-  child.stdout!.on("data", (c: Buffer) => { running.stdout += c })
-  child.stderr!.on("data", (c: Buffer) => { running.stderr += c })
+  const running: Running = {
+    child,
+    stdout: "",
+    stderr: "",
+    exited: new Promise((resolve) => child.on("exit", resolve)),
+  }
+  child.stdout!.on("data", (c: Buffer) => {
+    running.stdout += c
+  })
+  child.stderr!.on("data", (c: Buffer) => {
+    running.stderr += c
+  })
   return running
 }
 
@@ -46,13 +61,20 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
   beforeAll(() => {
     // The commands of `npm run build`, into this file's own folder.
     const scripts = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts
-    expect(scripts.build).toBe("tsc -p tsconfig.build.json && node scripts/copy-assets.mjs")
+    expect(scripts.build).toBe("tsc -p tsconfig.build.json && node scripts/copy-assets.mjs && npm run build:console")
+    // The install step builds the admin console too (web/console/dist), so a fresh clone serves it
+    // (scripts/prepare.mjs; skipped when development dependencies are omitted: test/ship).
+    expect(scripts.prepare).toBe("node scripts/prepare.mjs")
     expect(scripts.server).toBe("node dist/main.js")
     expect(scripts.worker).toBe("node dist/worker.js")
-    execFileSync(join(ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.build.json", "--outDir", OUT], { cwd: ROOT, stdio: "pipe" })
+    execFileSync(join(ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.build.json", "--outDir", OUT], {
+      cwd: ROOT,
+      stdio: "pipe",
+    })
     execFileSync(process.execPath, ["scripts/copy-assets.mjs", OUT], { cwd: ROOT, stdio: "pipe" })
   }, 120_000)
 
+  // biome-ignore lint/suspicious/noDuplicateTestHooks: two steps with their own timeouts, the build and then the database
   beforeAll(async () => {
     // An empty database: the compiled server must find and apply the migrations itself.
     const name = `authservice_build_${process.pid}`
@@ -71,30 +93,61 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
   it("`npm run server` / `npm run worker` without a build stop with one line asking for it", () => {
     let failure: { status: number; stderr: Buffer } | undefined
     try {
-      execFileSync(process.execPath, [join(ROOT, "scripts/check-build.mjs")], { cwd: mkdtempSync(join(tmpdir(), "authservice-nobuild-")), stdio: "pipe" })
+      execFileSync(process.execPath, [join(ROOT, "scripts/check-build.mjs")], {
+        cwd: mkdtempSync(join(tmpdir(), "authservice-nobuild-")),
+        stdio: "pipe",
+      })
     } catch (e) {
       failure = e as { status: number; stderr: Buffer }
     }
     expect(failure?.status).toBe(1)
-    expect(failure?.stderr.toString()).toBe("authservice: dist/main.js is missing; run `npm run build` first (or `npm start` for development)\n")
+    expect(failure?.stderr.toString()).toBe(
+      "authservice: dist/main.js is missing; run `npm run build` first (or `npm start` for development)\n",
+    )
     expect(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts).toMatchObject({
-      preserver: "node scripts/check-build.mjs", preworker: "node scripts/check-build.mjs",
+      preserver: "node scripts/check-build.mjs",
+      preworker: "node scripts/check-build.mjs",
     })
   })
 
   it("emits every entry point and the files read at run time", () => {
-    for (const file of ["main.js", "worker.js", "start.js", "cli.js", "hosted-login/assets/login.js", "hosted-login/assets/login.css", "passkeys/hosted-login/passkey.js"]) {
+    for (const file of [
+      "main.js",
+      "worker.js",
+      "start.js",
+      "cli.js",
+      "hosted-login/assets/login.js",
+      "hosted-login/assets/login.css",
+      "passkeys/hosted-login/passkey.js",
+      // The API reference's Swagger UI (a development dependency, copied into the build).
+      "openapi/swagger-ui/swagger-ui-bundle.js",
+      "openapi/swagger-ui/swagger-ui.css",
+    ]) {
       expect(existsSync(join(OUT, file)), file).toBe(true)
     }
   })
 
   it("server and worker run with plain node against an empty database: migrations applied, /readyz 200, assets served, clean exit on SIGTERM", async () => {
-    const env = { DATABASE_URL: dbUrl, MASTER_KEY, PORT: String(port), LOG_REQUESTS: "false", METRICS_TOKEN: METRICS_TOKEN }
+    const env = {
+      DATABASE_URL: dbUrl,
+      MASTER_KEY,
+      PORT: String(port),
+      LOG_REQUESTS: "false",
+      METRICS_TOKEN: METRICS_TOKEN,
+    }
     const serverMetrics = await freePort()
     const workerMetrics = await freePort()
     const server = runCompiled("main.js", [], { ...env, METRICS_PORT: String(serverMetrics) })
     processes.push(server)
-    await waitFor("/readyz 200", () => send(port, `api.localhost:${port}`, "/readyz").then((r) => r.status === 200, () => false), [server])
+    await waitFor(
+      "/readyz 200",
+      () =>
+        send(port, `api.localhost:${port}`, "/readyz").then(
+          (r) => r.status === 200,
+          () => false,
+        ),
+      [server],
+    )
     const worker = runCompiled("worker.js", [], { ...env, METRICS_PORT: String(workerMetrics) })
     processes.push(worker)
     await waitFor("worker running", () => worker.stdout.includes("authservice worker: running"), [worker])
@@ -106,7 +159,9 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
     expect((await send(serverMetrics, "127.0.0.1", "/other", { headers: bearer })).status).toBe(404)
     const serverScrape = await send(serverMetrics, "127.0.0.1", "/metrics", { headers: bearer })
     expect(serverScrape.status).toBe(200)
-    expect(serverScrape.text).toContain(`authservice_http_requests_total{surface="management",method="GET",route="/readyz",status="200"}`)
+    expect(serverScrape.text).toContain(
+      `authservice_http_requests_total{surface="probe",method="GET",route="/readyz",status="200"}`,
+    )
     const workerScrape = await send(workerMetrics, "127.0.0.1", "/metrics", { headers: bearer })
     expect(workerScrape.status).toBe(200)
     expect(workerScrape.text).toMatch(/authservice_worker_db_pool_connections\{state="total"\} [1-9]/)
@@ -121,7 +176,17 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
       expect(asset.status, path).toBe(200)
       expect(asset.text.length).toBeGreaterThan(100)
     }
-    const discovery = await send(port, `localhost:${port}`, `/e/${boot.environment_id}/.well-known/openid-configuration`)
+    // The admin console, as the install step built it, with its strict CSP.
+    const consolePage = await send(port, `api.localhost:${port}`, "/console/")
+    expect(consolePage.status).toBe(200)
+    expect(consolePage.headers["content-security-policy"]).toContain("script-src 'self'")
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(consolePage.text)?.[1]
+    expect((await send(port, `api.localhost:${port}`, script!)).status).toBe(200)
+    const discovery = await send(
+      port,
+      `localhost:${port}`,
+      `/e/${boot.environment_id}/.well-known/openid-configuration`,
+    )
     expect(discovery.status).toBe(200)
     expect(discovery.json.issuer).toBe(boot.issuer)
 

@@ -47,7 +47,11 @@ describe("secret box (AES-256-GCM under MASTER_KEY)", () => {
   it("binds the ciphertext to purpose, table and row (associated data)", async () => {
     const crypto = makeCrypto({ current: key() })
     const sealed = await Effect.runPromise(crypto.seal(ctx, "s3cret"))
-    for (const other of [{ ...ctx, rowId: "row_2" }, { ...ctx, table: "others" }, { ...ctx, purpose: "other" }]) {
+    for (const other of [
+      { ...ctx, rowId: "row_2" },
+      { ...ctx, table: "others" },
+      { ...ctx, purpose: "other" },
+    ]) {
       const exit = await Effect.runPromiseExit(crypto.open(other, sealed))
       expect(JSON.stringify(exit)).toContain("authentication_failed")
     }
@@ -130,10 +134,12 @@ describe("which key seals during a master-key rotation", () => {
 
 describe("ids", () => {
   it("are the prefix and 32 characters of [a-z2-7] from 20 random bytes", async () => {
-    const ids = await Effect.runPromise(Effect.gen(function* () {
-      const ids = yield* Ids
-      return yield* Effect.all(Array.from({ length: 200 }, () => ids.make("usr")))
-    }).pipe(Effect.provide(IdsLive.pipe(Layer.provide(CryptoFromKeyring({ current: key() }))))))
+    const ids = await Effect.runPromise(
+      Effect.gen(function* () {
+        const ids = yield* Ids
+        return yield* Effect.all(Array.from({ length: 200 }, () => ids.make("usr")))
+      }).pipe(Effect.provide(IdsLive.pipe(Layer.provide(CryptoFromKeyring({ current: key() }))))),
+    )
     for (const id of ids) expect(id).toMatch(ID_PATTERN("usr"))
     expect(new Set(ids).size).toBe(200)
   })

@@ -16,63 +16,92 @@ beforeAll(async () => {
   app = await startApp()
   b = await app.bootstrap()
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const unknownId = () => `env_${base32(randomBytes(20))}`
 const options = { capacity: 50, positiveTtl: "5 seconds", negativeTtl: "1 second" } as const
 
 /** Runs with the app's database and a TestClock of its own (the cache reads the caller's clock). */
-const withCache = <A>(body: (cache: Effect.Success<ReturnType<typeof makeEnvironmentCache>>) => Effect.Effect<A, never, SqlClient.SqlClient>) =>
-  app.run(Effect.gen(function* () {
-    const cache = yield* makeEnvironmentCache(options)
-    return yield* body(cache)
-  }).pipe(Effect.provide(TestClock.layer())))
+const withCache = <A>(
+  body: (
+    cache: Effect.Success<ReturnType<typeof makeEnvironmentCache>>,
+  ) => Effect.Effect<A, never, SqlClient.SqlClient>,
+) =>
+  app.run(
+    Effect.gen(function* () {
+      const cache = yield* makeEnvironmentCache(options)
+      return yield* body(cache)
+    }).pipe(Effect.provide(TestClock.layer())),
+  )
 
 describe("Environment and host caches", () => {
   it("stay within their capacity under many distinct unknown ids and hosts, and still answer known ones", async () => {
-    const sizes = await withCache((cache) => Effect.gen(function* () {
-      for (let i = 0; i < 300; i++) {
-        expect(yield* cache.environment(unknownId())).toBeUndefined()
-        expect(yield* cache.environmentByCustomHost(`nope-${i}.attacker.example`)).toBeUndefined()
-      }
-      const known = yield* cache.environment(b.environment_id)
-      expect(known?.id).toBe(b.environment_id)
-      return yield* cache.sizes
-    }))
+    const sizes = await withCache((cache) =>
+      Effect.gen(function* () {
+        for (let i = 0; i < 300; i++) {
+          expect(yield* cache.environment(unknownId())).toBeUndefined()
+          expect(yield* cache.environmentByCustomHost(`nope-${i}.attacker.example`)).toBeUndefined()
+        }
+        const known = yield* cache.environment(b.environment_id)
+        expect(known?.id).toBe(b.environment_id)
+        return yield* cache.sizes
+      }),
+    )
     expect(sizes.environments).toBeLessThanOrEqual(50)
     expect(sizes.hosts).toBeLessThanOrEqual(50)
   })
 
   it("never looks up or keeps what cannot be an Environment id or a DNS name", async () => {
-    const sizes = await withCache((cache) => Effect.gen(function* () {
-      expect(yield* cache.environment("env_nope")).toBeUndefined()
-      expect(yield* cache.environment("x".repeat(5000))).toBeUndefined()
-      expect(yield* cache.environmentByCustomHost(`${"a".repeat(250)}.example`)).toBeUndefined()
-      return yield* cache.sizes
-    }))
+    const sizes = await withCache((cache) =>
+      Effect.gen(function* () {
+        expect(yield* cache.environment("env_nope")).toBeUndefined()
+        expect(yield* cache.environment("x".repeat(5000))).toBeUndefined()
+        expect(yield* cache.environmentByCustomHost(`${"a".repeat(250)}.example`)).toBeUndefined()
+        return yield* cache.sizes
+      }),
+    )
     expect(sizes).toEqual({ environments: 0, hosts: 0 })
   })
 
   it("a negative answer lasts 1 second; a found Environment 5 seconds (TestClock)", async () => {
     const id = unknownId()
-    const seen = await withCache((cache) => Effect.gen(function* () {
-      const before = yield* cache.environment(id)
-      // The Environment appears in the database (as another replica would create it).
-      const sql = yield* SqlClient.SqlClient
-      yield* repo.insertEnvironment({ id, workspaceId: b.workspace_id, projectId: b.project_id, type: "test", name: "Late", now: new Date() }).pipe(Effect.orDie)
-      yield* TestClock.adjust("999 millis")
-      const stillNegative = yield* cache.environment(id)
-      yield* TestClock.adjust("1 milli")
-      const found = yield* cache.environment(id)
-      // A found one is served from the cache for 5 seconds even after a change elsewhere.
-      yield* sql`update environments set name = 'Renamed' where id = ${id}`.pipe(Effect.orDie)
-      yield* TestClock.adjust("4999 millis")
-      const cached = yield* cache.environment(id)
-      yield* TestClock.adjust("1 milli")
-      const reread = yield* cache.environment(id)
-      return { before, stillNegative, found: found?.name, cached: cached?.name, reread: reread?.name }
-    }))
-    expect(seen).toEqual({ before: undefined, stillNegative: undefined, found: "Late", cached: "Late", reread: "Renamed" })
+    const seen = await withCache((cache) =>
+      Effect.gen(function* () {
+        const before = yield* cache.environment(id)
+        // The Environment appears in the database (as another replica would create it).
+        const sql = yield* SqlClient.SqlClient
+        yield* repo
+          .insertEnvironment({
+            id,
+            workspaceId: b.workspace_id,
+            projectId: b.project_id,
+            type: "test",
+            name: "Late",
+            now: new Date(),
+          })
+          .pipe(Effect.orDie)
+        yield* TestClock.adjust("999 millis")
+        const stillNegative = yield* cache.environment(id)
+        yield* TestClock.adjust("1 milli")
+        const found = yield* cache.environment(id)
+        // A found one is served from the cache for 5 seconds even after a change elsewhere.
+        yield* sql`update environments set name = 'Renamed' where id = ${id}`.pipe(Effect.orDie)
+        yield* TestClock.adjust("4999 millis")
+        const cached = yield* cache.environment(id)
+        yield* TestClock.adjust("1 milli")
+        const reread = yield* cache.environment(id)
+        return { before, stillNegative, found: found?.name, cached: cached?.name, reread: reread?.name }
+      }),
+    )
+    expect(seen).toEqual({
+      before: undefined,
+      stillNegative: undefined,
+      found: "Late",
+      cached: "Late",
+      reread: "Renamed",
+    })
   })
 })
 
@@ -81,10 +110,19 @@ describe("the server's Environment cache", () => {
     const id = unknownId()
     const discovery = () => app.issuer(id, "/.well-known/openid-configuration")
     expect((await discovery()).status).toBe(404)
-    await app.run(Effect.gen(function* () {
-      yield* repo.insertEnvironment({ id, workspaceId: b.workspace_id, projectId: b.project_id, type: "test", name: "Late", now: new Date() })
-      yield* (yield* Keys).create(id)
-    }).pipe(Effect.orDie))
+    await app.run(
+      Effect.gen(function* () {
+        yield* repo.insertEnvironment({
+          id,
+          workspaceId: b.workspace_id,
+          projectId: b.project_id,
+          type: "test",
+          name: "Late",
+          now: new Date(),
+        })
+        yield* (yield* Keys).create(id)
+      }).pipe(Effect.orDie),
+    )
     await app.advance("1 second")
     expect((await discovery()).status).toBe(200)
   })

@@ -11,9 +11,16 @@ it("a failing test makes the test command exit non-zero on embedded Postgres", (
   delete env["VITEST"]
   delete env["VITEST_POOL_ID"]
   delete env["VITEST_WORKER_ID"]
-  const run = spawnSync(join(process.cwd(), "node_modules/.bin/vitest"), ["run", "--config", "test/fixtures/exit-code/vitest.config.ts"], {
-    cwd: process.cwd(), env, encoding: "utf8", timeout: 120_000,
-  })
+  const run = spawnSync(
+    join(process.cwd(), "node_modules/.bin/vitest"),
+    ["run", "--config", "test/fixtures/exit-code/vitest.config.ts"],
+    {
+      cwd: process.cwd(),
+      env,
+      encoding: "utf8",
+      timeout: 120_000,
+    },
+  )
   expect(run.stdout + run.stderr).toContain("fails on purpose")
   expect(run.status).toBe(1)
 }, 150_000)

@@ -16,7 +16,9 @@ import { makeMetrics } from "../../src/platform/observability/metrics.js"
 const HOST = "localhost:3999"
 const config = parseConfig({ PORT: "3999", LOG_REQUESTS: "false" })
 const remembered: RememberedAnswer = {
-  status: 200, contentType: "application/json", headers: { "cache-control": "no-store", pragma: "no-cache", vary: "Origin" },
+  status: 200,
+  contentType: "application/json",
+  headers: { "cache-control": "no-store", pragma: "no-cache", vary: "Origin" },
   body: Buffer.from(JSON.stringify({ sub: "usr_remembered" })),
 }
 const memory = new Map<string, RememberedAnswer>()
@@ -37,13 +39,22 @@ beforeAll(async () => {
     })
   }
   lane = makeFastLane({
-    config, clock, metrics: makeMetrics(), staticAnswers: makeStaticAnswers(), answer: (key) => memory.get(key), handOff: application,
+    config,
+    clock,
+    metrics: makeMetrics(),
+    staticAnswers: makeStaticAnswers(),
+    answer: (key) => memory.get(key),
+    handOff: application,
   })
-  server = createServer((request, response) => { if (!lane(request, response)) application(request, response) })
+  server = createServer((request, response) => {
+    if (!lane(request, response)) application(request, response)
+  })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   port = (server.address() as AddressInfo).port
 })
-afterAll(() => { server?.close() })
+afterAll(() => {
+  server?.close()
+})
 
 /** A request whose body (if any) is written in the given pieces, a few milliseconds apart. */
 const send = (method: string, path: string, headers: Record<string, string>, pieces: ReadonlyArray<string> = []) =>
@@ -51,7 +62,9 @@ const send = (method: string, path: string, headers: Record<string, string>, pie
     const req = httpRequest({ host: "127.0.0.1", port, method, path, headers: { host: HOST, ...headers } }, (res) => {
       const chunks: Array<Buffer> = []
       res.on("data", (c: Buffer) => chunks.push(c))
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString("utf8") }))
+      res.on("end", () =>
+        resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString("utf8") }),
+      )
     })
     req.on("error", reject)
     const write = async () => {
@@ -74,7 +87,12 @@ describe("the listener's lane", () => {
     const res = await send("GET", USERINFO, { authorization: "Bearer tok-a" })
     expect(res.status).toBe(200)
     expect(res.text).toBe('{"sub":"usr_remembered"}')
-    expect(res.headers).toMatchObject({ "content-type": "application/json", "cache-control": "no-store", pragma: "no-cache", vary: "Origin" })
+    expect(res.headers).toMatchObject({
+      "content-type": "application/json",
+      "cache-control": "no-store",
+      pragma: "no-cache",
+      vary: "Origin",
+    })
     expect(res.headers["x-request-id"]).toMatch(/^req_[a-z2-7]{32}$/)
     const again = await send("GET", USERINFO, { authorization: "Bearer tok-a" })
     expect(again.headers["x-request-id"]).not.toBe(res.headers["x-request-id"])
@@ -100,7 +118,11 @@ describe("the listener's lane", () => {
   it("reads an introspection body (in pieces too) and replays the answer remembered for that caller, type and body", async () => {
     const body = "token=at-1&token_type_hint=access_token"
     memory.set(introspectionAnswerKey(INTROSPECT, "Basic Y2xpOnNlY3JldA==", FORM, body), remembered)
-    const headers = { authorization: "Basic Y2xpOnNlY3JldA==", "content-type": FORM, "content-length": String(body.length) }
+    const headers = {
+      authorization: "Basic Y2xpOnNlY3JldA==",
+      "content-type": FORM,
+      "content-length": String(body.length),
+    }
     expect((await send("POST", INTROSPECT, headers, [body])).text).toBe('{"sub":"usr_remembered"}')
     const split = await send("POST", INTROSPECT, headers, [body.slice(0, 7), body.slice(7, 20), body.slice(20)])
     expect(split.status).toBe(200)
@@ -114,14 +136,38 @@ describe("the listener's lane", () => {
     const large = `token=${"x".repeat(9000)}`
     const cases: Array<[Record<string, string>, ReadonlyArray<string>]> = [
       [{ authorization: "Basic b3RoZXI6c2VjcmV0", "content-type": FORM, "content-length": "10" }, ["token=at-2"]],
-      [{ authorization: "Basic Y2xpOnNlY3JldA==", "content-type": "application/json", "content-length": "10" }, ["token=at-2"]],
+      [
+        { authorization: "Basic Y2xpOnNlY3JldA==", "content-type": "application/json", "content-length": "10" },
+        ["token=at-2"],
+      ],
       [{ authorization: "Basic Y2xpOnNlY3JldA==", "content-type": FORM, "content-length": "10" }, ["token=", "at-3"]],
-      [{ authorization: "Basic Y2xpOnNlY3JldA==", "content-type": FORM, "content-length": String(large.length) }, [large]],
-      [{ authorization: "Basic Y2xpOnNlY3JldA==", "content-type": FORM, "transfer-encoding": "chunked" }, ["token=at-2"]],
-      [{ authorization: "Basic Y2xpOnNlY3JldA==", "content-type": FORM, "content-length": "10", origin: "https://app.example.com" }, ["token=at-2"]],
+      [
+        { authorization: "Basic Y2xpOnNlY3JldA==", "content-type": FORM, "content-length": String(large.length) },
+        [large],
+      ],
+      [
+        { authorization: "Basic Y2xpOnNlY3JldA==", "content-type": FORM, "transfer-encoding": "chunked" },
+        ["token=at-2"],
+      ],
+      [
+        {
+          authorization: "Basic Y2xpOnNlY3JldA==",
+          "content-type": FORM,
+          "content-length": "10",
+          origin: "https://app.example.com",
+        },
+        ["token=at-2"],
+      ],
     ]
     for (const [headers, pieces] of cases) expect((await send("POST", INTROSPECT, headers, pieces)).status).toBe(418)
     const reached = handedOff.slice(before)
-    expect(reached.map((r) => r.body)).toEqual(["token=at-2", "token=at-2", "token=at-3", large, "token=at-2", "token=at-2"])
+    expect(reached.map((r) => r.body)).toEqual([
+      "token=at-2",
+      "token=at-2",
+      "token=at-3",
+      large,
+      "token=at-2",
+      "token=at-2",
+    ])
   })
 })

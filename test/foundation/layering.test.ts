@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest"
 
 // The layering of src/ (docs/architecture.md, "Floors"), held by the rules of .dependency-cruiser.cjs:
 // no import cycles, platform/ and http/ import no feature, nothing imports the composition root,
-// src/hono/ imports nothing of the server, and no import climbs to a higher floor except the
+// packages/hono/ (the npm package @authservice/hono) imports nothing of the server and the server
+// nothing of it, and no import climbs to a higher floor except the
 // climbs the rule file names. `npm run lint:layers` runs the same cruise.
 
 const CONFIG = fileURLToPath(new URL("../../.dependency-cruiser.cjs", import.meta.url))
@@ -13,14 +14,22 @@ const FIXTURE = fileURLToPath(new URL("./layering-fixture", import.meta.url))
 
 const cruiseSrc = async (baseDir?: string): Promise<ICruiseResult> => {
   const options = await extractDepcruiseOptions(CONFIG)
-  const { output } = await cruise(["src"], baseDir === undefined ? options : { ...options, baseDir })
+  const { output } = await cruise(
+    ["src", "packages/hono/src"],
+    baseDir === undefined ? options : { ...options, baseDir },
+  )
   if (typeof output === "string") throw new Error("dependency-cruiser answered text, not a cruise result")
   return output
 }
 
 /** One line per broken rule: `rule: from -> to` (a cycle lists its files). */
-const violations = (result: ICruiseResult) => result.summary.violations.map((v) =>
-  `${v.rule.name}: ${v.from} -> ${v.cycle === undefined ? v.to : v.cycle.map((step) => step.name).join(" -> ")}`).sort()
+const violations = (result: ICruiseResult) =>
+  result.summary.violations
+    .map(
+      (v) =>
+        `${v.rule.name}: ${v.from} -> ${v.cycle === undefined ? v.to : v.cycle.map((step) => step.name).join(" -> ")}`,
+    )
+    .sort()
 
 describe("layering of src/", () => {
   it("breaks no rule of .dependency-cruiser.cjs", async () => {
@@ -33,7 +42,7 @@ describe("layering of src/", () => {
   it("the rules catch each kind of breach (a fixture tree with one of each, and one allowed climb)", async () => {
     expect(violations(await cruiseSrc(FIXTURE))).toEqual([
       "every-room-has-a-floor: src/newroom/thing.ts -> src/platform/clock.ts",
-      "hono-ships-alone: src/hono/adapter.ts -> src/platform/clock.ts",
+      "hono-ships-alone: packages/hono/src/adapter.ts -> src/platform/clock.ts",
       "http-knows-no-feature: src/http/app.ts -> src/login/routes.ts",
       "no-circular: src/users/a.ts -> src/users/b.ts -> src/users/a.ts",
       "no-upward-import: src/billing/invoice.ts -> src/webhooks/subscriptions.ts",
@@ -43,6 +52,7 @@ describe("layering of src/", () => {
       "no-upward-import: src/users/profile.ts -> src/me/view.ts",
       "nothing-imports-the-root: src/login/routes.ts -> src/routes.ts",
       "platform-knows-no-feature: src/platform/clock.ts -> src/webhooks/subscriptions.ts",
+      "server-without-hono-package: src/oidc/codes/uses-package.ts -> packages/hono/src/index.ts",
     ])
   }, 60_000)
 })

@@ -13,7 +13,11 @@ const decide = (row: KeyCheckRow, current: string, previous?: string, nowMs = NO
 }
 const steady: KeyCheckRow = { check_value: A, previous_check_value: null, old_key_needed_until: null }
 const switched: KeyCheckRow = { check_value: B, previous_check_value: A, old_key_needed_until: null }
-const completed: KeyCheckRow = { check_value: B, previous_check_value: null, old_key_needed_until: new Date(NOW + 60_000) }
+const completed: KeyCheckRow = {
+  check_value: B,
+  previous_check_value: null,
+  old_key_needed_until: new Date(NOW + 60_000),
+}
 
 describe("the key check at start, through a rotation from A to B", () => {
   it("expand (the database on A): the old key alone and both keys start; both keys write under the old one; the new key alone is refused", () => {
@@ -34,7 +38,9 @@ describe("the key check at start, through a rotation from A to B", () => {
   it("completed: both keys start; the new key alone only from old_key_needed_until on; the old key alone never", () => {
     expect(decide(completed, B, A)).toBe("master-key")
     expect(decide(completed, B, A, NOW + 120_000)).toBe("master-key")
-    expect(decide(completed, B)).toBe(`The master-key rotation completed, but Email OTP codes and social login states made under the old key verify only with it until ${new Date(NOW + 60_000).toISOString()}: keep MASTER_KEY_PREVIOUS set to the old key until then (step 4)`)
+    expect(decide(completed, B)).toBe(
+      `The master-key rotation completed, but Email OTP codes and social login states made under the old key verify only with it until ${new Date(NOW + 60_000).toISOString()}: keep MASTER_KEY_PREVIOUS set to the old key until then (step 4)`,
+    )
     expect(decide(completed, B, undefined, NOW + 59_999)).toMatch(/^The master-key rotation completed/)
     expect(decide(completed, B, undefined, NOW + 60_000)).toBe("master-key")
     expect(decide(completed, A)).toMatch(/^MASTER_KEY does not match/)

@@ -36,19 +36,31 @@ describe("bad configuration stops the process with one clear line", () => {
   })
 
   it("a missing MASTER_KEY in production", async () => {
-    const line = oneLine(await runEntry("src/main.ts", [], {
-      NODE_ENV: "production", DATABASE_URL: "postgres://127.0.0.1:1/x",
-      PLATFORM_DOMAIN: "auth.example.com", CANONICAL_ISSUER_HOST: "id.example.com", MANAGEMENT_HOST: "api.example.com",
-    }))
+    const line = oneLine(
+      await runEntry("src/main.ts", [], {
+        NODE_ENV: "production",
+        DATABASE_URL: "postgres://127.0.0.1:1/x",
+        PLATFORM_DOMAIN: "auth.example.com",
+        CANONICAL_ISSUER_HOST: "id.example.com",
+        MANAGEMENT_HOST: "api.example.com",
+      }),
+    )
     expect(line).toContain("MASTER_KEY is required")
   })
 
   it("embedded Postgres in production: `npm start` without DATABASE_URL is refused before anything starts", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "authservice-prod-"))
-    const line = oneLine(await runEntry("src/start.ts", [], {
-      NODE_ENV: "production", MASTER_KEY: randomBytes(32).toString("base64url"), DATA_DIR: dataDir, PORT: String(await freePort()),
-    }))
-    expect(line).toBe("authservice: DATABASE_URL is required when NODE_ENV=production (embedded Postgres is for development only); set it to your Postgres server")
+    const line = oneLine(
+      await runEntry("src/start.ts", [], {
+        NODE_ENV: "production",
+        MASTER_KEY: randomBytes(32).toString("base64url"),
+        DATA_DIR: dataDir,
+        PORT: String(await freePort()),
+      }),
+    )
+    expect(line).toBe(
+      "authservice: DATABASE_URL is required when NODE_ENV=production (embedded Postgres is for development only); set it to your Postgres server",
+    )
     // Nothing was initialised under DATA_DIR: no cluster, no generated master key.
     expect(existsSync(join(dataDir, "postgres"))).toBe(false)
     expect(existsSync(join(dataDir, "master.key"))).toBe(false)
@@ -57,9 +69,13 @@ describe("bad configuration stops the process with one clear line", () => {
 
   it("an unreachable DATABASE_URL", async () => {
     const port = await freePort()
-    const line = oneLine(await runEntry("src/main.ts", [], {
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/nowhere`, MASTER_KEY: randomBytes(32).toString("base64url"), PORT: String(await freePort()),
-    }))
+    const line = oneLine(
+      await runEntry("src/main.ts", [], {
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/nowhere`,
+        MASTER_KEY: randomBytes(32).toString("base64url"),
+        PORT: String(await freePort()),
+      }),
+    )
     expect(line).toMatch(/cannot use the database/)
     expect(line).toContain("DATABASE_URL")
   })
@@ -67,19 +83,28 @@ describe("bad configuration stops the process with one clear line", () => {
 
 describe("against a running database", () => {
   let app: TestApp
-  beforeAll(async () => { app = await startApp() })
-  afterAll(async () => { await app?.close() })
+  beforeAll(async () => {
+    app = await startApp()
+  })
+  afterAll(async () => {
+    await app?.close()
+  })
 
   it("a wrong MASTER_KEY is refused at start", async () => {
-    const line = oneLine(await runEntry("src/main.ts", [], {
-      DATABASE_URL: app.databaseUrl, MASTER_KEY: randomBytes(32).toString("base64url"), PORT: String(await freePort()),
-    }))
+    const line = oneLine(
+      await runEntry("src/main.ts", [], {
+        DATABASE_URL: app.databaseUrl,
+        MASTER_KEY: randomBytes(32).toString("base64url"),
+        PORT: String(await freePort()),
+      }),
+    )
     expect(line).toContain("MASTER_KEY does not match")
   })
 
   it("`cli bootstrap --json` prints one JSON object whose key authenticates and whose issuer serves discovery", async () => {
     const env = {
-      DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
+      DATABASE_URL: app.databaseUrl,
+      MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
       PORT: String(app.port),
     }
     const first = await runEntry("src/cli.ts", ["bootstrap", "--json"], env)
@@ -87,13 +112,25 @@ describe("against a running database", () => {
     const lines = first.stdout.trim().split("\n")
     expect(lines).toHaveLength(1)
     const out = JSON.parse(lines[0]!)
-    expect(Object.keys(out).sort()).toEqual(["api_key", "environment_id", "interaction_domain", "issuer", "management_url", "project_id", "workspace_id"])
+    expect(Object.keys(out).sort()).toEqual([
+      "api_key",
+      "environment_id",
+      "interaction_domain",
+      "issuer",
+      "management_url",
+      "project_id",
+      "workspace_id",
+    ])
     expect(out.api_key).toMatch(/^sk_live_[A-Za-z0-9_-]{43}$/)
     expect(out.management_url).toBe(`http://api.localhost:${app.port}`)
     expect(out.interaction_domain).toBe(`env-${out.environment_id.slice(4)}.login.localhost:${app.port}`)
     const ws = await app.management(`/v1/workspaces/${out.workspace_id}`, { key: out.api_key })
     expect(ws.status).toBe(200)
-    const discovery = await send(app.port, `localhost:${app.port}`, new URL(`${out.issuer}/.well-known/openid-configuration`).pathname)
+    const discovery = await send(
+      app.port,
+      `localhost:${app.port}`,
+      new URL(`${out.issuer}/.well-known/openid-configuration`).pathname,
+    )
     expect(discovery.json.issuer).toBe(out.issuer)
 
     const second = JSON.parse((await runEntry("src/cli.ts", ["bootstrap", "--json"], env)).stdout.trim())
@@ -102,8 +139,13 @@ describe("against a running database", () => {
   })
 
   it("an unknown CLI command is refused with usage", async () => {
-    const outcome = await runEntry("src/cli.ts", ["frobnicate"], { DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url") })
-    expect(outcome.code).toBe(1)
+    const outcome = await runEntry("src/cli.ts", ["frobnicate"], {
+      DATABASE_URL: app.databaseUrl,
+      MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
+    })
+    // Wrong use: exit 2, the reason, every command (test/foundation/first-hour.test.ts has the rest).
+    expect(outcome.code).toBe(2)
+    expect(outcome.stderr).toContain('unknown command "frobnicate"')
     expect(outcome.stderr).toContain("usage: npm run cli -- <command>")
     expect(outcome.stderr).toContain("bootstrap [--json]")
   })
@@ -114,31 +156,44 @@ describe("npm start with embedded Postgres", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "authservice-start-"))
     const port = await freePort()
     const child = spawn(TSX, ["src/start.ts"], {
-      env: { PATH: process.env["PATH"]!, PORT: String(port), DATA_DIR: dataDir, LOG_REQUESTS: "false" }, stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env["PATH"]!, PORT: String(port), DATA_DIR: dataDir, LOG_REQUESTS: "false" },
+      stdio: ["ignore", "pipe", "pipe"],
     })
     let stdout = ""
-    child.stdout.on("data", (c: Buffer) => { stdout += c })
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c
+    })
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
     const deadline = Date.now() + 60_000
     let ready = false
     while (!ready && Date.now() < deadline) {
-      ready = await send(port, `api.localhost:${port}`, "/readyz").then((r) => r.status === 200, () => false)
+      ready = await send(port, `api.localhost:${port}`, "/readyz").then(
+        (r) => r.status === 200,
+        () => false,
+      )
       if (!ready) await new Promise((r) => setTimeout(r, 250))
     }
     expect(ready).toBe(true)
     // The banner is written once the listener is up; it may trail the first answer slightly.
-    while (!stdout.includes(`http://api.localhost:${port}/v1`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    while (!stdout.includes(`http://api.localhost:${port}/v1`) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50))
     expect(stdout).toContain(`http://api.localhost:${port}/v1`)
     expect(existsSync(join(dataDir, "postgres.url"))).toBe(true)
     expect(existsSync(join(dataDir, "master.key"))).toBe(true)
     // An in-flight request (its body still arriving) is answered after SIGTERM, not cut off.
-    const env = JSON.parse((await runEntry("src/cli.ts", ["bootstrap", "--json"], { PORT: String(port), DATA_DIR: dataDir })).stdout.trim())
+    const env = JSON.parse(
+      (await runEntry("src/cli.ts", ["bootstrap", "--json"], { PORT: String(port), DATA_DIR: dataDir })).stdout.trim(),
+    )
     const socket = connect(port, "127.0.0.1")
     await new Promise((resolve) => socket.once("connect", resolve))
     let answer = ""
-    socket.on("data", (c: Buffer) => { answer += c.toString("utf8") })
+    socket.on("data", (c: Buffer) => {
+      answer += c.toString("utf8")
+    })
     const body = "grant_type=authorization_code&code=nope"
-    socket.write(`POST /e/${env.environment_id}/oauth2/token HTTP/1.1\r\nHost: localhost:${port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`)
+    socket.write(
+      `POST /e/${env.environment_id}/oauth2/token HTTP/1.1\r\nHost: localhost:${port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`,
+    )
     await new Promise((r) => setTimeout(r, 300))
     child.kill("SIGTERM")
     await new Promise((r) => setTimeout(r, 300))
@@ -157,17 +212,25 @@ describe("npm start with embedded Postgres", () => {
     const port = await freePort()
     // As `npm start` runs it: node with tsx as a loader, so the signal reaches our runtime directly.
     const child = spawn(process.execPath, ["--import", "tsx", "src/start.ts"], {
-      env: { PATH: process.env["PATH"]!, PORT: String(port), DATA_DIR: dataDir, LOG_REQUESTS: "false" }, stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env["PATH"]!, PORT: String(port), DATA_DIR: dataDir, LOG_REQUESTS: "false" },
+      stdio: ["ignore", "pipe", "pipe"],
     })
     let output = ""
-    child.stdout.on("data", (c: Buffer) => { output += c })
-    child.stderr.on("data", (c: Buffer) => { output += c })
+    child.stdout.on("data", (c: Buffer) => {
+      output += c
+    })
+    child.stderr.on("data", (c: Buffer) => {
+      output += c
+    })
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
     try {
       const deadline = Date.now() + 60_000
       let ready = false
       while (!ready && Date.now() < deadline) {
-        ready = await send(port, `api.localhost:${port}`, "/readyz").then((r) => r.status === 200, () => false)
+        ready = await send(port, `api.localhost:${port}`, "/readyz").then(
+          (r) => r.status === 200,
+          () => false,
+        )
         if (!ready) await new Promise((r) => setTimeout(r, 250))
       }
       expect(ready, output).toBe(true)

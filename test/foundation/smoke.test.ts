@@ -2,8 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type TestApp, startApp } from "../support/app.js"
 
 let app: TestApp
-beforeAll(async () => { app = await startApp() })
-afterAll(async () => { await app?.close() })
+beforeAll(async () => {
+  app = await startApp()
+})
+afterAll(async () => {
+  await app?.close()
+})
 
 describe("smoke", () => {
   it("serves readyz and bootstrap", async () => {

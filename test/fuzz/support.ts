@@ -52,14 +52,20 @@ let tables: ReadonlyArray<string> | undefined
 
 /** One checksum per table of our schema and graphile-worker's (every row as text, ordered), in one round trip. */
 export const snapshot = async (app: TestApp): Promise<Record<string, string>> => {
-  tables ??= (await query<{ name: string }>(app,
-    "select schemaname || '.' || tablename as name from pg_tables where schemaname in ('public', 'graphile_worker') order by 1")).map((r) => r.name)
+  tables ??= (
+    await query<{ name: string }>(
+      app,
+      "select schemaname || '.' || tablename as name from pg_tables where schemaname in ('public', 'graphile_worker') order by 1",
+    )
+  ).map((r) => r.name)
   const part = (t: string) => {
     const compared = BOOKKEEPING[t] ?? {}
     const row = `(${compared.row ?? "to_jsonb(x)"})::text`
     const [schema, table] = t.split(".")
-    return `select '${t}' as name, md5(coalesce(string_agg(${row}, '|' order by ${row}), '')) as sum from "${schema}"."${table}" x` +
+    return (
+      `select '${t}' as name, md5(coalesce(string_agg(${row}, '|' order by ${row}), '')) as sum from "${schema}"."${table}" x` +
       (compared.skip ? ` where not (${compared.skip})` : "")
+    )
   }
   const rows = await query<{ name: string; sum: string }>(app, tables.map(part).join(" union all "))
   return Object.fromEntries(rows.map((r) => [r.name, r.sum]))
@@ -84,7 +90,12 @@ export const expectOAuthError = (res: TestResponse, context: string) => {
 }
 
 /** Checks the answer, and that a refusal left every non-bookkeeping table as it was. */
-export const refusedChangesNothing = async (app: TestApp, before: Record<string, string>, res: TestResponse, context: string) => {
+export const refusedChangesNothing = async (
+  app: TestApp,
+  before: Record<string, string>,
+  res: TestResponse,
+  context: string,
+) => {
   if (res.status < 400) return
   const after = await snapshot(app)
   const changed = Object.keys(before).filter((t) => before[t] !== after[t])
@@ -93,21 +104,73 @@ export const refusedChangesNothing = async (app: TestApp, before: Record<string,
 
 /** Strings that tend to break parsers: control characters, huge, unicode, SQL and path tricks. */
 export const nastyString = fc.oneof(
-  fc.string(), fc.string({ maxLength: 8 }).map((s) => `${s}\u0000${s}`), fc.string({ unit: "grapheme", maxLength: 40 }), fc.string({ unit: "binary", maxLength: 40 }),
-  fc.constantFrom("", " ", "\u0000", "null", "undefined", "0", "-1", "1e309", "NaN", "true", "'; drop table users; --",
-    "../../etc/passwd", "%00", "%ZZ", "a".repeat(5000), "😀", "\uD800", "https://evil.example/cb", "http://localhost:1/x",
-    "S256", "plain", "openid", "code", "authorization_code", "refresh_token", "rt_x.1.y", "eyJhbGciOiJub25lIn0.e30."),
+  fc.string(),
+  fc.string({ maxLength: 8 }).map((s) => `${s}\u0000${s}`),
+  fc.string({ unit: "grapheme", maxLength: 40 }),
+  fc.string({ unit: "binary", maxLength: 40 }),
+  fc.constantFrom(
+    "",
+    " ",
+    "\u0000",
+    "\ud800",
+    "a\udc00b",
+    "null",
+    "undefined",
+    "0",
+    "-1",
+    "1e309",
+    "NaN",
+    "true",
+    "'; drop table users; --",
+    "../../etc/passwd",
+    "%00",
+    "%ZZ",
+    "a".repeat(5000),
+    "😀",
+    "\uD800",
+    "https://evil.example/cb",
+    "http://localhost:1/x",
+    "S256",
+    "plain",
+    "openid",
+    "code",
+    "authorization_code",
+    "refresh_token",
+    "rt_x.1.y",
+    "eyJhbGciOiJub25lIn0.e30.",
+  ),
 )
 
 /** A path segment holding any string: its UTF-8 bytes percent-encoded (lone surrogates become U+FFFD, as in any UTF-8 client). */
 export const pathSegment = (value: string) =>
-  [...Buffer.from(value, "utf8")].map((byte) => /[A-Za-z0-9_.~-]/.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`).join("")
+  [...Buffer.from(value, "utf8")]
+    .map((byte) =>
+      /[A-Za-z0-9_.~-]/.test(String.fromCharCode(byte))
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`,
+    )
+    .join("")
 
 /** Any JSON, with numbers and strings that stress decoders. */
 export const anyJson: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   { weight: 2, arbitrary: nastyString },
-  { weight: 1, arbitrary: fc.constantFrom(1.5, -0, 2 ** 53, -(2 ** 63), 1e308, null, [], {}, [null], { "": "" }, { __proto__: { x: 1 } }) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      1.5,
+      -0,
+      2 ** 53,
+      -(2 ** 63),
+      1e308,
+      null,
+      [],
+      {},
+      [null],
+      { "": "" },
+      { __proto__: { x: 1 } },
+    ),
+  },
 )
 
 /**
@@ -130,8 +193,13 @@ export const bodyFor = (fields: ReadonlyArray<string>, base: Record<string, unkn
 
 /** Form or query parameters: known names (repeated or not) with hostile values or valid ones. */
 export const paramsFor = (names: ReadonlyArray<string>, valid: Record<string, ReadonlyArray<string>> = {}) => {
-  const value = (name: string) => fc.oneof(nastyString, ...(valid[name]?.length ? [fc.constantFrom(...valid[name]!)] : []))
-  return fc.array(fc.constantFrom(...names, "unknown").chain((name) => value(name).map((v) => [name, v] as const)), { maxLength: 10 })
+  const value = (name: string) =>
+    fc.oneof(nastyString, ...(valid[name]?.length ? [fc.constantFrom(...valid[name]!)] : []))
+  return fc
+    .array(
+      fc.constantFrom(...names, "unknown").chain((name) => value(name).map((v) => [name, v] as const)),
+      { maxLength: 10 },
+    )
     .map((pairs) => {
       const search = new URLSearchParams()
       for (const [k, v] of pairs) search.append(k, v)

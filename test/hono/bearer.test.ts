@@ -5,13 +5,13 @@ import { SqlClient } from "effect/sql"
 import { Hono } from "hono"
 import { decodeJwt, decodeProtectedHeader } from "jose"
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest"
-import { bearerTokenMiddleware, type BearerTokenOptions, type BearerVariables } from "../../src/hono/index.js"
+import { bearerTokenMiddleware, type BearerTokenOptions, type BearerVariables } from "../../packages/hono/src/index.js"
 import { signEs256 } from "../../src/oidc/tokens/jws.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { Keys } from "../../src/platform/keys/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createUser, exchangeCode, mintCode, type TestClient, type TestUser } from "../oidc/support.js"
-import { dashboardUser } from "../management-extra/helpers.js"
+import { dashboardUser } from "../management/support/callers.js"
 
 // bearerTokenMiddleware against the real issuer's discovery document and JWKS over a socket:
 // real access tokens from the token endpoint, and tokens signed with the Environment's real
@@ -49,16 +49,23 @@ const accessToken = async (resources: ReadonlyArray<string> = [RESOURCE]) => {
 }
 
 const signingKey = () => app.run(Keys.use((k) => k.signingKey(b.environment_id)))
-const rotateKey = () => app.run(Effect.gen(function* () {
-  const keys = yield* Keys
-  const sql = yield* SqlClient.SqlClient
-  return yield* sql.withTransaction(keys.rotate(b.environment_id))
-}))
+const rotateKey = () =>
+  app.run(
+    Effect.gen(function* () {
+      const keys = yield* Keys
+      const sql = yield* SqlClient.SqlClient
+      return yield* sql.withTransaction(keys.rotate(b.environment_id))
+    }),
+  )
 
 /** Re-signs a real token's claims with the Environment's real key, changing header or claims. */
 const forge = async (token: string, header: Record<string, unknown> = {}, claims: Record<string, unknown> = {}) => {
   const key = await signingKey()
-  return signEs256({ alg: "ES256", typ: "at+jwt", kid: key.kid, ...header } as never, { ...decodeJwt(token), ...claims }, key.key)
+  return signEs256(
+    { alg: "ES256", typ: "at+jwt", kid: key.kid, ...header } as never,
+    { ...decodeJwt(token), ...claims },
+    key.key,
+  )
 }
 
 interface Api {
@@ -68,29 +75,45 @@ interface Api {
 }
 
 /** An API protected by bearerTokenMiddleware (audience RESOURCE unless told), served over a socket; counts the middleware's fetches. */
-const startApi = async (options: Partial<BearerTokenOptions> & { failing?: (url: string) => boolean } = {}): Promise<Api> => {
+const startApi = async (
+  options: Partial<BearerTokenOptions> & { failing?: (url: string) => boolean } = {},
+): Promise<Api> => {
   const fetches: Array<string> = []
   const { failing, ...rest } = options
   const hono = new Hono<{ Variables: BearerVariables }>()
-  hono.use("/api/*", bearerTokenMiddleware({
-    issuer: b.issuer, audience: RESOURCE, now: () => app.now(),
-    fetch: async (input, init) => {
-      const url = input instanceof Request ? input.url : String(input)
-      fetches.push(new URL(url).pathname.split("/").slice(3).join("/"))
-      if (failing?.(url)) throw new TypeError("fetch failed (test: unreachable)")
-      return fetch(input, init)
-    },
-    ...rest,
-  }))
-  hono.get("/api/whoami", (c) => c.json({
-    sub: c.get("accessTokenSubject"), scope: c.get("accessTokenScope"), claims: c.get("accessTokenClaims"),
-    act: c.get("accessTokenAct") ?? null, impersonator: c.get("accessTokenImpersonator") ?? null,
-  }))
+  hono.use(
+    "/api/*",
+    bearerTokenMiddleware({
+      issuer: b.issuer,
+      audience: RESOURCE,
+      now: () => app.now(),
+      fetch: async (input, init) => {
+        const url = input instanceof Request ? input.url : String(input)
+        fetches.push(new URL(url).pathname.split("/").slice(3).join("/"))
+        if (failing?.(url)) throw new TypeError("fetch failed (test: unreachable)")
+        return fetch(input, init)
+      },
+      ...rest,
+    }),
+  )
+  hono.get("/api/whoami", (c) =>
+    c.json({
+      sub: c.get("accessTokenSubject"),
+      scope: c.get("accessTokenScope"),
+      claims: c.get("accessTokenClaims"),
+      act: c.get("accessTokenAct") ?? null,
+      impersonator: c.get("accessTokenImpersonator") ?? null,
+    }),
+  )
   const port = await freePort()
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: hono.fetch, port, hostname: "127.0.0.1" }, () => resolve(s))
   })
-  return { url: `http://127.0.0.1:${port}/api/whoami`, fetches, close: () => new Promise((r) => server.close(() => r())) }
+  return {
+    url: `http://127.0.0.1:${port}/api/whoami`,
+    fetches,
+    close: () => new Promise((r) => server.close(() => r())),
+  }
 }
 
 const call = (api: Api, authorization?: string) =>
@@ -100,7 +123,11 @@ const expectRefused = async (res: Response, why: string) => {
   expect(res.status, why).toBe(401)
   expect(res.headers.get("www-authenticate"), why).toBe(CHALLENGE)
   expect(res.headers.get("content-type")).toBe("application/problem+json")
-  expect(await res.json()).toMatchObject({ status: 401, code: "invalid_token", type: "https://authservice.dev/problems/invalid_token" })
+  expect(await res.json()).toMatchObject({
+    status: 401,
+    code: "invalid_token",
+    type: "https://authservice.dev/problems/invalid_token",
+  })
 }
 
 describe("bearerTokenMiddleware", () => {
@@ -124,12 +151,20 @@ describe("bearerTokenMiddleware", () => {
     }
   })
 
-  it("missing or malformed Authorization: 401 with WWW-Authenticate Bearer realm=\"api\", error=\"invalid_token\"", async () => {
+  it('missing or malformed Authorization: 401 with WWW-Authenticate Bearer realm="api", error="invalid_token"', async () => {
     const api = await startApi()
     try {
       const { access_token } = await accessToken()
       await expectRefused(await call(api), "no header")
-      for (const header of ["Basic dXNlcjpwYXNz", "Bearer", "Bearer ", `Bearer  ${access_token}`, `Bearer ${access_token} extra`, `Token ${access_token}`, "Bearer not-a-jwt"]) {
+      for (const header of [
+        "Basic dXNlcjpwYXNz",
+        "Bearer",
+        "Bearer ",
+        `Bearer  ${access_token}`,
+        `Bearer ${access_token} extra`,
+        `Token ${access_token}`,
+        "Bearer not-a-jwt",
+      ]) {
         await expectRefused(await call(api, header), header)
       }
       // a custom realm is quoted into the challenge
@@ -157,7 +192,11 @@ describe("bearerTokenMiddleware", () => {
       const hsInput = `${enc({ ...header, alg: "HS256" })}.${p}`
       const hs256 = `${hsInput}.${createHmac("sha256", jwks).update(hsInput).digest("base64url")}`
       const es384 = `${enc({ ...header, alg: "ES384" })}.${p}.${access_token.split(".")[2]}`
-      for (const [name, token] of [["none", none], ["HS256", hs256], ["ES384", es384]] as const) {
+      for (const [name, token] of [
+        ["none", none],
+        ["HS256", hs256],
+        ["ES384", es384],
+      ] as const) {
         await expectRefused(await call(api, `Bearer ${token}`), name)
       }
       expect(h).toBe(access_token.split(".")[0])
@@ -191,7 +230,10 @@ describe("bearerTokenMiddleware", () => {
       await expectRefused(await call(api, `Bearer ${other.access_token}`), "wrong aud")
       expect((await call(open, `Bearer ${other.access_token}`)).status).toBe(200) // audience: false
       const { access_token } = await accessToken()
-      await expectRefused(await call(api, `Bearer ${await forge(access_token, {}, { iss: `${b.issuer}x` })}`), "wrong iss")
+      await expectRefused(
+        await call(api, `Bearer ${await forge(access_token, {}, { iss: `${b.issuer}x` })}`),
+        "wrong iss",
+      )
       const [h, p, s] = access_token.split(".") as [string, string, string]
       const flipped = `${h}.${p}.${s.startsWith("A") ? "B" : "A"}${s.slice(1)}`
       await expectRefused(await call(api, `Bearer ${flipped}`), "bad signature")
@@ -273,7 +315,10 @@ describe("bearerTokenMiddleware", () => {
     // an issuer whose host does not answer at all
     const closedPort = await freePort()
     const hono = new Hono()
-    hono.use("*", bearerTokenMiddleware({ issuer: `http://127.0.0.1:${closedPort}/e/${b.environment_id}`, audience: RESOURCE }))
+    hono.use(
+      "*",
+      bearerTokenMiddleware({ issuer: `http://127.0.0.1:${closedPort}/e/${b.environment_id}`, audience: RESOURCE }),
+    )
     hono.get("/", (c) => c.text("ok"))
     const res = await hono.request("/", { headers: { authorization: `Bearer ${access_token}` } })
     expect(res.status).toBe(503)
@@ -312,7 +357,9 @@ describe("bearerTokenMiddleware", () => {
   })
 
   it("refuses an issuer that is not https outside localhost", () => {
-    expect(() => bearerTokenMiddleware({ issuer: "http://auth.example.com/e/env_x", audience: RESOURCE })).toThrow(/https/)
+    expect(() => bearerTokenMiddleware({ issuer: "http://auth.example.com/e/env_x", audience: RESOURCE })).toThrow(
+      /https/,
+    )
   })
 
   it("audience is required: without it (or with an empty one) the middleware is not built; audience: false is the explicit opt-out", () => {
@@ -332,11 +379,17 @@ describe("bearerTokenMiddleware", () => {
 describe("bearerTokenMiddleware and impersonation tokens (RFC 8693 act)", () => {
   /** A real impersonation token: an Owner's Dashboard session starts one through the Management API. */
   const impersonationToken = async () => {
-    const settings = await app.management(`/v1/environments/${b.environment_id}/settings`, { method: "PATCH", body: { impersonation_enabled: true }, key: b.api_key })
+    const settings = await app.management(`/v1/environments/${b.environment_id}/settings`, {
+      method: "PATCH",
+      body: { impersonation_enabled: true },
+      key: b.api_key,
+    })
     expect(settings.status, settings.text).toBe(200)
-    const owner = await dashboardUser(app, b.workspace_id, "owner")
+    const owner = await dashboardUser(app, { workspaceId: b.workspace_id, role: "owner" })
     const res = await app.request(app.config.managementHost, `/v1/impersonation?environment_id=${b.environment_id}`, {
-      method: "POST", headers: owner.headers, body: { user_id: user.id, reason: "Support ticket 1234: cannot see invoices", duration_minutes: 5 },
+      method: "POST",
+      headers: owner.headers,
+      body: { user_id: user.id, reason: "Support ticket 1234: cannot see invoices", duration_minutes: 5 },
     })
     expect(res.status, res.text).toBe(201)
     return { token: res.json.access_token as string, ownerId: owner.id }

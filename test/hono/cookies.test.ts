@@ -1,10 +1,10 @@
 import { type ServerType, serve } from "@hono/node-server"
 import { Hono } from "hono"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { CHUNK_SIZE, clearCookie, readCookie, writeCookie } from "../../src/hono/cookies.js"
-import { type Auth, createAuth, requireSession } from "../../src/hono/index.js"
-import { makeSealer } from "../../src/hono/seal.js"
-import { type StoredSession, writeSession } from "../../src/hono/session.js"
+import { CHUNK_SIZE, clearCookie, readCookie, writeCookie } from "../../packages/hono/src/cookies.js"
+import { type Auth, createAuth, requireSession } from "../../packages/hono/src/index.js"
+import { makeSealer } from "../../packages/hono/src/seal.js"
+import { type StoredSession, writeSession } from "../../packages/hono/src/session.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { CookieJar, randomSecret } from "./support.js"
 
@@ -18,18 +18,27 @@ const secure = { secure: false }
 const oldSecret = randomSecret()
 const newSecret = randomSecret()
 
-const authFor = (redirectUri: string, cookieSecret: string | Array<string>): Auth => createAuth({
-  issuer: "http://127.0.0.1:9/e/env_unused", clientId: "cli_x", redirectUri,
-  postLogoutRedirectUri: redirectUri.replace("/auth/callback", "/"), cookieSecret,
-})
+const authFor = (redirectUri: string, cookieSecret: string | Array<string>): Auth =>
+  createAuth({
+    issuer: "http://127.0.0.1:9/e/env_unused",
+    clientId: "cli_x",
+    redirectUri,
+    postLogoutRedirectUri: redirectUri.replace("/auth/callback", "/"),
+    cookieSecret,
+  })
 const localOld = authFor("http://127.0.0.1:1/auth/callback", oldSecret)
 const localRotated = authFor("http://127.0.0.1:1/auth/callback", [newSecret, oldSecret])
 const localNewOnly = authFor("http://127.0.0.1:1/auth/callback", newSecret)
 const remote = authFor("https://app.example.com/auth/callback", newSecret)
 
 const session = (name: string): StoredSession => ({
-  sid: "sid-1", user: { sub: "usr_1", email: "a@example.com", name }, at: "access.token.value", atExp: Date.now() + 3600_000,
-  rt: "rt_family.1.secret", it: "id.token.value", scope: ["openid"],
+  sid: "sid-1",
+  user: { sub: "usr_1", email: "a@example.com", name },
+  at: "access.token.value",
+  atExp: Date.now() + 3600_000,
+  rt: "rt_family.1.secret",
+  it: "id.token.value",
+  scope: ["openid"],
 })
 
 beforeAll(async () => {
@@ -43,7 +52,12 @@ beforeAll(async () => {
     clearCookie(c, "big", secure)
     return c.text("ok")
   })
-  for (const [prefix, auth] of [["old", localOld], ["rotated", localRotated], ["new", localNewOnly], ["remote", remote]] as const) {
+  for (const [prefix, auth] of [
+    ["old", localOld],
+    ["rotated", localRotated],
+    ["new", localNewOnly],
+    ["remote", remote],
+  ] as const) {
     hono.get(`/${prefix}/seed`, (c) => {
       writeSession(c, auth, session(c.req.query("name") ?? "Ada"))
       return c.text("ok")
@@ -84,7 +98,12 @@ describe("chunked cookies", () => {
     await get(jar, `/write/${CHUNK_SIZE * 3}`)
     expect(jar.names()).toEqual(["big.0", "big.1", "big.2"])
     const shrink = await get(jar, `/write/${CHUNK_SIZE + 1}`)
-    expect(shrink.headers.getSetCookie().filter((l) => /Max-Age=0/.test(l)).map((l) => l.split("=")[0])).toEqual(["big.2"])
+    expect(
+      shrink.headers
+        .getSetCookie()
+        .filter((l) => /Max-Age=0/.test(l))
+        .map((l) => l.split("=")[0]),
+    ).toEqual(["big.2"])
     expect(jar.names()).toEqual(["big.0", "big.1"])
     await get(jar, "/write/10")
     expect(jar.names()).toEqual(["big"])

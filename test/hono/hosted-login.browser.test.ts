@@ -1,7 +1,7 @@
 import { html } from "hono/html"
-import { type Browser, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { mountAuthRoutes, requireSession } from "../../src/hono/index.js"
+import { mountAuthRoutes, requireSession } from "../../packages/hono/src/index.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { launchChromium } from "../support/browser.js"
 import { type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
@@ -24,21 +24,29 @@ beforeAll(async () => {
   smtp = await startSmtpSink()
   app = await startApp({ worker: true, env: { SMTP_URL: smtp.url } })
   b = await app.bootstrap()
-  rp = await startRelyingParty(app, b, (hono, auth) => {
-    mountAuthRoutes(hono, auth)
-    hono.get("/", (c) => c.html(html`<!doctype html><title>Home</title><a href="/profile">Profile</a>`))
-    hono.get("/profile", requireSession(auth, { onUnauthenticated: "redirect" }), (c) => c.html(html`<!doctype html>
+  rp = await startRelyingParty(
+    app,
+    b,
+    (hono, auth) => {
+      mountAuthRoutes(hono, auth)
+      hono.get("/", (c) => c.html(html`<!doctype html><title>Home</title><a href="/profile">Profile</a>`))
+      hono.get("/profile", requireSession(auth, { onUnauthenticated: "redirect" }), (c) =>
+        c.html(html`<!doctype html>
 <title>Profile</title><h1 id="email">${c.get("authUser").email}</h1>
-<form method="post" action="/auth/logout"><button>Sign out</button></form>`))
-    hono.get("/api/data", requireSession(auth), (c) => c.json({ sub: c.get("authUser").sub }))
-    hono.get("/signed-out", (c) => c.html(html`<!doctype html><title>Signed out</title><p>Signed out</p>`))
-  }, {
-    fetch: (input, init) => {
-      const url = input instanceof Request ? input.url : String(input)
-      if (url.endsWith("/oauth2/token")) grants.push(new URLSearchParams(String(init?.body ?? "")).get("grant_type") ?? "")
-      return fetch(input, init)
+<form method="post" action="/auth/logout"><button>Sign out</button></form>`),
+      )
+      hono.get("/api/data", requireSession(auth), (c) => c.json({ sub: c.get("authUser").sub }))
+      hono.get("/signed-out", (c) => c.html(html`<!doctype html><title>Signed out</title><p>Signed out</p>`))
     },
-  })
+    {
+      fetch: (input, init) => {
+        const url = input instanceof Request ? input.url : String(input)
+        if (url.endsWith("/oauth2/token"))
+          grants.push(new URLSearchParams(String(init?.body ?? "")).get("grant_type") ?? "")
+        return fetch(input, init)
+      },
+    },
+  )
   browser = await launchChromium()
 }, 60_000)
 
@@ -52,7 +60,10 @@ afterAll(async () => {
 /** After the code is verified Hosted Login may offer a passkey first: decline it. */
 const declinePasskeyThenLand = async (page: Page, path: string) => {
   const notNow = page.getByRole("button", { name: "Not now" })
-  const offered = notNow.waitFor({ state: "visible", timeout: 15_000 }).then(() => true, () => false)
+  const offered = notNow.waitFor({ state: "visible", timeout: 15_000 }).then(
+    () => true,
+    () => false,
+  )
   const landed = page.waitForURL((url) => url.pathname === path, { timeout: 15_000 }).then(() => false)
   if (await Promise.race([offered, landed])) await notNow.click()
   await page.waitForURL((url) => url.pathname === path, { timeout: 15_000 })

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { mountAuthRoutes, requireSession } from "../../src/hono/index.js"
+import { mountAuthRoutes, requireSession } from "../../packages/hono/src/index.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { type SmtpSink, startSmtpSink } from "../login/support.js"
 import { CookieJar, hostedLoginOverHttp, type RelyingParty, rpFetch, startRelyingParty } from "./support.js"
@@ -34,14 +34,22 @@ afterAll(async () => {
 /** Starts a sign-in with this returnTo, completes it, and returns the callback's Location. */
 const landingOf = async (returnTo: string, via: "query" | "form") => {
   const jar = new CookieJar()
-  const login = via === "query"
-    ? await rpFetch(rp, jar, `/auth/login?${new URLSearchParams({ returnTo })}`)
-    : await rpFetch(rp, jar, "/auth/login", {
-      method: "POST", body: new URLSearchParams({ returnTo }).toString(),
-      headers: { origin: rp.origin, "content-type": "application/x-www-form-urlencoded" },
-    })
+  const login =
+    via === "query"
+      ? await rpFetch(rp, jar, `/auth/login?${new URLSearchParams({ returnTo })}`)
+      : await rpFetch(rp, jar, "/auth/login", {
+          method: "POST",
+          body: new URLSearchParams({ returnTo }).toString(),
+          headers: { origin: rp.origin, "content-type": "application/x-www-form-urlencoded" },
+        })
   expect([302, 303], returnTo).toContain(login.status)
-  const callbackPath = await hostedLoginOverHttp(app, b, smtp, login.headers.get("location")!, `rt-${Math.random().toString(36).slice(2, 10)}@example.com`)
+  const callbackPath = await hostedLoginOverHttp(
+    app,
+    b,
+    smtp,
+    login.headers.get("location")!,
+    `rt-${Math.random().toString(36).slice(2, 10)}@example.com`,
+  )
   const callback = await rpFetch(rp, jar, callbackPath)
   expect(callback.status, returnTo).toBe(302)
   expect(jar.names(), returnTo).toEqual(["authservice_session"])

@@ -1,10 +1,18 @@
 import { Hono } from "hono"
-import type { Auth } from "../../src/hono/index.js"
+import type { Auth } from "../../packages/hono/src/index.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { authMiddleware, createAuth, mountAuthRoutes, requireSession } from "../../src/hono/index.js"
+import { authMiddleware, createAuth, mountAuthRoutes, requireSession } from "../../packages/hono/src/index.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
-import { COOKIE_SECRET, CookieJar, hostedLoginOverHttp, type RelyingParty, rpFetch, signIn, startRelyingParty } from "./support.js"
+import {
+  COOKIE_SECRET,
+  CookieJar,
+  hostedLoginOverHttp,
+  type RelyingParty,
+  rpFetch,
+  signIn,
+  startRelyingParty,
+} from "./support.js"
 
 // Each helper of authservice/hono against the real server over sockets: a Hono app served by
 // @hono/node-server signs in through mountAuthRoutes and Hosted Login (Email OTP from a real
@@ -29,31 +37,45 @@ const countingFetch: typeof fetch = async (input, init) => {
   if (issuerDown) throw new TypeError("fetch failed (test: issuer unreachable)")
   if (!url.endsWith("/oauth2/token")) return fetch(input, init)
   tokenCalls.push(String(init?.body ?? ""))
-  const res = tokenEndpointAnswer?.() ?? await fetch(input, init)
-  const body = await res.clone().json().catch(() => undefined) as { error?: unknown } | undefined
+  const res = tokenEndpointAnswer?.() ?? (await fetch(input, init))
+  const body = (await res
+    .clone()
+    .json()
+    .catch(() => undefined)) as { error?: unknown } | undefined
   tokenAnswers.push({ status: res.status, error: body?.error })
   return res
 }
 
 const jsonOf = (res: Response): Promise<any> => res.json()
-const grantsOf = (type: string) => tokenCalls.filter((body) => new URLSearchParams(body).get("grant_type") === type).length
+const grantsOf = (type: string) =>
+  tokenCalls.filter((body) => new URLSearchParams(body).get("grant_type") === type).length
 
 beforeAll(async () => {
   smtp = await startSmtpSink()
   app = await startApp({ worker: true, env: { SMTP_URL: smtp.url } })
   b = await app.bootstrap()
-  rp = await startRelyingParty(app, b, (hono, auth) => {
-    mountAuthRoutes(hono, auth)
-    hono.get("/", (c) => c.text("public"))
-    hono.get("/private", requireSession(auth), (c) =>
-      c.json({ user: c.get("authUser"), session: c.get("authSession"), accessToken: c.get("accessToken") }))
-    hono.get("/private-page", requireSession(auth, { onUnauthenticated: "redirect" }), (c) => c.text(`hello ${c.get("authUser").email}`))
-    hono.get("/maybe", authMiddleware(auth), (c) => c.json({ user: c.get("authUser") ?? null, accessToken: c.get("accessToken") ?? null }))
-    hono.get("/signed-out", (c) => c.text("signed out"))
-    // a handler that builds its own Response: the helpers' Set-Cookie must still reach the browser
-    hono.get("/raw", requireSession(auth), () => new Response("raw", { headers: { "x-raw": "1" } }))
-    hono.get("/raw-maybe", authMiddleware(auth), () => new Response("raw"))
-  }, { fetch: countingFetch })
+  rp = await startRelyingParty(
+    app,
+    b,
+    (hono, auth) => {
+      mountAuthRoutes(hono, auth)
+      hono.get("/", (c) => c.text("public"))
+      hono.get("/private", requireSession(auth), (c) =>
+        c.json({ user: c.get("authUser"), session: c.get("authSession"), accessToken: c.get("accessToken") }),
+      )
+      hono.get("/private-page", requireSession(auth, { onUnauthenticated: "redirect" }), (c) =>
+        c.text(`hello ${c.get("authUser").email}`),
+      )
+      hono.get("/maybe", authMiddleware(auth), (c) =>
+        c.json({ user: c.get("authUser") ?? null, accessToken: c.get("accessToken") ?? null }),
+      )
+      hono.get("/signed-out", (c) => c.text("signed out"))
+      // a handler that builds its own Response: the helpers' Set-Cookie must still reach the browser
+      hono.get("/raw", requireSession(auth), () => new Response("raw", { headers: { "x-raw": "1" } }))
+      hono.get("/raw-maybe", authMiddleware(auth), () => new Response("raw"))
+    },
+    { fetch: countingFetch },
+  )
 }, 60_000)
 
 afterAll(async () => {
@@ -63,7 +85,8 @@ afterAll(async () => {
 })
 
 const sessionCookieOf = (jar: CookieJar) => jar.cookies.get(rp.auth.cookies.session)!
-const openSession = (jar: CookieJar) => rp.auth.sealer.open("session", sessionCookieOf(jar), app.now()) as Record<string, any>
+const openSession = (jar: CookieJar) =>
+  rp.auth.sealer.open("session", sessionCookieOf(jar), app.now()) as Record<string, any>
 const expectProblem = async (res: Response, status: number, code: string) => {
   expect(res.status).toBe(status)
   expect(res.headers.get("content-type")).toBe("application/problem+json")
@@ -81,8 +104,11 @@ describe("mountAuthRoutes: sign-in through Hosted Login", () => {
     const url = new URL(res.headers.get("location")!)
     expect(`${url.origin}${url.pathname}`).toBe(`${b.issuer}/oauth2/authorize`)
     expect(Object.fromEntries(url.searchParams)).toMatchObject({
-      response_type: "code", client_id: rp.client.id, redirect_uri: `${rp.origin}/auth/callback`,
-      scope: "openid profile email offline_access", code_challenge_method: "S256",
+      response_type: "code",
+      client_id: rp.client.id,
+      redirect_uri: `${rp.origin}/auth/callback`,
+      scope: "openid profile email offline_access",
+      code_challenge_method: "S256",
     })
     expect(url.searchParams.get("code_challenge")).toMatch(/^[A-Za-z0-9_-]{43}$/)
     expect(url.searchParams.get("state")!.length).toBeGreaterThanOrEqual(32)
@@ -117,12 +143,22 @@ describe("mountAuthRoutes: sign-in through Hosted Login", () => {
     expect(body.session).toMatchObject({ user: { email }, scope: ["openid", "profile", "email", "offline_access"] })
     expect(body.session.accessTokenExpiresAt).toBe(openSession(jar)["atExp"])
     // the access token is the issuer's: UserInfo accepts it
-    const info = await app.issuer(b.environment_id, "/oauth2/userinfo", { headers: { authorization: `Bearer ${body.accessToken}` } })
+    const info = await app.issuer(b.environment_id, "/oauth2/userinfo", {
+      headers: { authorization: `Bearer ${body.accessToken}` },
+    })
     expect([info.status, info.json.email]).toEqual([200, email])
   })
 
   it("returnTo is a same-origin path only: an absolute or scheme-relative URL returns to /", async () => {
-    for (const returnTo of ["https://evil.example/x", "//evil.example/x", "/\\evil.example", "javascript:alert(1)", "/ok\u0000", "/auth/login", "/auth/logout?x=1"]) {
+    for (const returnTo of [
+      "https://evil.example/x",
+      "//evil.example/x",
+      "/\\evil.example",
+      "javascript:alert(1)",
+      "/ok\u0000",
+      "/auth/login",
+      "/auth/logout?x=1",
+    ]) {
       const jar = new CookieJar()
       await rpFetch(rp, jar, `/auth/login?${new URLSearchParams({ returnTo })}`)
       const tx = rp.auth.sealer.open("login", jar.cookies.get("authservice_login")!, app.now())
@@ -154,7 +190,11 @@ describe("mountAuthRoutes: sign-in through Hosted Login", () => {
     const login = await rpFetch(rp, jar, "/auth/login")
     const state = new URL(login.headers.get("location")!).searchParams.get("state")!
     // An error response carries `iss` too (RFC 9207; the issuer's discovery says so).
-    const res = await rpFetch(rp, jar, `/auth/callback?${new URLSearchParams({ error: "access_denied", state, iss: b.issuer })}`)
+    const res = await rpFetch(
+      rp,
+      jar,
+      `/auth/callback?${new URLSearchParams({ error: "access_denied", state, iss: b.issuer })}`,
+    )
     const body = await expectProblem(res, 400, "login_failed")
     expect(body.detail).toBe("access_denied")
     expect(jar.names()).toEqual([])
@@ -164,7 +204,11 @@ describe("mountAuthRoutes: sign-in through Hosted Login", () => {
     expect(done.callback.status).toBe(302)
     // the same callback again, with the old transaction cookie copied back in: one-shot
     const replay = new CookieJar()
-    await expectProblem(await rpFetch(rp, replay, `${callbackUrl.pathname}${callbackUrl.search}`), 400, "login_transaction_missing")
+    await expectProblem(
+      await rpFetch(rp, replay, `${callbackUrl.pathname}${callbackUrl.search}`),
+      400,
+      "login_transaction_missing",
+    )
   })
 
   it("a code the issuer refuses (replayed with a copy of the transaction cookie): 400 login_failed, no session", async () => {
@@ -197,7 +241,11 @@ describe("mountAuthRoutes: sign-in through Hosted Login", () => {
     const login = await rpFetch(rp, jar, "/auth/login")
     const state = new URL(login.headers.get("location")!).searchParams.get("state")!
     await app.advance("601 seconds")
-    await expectProblem(await rpFetch(rp, jar, `/auth/callback?code=x&state=${state}`), 400, "login_transaction_missing")
+    await expectProblem(
+      await rpFetch(rp, jar, `/auth/callback?code=x&state=${state}`),
+      400,
+      "login_transaction_missing",
+    )
   })
 })
 
@@ -247,8 +295,12 @@ describe("requireSession and authMiddleware", () => {
 })
 
 const optionsOf = (party: RelyingParty) => ({
-  issuer: party.auth.issuer, clientId: party.client.id, clientSecret: party.client.secret,
-  redirectUri: party.auth.redirectUri, postLogoutRedirectUri: party.auth.postLogoutRedirectUri, cookieSecret: COOKIE_SECRET,
+  issuer: party.auth.issuer,
+  clientId: party.client.id,
+  clientSecret: party.client.secret,
+  redirectUri: party.auth.redirectUri,
+  postLogoutRedirectUri: party.auth.postLogoutRedirectUri,
+  cookieSecret: COOKIE_SECRET,
 })
 
 describe("refresh ahead of expiry", () => {
@@ -293,7 +345,9 @@ describe("refresh ahead of expiry", () => {
     expect(res.status).toBe(200)
     const after = await jsonOf(await rpFetch(rp, jar, "/private"))
     expect(after.accessToken).not.toBe(before.accessToken)
-    const info = await app.issuer(b.environment_id, "/oauth2/userinfo", { headers: { authorization: `Bearer ${after.accessToken}` } })
+    const info = await app.issuer(b.environment_id, "/oauth2/userinfo", {
+      headers: { authorization: `Bearer ${after.accessToken}` },
+    })
     expect(info.status).toBe(200)
   })
 
@@ -314,12 +368,17 @@ describe("refresh ahead of expiry", () => {
   })
 
   it("a temporary refresh failure is 503 (never a redirect) and leaves the cookie; the session refreshes once the issuer is back", async () => {
-    const fresh = await startRelyingParty(app, b, (hono, auth) => {
-      mountAuthRoutes(hono, auth)
-      hono.get("/private", requireSession(auth), (c) => c.json({ accessToken: c.get("accessToken") }))
-      hono.get("/private-page", requireSession(auth, { onUnauthenticated: "redirect" }), (c) => c.text("ok"))
-      hono.get("/maybe", authMiddleware(auth), (c) => c.json({ user: c.get("authUser") ?? null }))
-    }, { fetch: countingFetch })
+    const fresh = await startRelyingParty(
+      app,
+      b,
+      (hono, auth) => {
+        mountAuthRoutes(hono, auth)
+        hono.get("/private", requireSession(auth), (c) => c.json({ accessToken: c.get("accessToken") }))
+        hono.get("/private-page", requireSession(auth, { onUnauthenticated: "redirect" }), (c) => c.text("ok"))
+        hono.get("/maybe", authMiddleware(auth), (c) => c.json({ user: c.get("authUser") ?? null }))
+      },
+      { fetch: countingFetch },
+    )
     try {
       const { jar } = await signIn(app, b, smtp, fresh)
       await app.advance("6 minutes")
@@ -346,7 +405,9 @@ describe("refresh ahead of expiry", () => {
     const { jar } = await signIn(app, b, smtp, rp)
     const rt = openSession(jar)["rt"] as string
     const revoke = await app.issuer(b.environment_id, "/oauth2/revoke", {
-      method: "POST", body: new URLSearchParams({ token: rt }).toString(), headers: { "content-type": "application/x-www-form-urlencoded" },
+      method: "POST",
+      body: new URLSearchParams({ token: rt }).toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
     })
     expect(revoke.status).toBe(200)
     // still valid until the access token needs a refresh
@@ -366,11 +427,14 @@ describe("refresh ahead of expiry", () => {
 describe("refresh refused for good ends the session; an outage does not", () => {
   const privateRoutes = (hono: Hono<any>, auth: Auth) => {
     mountAuthRoutes(hono, auth)
-    hono.get("/private", requireSession(auth), (c) => c.json({ user: c.get("authUser"), accessToken: c.get("accessToken") }))
+    hono.get("/private", requireSession(auth), (c) =>
+      c.json({ user: c.get("authUser"), accessToken: c.get("accessToken") }),
+    )
     hono.get("/private-page", requireSession(auth, { onUnauthenticated: "redirect" }), (c) => c.text("ok"))
     hono.get("/maybe", authMiddleware(auth), (c) => c.json({ user: c.get("authUser") ?? null }))
   }
-  const clearsSession = (res: Response) => res.headers.getSetCookie().some((c) => /^authservice_session=;.*Max-Age=0/.test(c))
+  const clearsSession = (res: Response) =>
+    res.headers.getSetCookie().some((c) => /^authservice_session=;.*Max-Age=0/.test(c))
 
   /** After the refusal: 401 JSON (cookie cleared), the login redirect, and authMiddleware without a user. */
   const expectEnded = async (party: Pick<RelyingParty, "origin">, jar: CookieJar) => {
@@ -390,7 +454,11 @@ describe("refresh refused for good ends the session; an outage does not", () => 
   it("a user blocked through the Management API: the next refresh is 403 access_denied and ends the session (no 503 loop)", async () => {
     const { jar } = await signIn(app, b, smtp, rp)
     const me = await jsonOf(await rpFetch(rp, jar, "/private"))
-    const block = await app.management(`/v1/users/${me.user.sub}/block?environment_id=${b.environment_id}`, { method: "POST", key: b.api_key, body: { reason: "test" } })
+    const block = await app.management(`/v1/users/${me.user.sub}/block?environment_id=${b.environment_id}`, {
+      method: "POST",
+      key: b.api_key,
+      body: { reason: "test" },
+    })
     expect(block.status, block.text).toBe(200)
     await app.advance("6 minutes")
     const answers = tokenAnswers.length
@@ -406,8 +474,17 @@ describe("refresh refused for good ends the session; an outage does not", () => 
       // a sign-in in flight while the secret changes
       const pending = new CookieJar()
       const login = await rpFetch(party, pending, "/auth/login")
-      const callbackPath = await hostedLoginOverHttp(app, b, smtp, login.headers.get("location")!, uniqueEmail("rotated"))
-      const rotated = await app.management(`/v1/clients/${party.client.id}/rotate-secret`, { method: "POST", key: b.api_key })
+      const callbackPath = await hostedLoginOverHttp(
+        app,
+        b,
+        smtp,
+        login.headers.get("location")!,
+        uniqueEmail("rotated"),
+      )
+      const rotated = await app.management(`/v1/clients/${party.client.id}/rotate-secret`, {
+        method: "POST",
+        key: b.api_key,
+      })
       expect(rotated.status, rotated.text).toBe(200)
       const answers = tokenAnswers.length
       const callback = await rpFetch(party, pending, callbackPath)
@@ -425,11 +502,15 @@ describe("refresh refused for good ends the session; an outage does not", () => 
 
   it("outages keep the session: 503 (never a redirect), the cookie unchanged, for 5xx, 429, 408, server_error/temporarily_unavailable and a non-OAuth body; then it refreshes", async () => {
     const party = await startRelyingParty(app, b, privateRoutes, { fetch: countingFetch })
-    const json = (status: number, body: unknown) => () => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })
+    const json = (status: number, body: unknown) => () =>
+      new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })
     const outages: ReadonlyArray<readonly [string, () => Response]> = [
       ["503 temporarily_unavailable", json(503, { error: "temporarily_unavailable" })],
       ["500 server_error", json(500, { error: "server_error" })],
-      ["502 html", () => new Response("<html>Bad Gateway</html>", { status: 502, headers: { "content-type": "text/html" } })],
+      [
+        "502 html",
+        () => new Response("<html>Bad Gateway</html>", { status: 502, headers: { "content-type": "text/html" } }),
+      ],
       ["429 with an OAuth error body", json(429, { error: "invalid_request", error_description: "slow down" })],
       ["408", json(408, { error: "invalid_request" })],
       ["400 temporarily_unavailable", json(400, { error: "temporarily_unavailable" })],
@@ -465,7 +546,10 @@ describe("logout and CSRF", () => {
     const { jar } = await signIn(app, b, smtp, rp)
     const stolen = jar.clone()
     const idToken = openSession(jar)["it"] as string
-    const res = await rpFetch(rp, jar, "/auth/logout", { method: "POST", headers: { origin: rp.origin, "sec-fetch-site": "same-origin" } })
+    const res = await rpFetch(rp, jar, "/auth/logout", {
+      method: "POST",
+      headers: { origin: rp.origin, "sec-fetch-site": "same-origin" },
+    })
     expect(res.status).toBe(303)
     const url = new URL(res.headers.get("location")!)
     expect(`${url.origin}${url.pathname}`).toBe(`${b.issuer}/oauth2/logout`)
@@ -518,22 +602,32 @@ describe("logout and CSRF", () => {
   it("POST login from a same-origin form: 303 to the issuer, returnTo from the form body", async () => {
     const jar = new CookieJar()
     const res = await rpFetch(rp, jar, "/auth/login", {
-      method: "POST", body: new URLSearchParams({ returnTo: "/private-page" }).toString(),
-      headers: { origin: rp.origin, "sec-fetch-site": "same-origin", "content-type": "application/x-www-form-urlencoded" },
+      method: "POST",
+      body: new URLSearchParams({ returnTo: "/private-page" }).toString(),
+      headers: {
+        origin: rp.origin,
+        "sec-fetch-site": "same-origin",
+        "content-type": "application/x-www-form-urlencoded",
+      },
     })
     expect(res.status).toBe(303)
     expect(res.headers.get("location")).toContain(`${b.issuer}/oauth2/authorize?`)
-    expect(rp.auth.sealer.open("login", jar.cookies.get("authservice_login")!, app.now())?.["returnTo"]).toBe("/private-page")
+    expect(rp.auth.sealer.open("login", jar.cookies.get("authservice_login")!, app.now())?.["returnTo"]).toBe(
+      "/private-page",
+    )
   })
 })
 
 describe("configuration refusals", () => {
   it("mountAuthRoutes refuses a mount path other than the auth object's basePath, and a redirect URI elsewhere", () => {
     const auth = createAuth(optionsOf(rp))
-    expect(() => mountAuthRoutes(new Hono(), auth, { basePath: "/account" }))
-      .toThrow(/mount path "\/account" differs from the auth object's basePath "\/auth"/)
+    expect(() => mountAuthRoutes(new Hono(), auth, { basePath: "/account" })).toThrow(
+      /mount path "\/account" differs from the auth object's basePath "\/auth"/,
+    )
     const moved = createAuth({ ...optionsOf(rp), basePath: "/account" })
-    expect(() => mountAuthRoutes(new Hono(), moved)).toThrow(/redirectUri's path "\/auth\/callback" is not "\/account\/callback"/)
+    expect(() => mountAuthRoutes(new Hono(), moved)).toThrow(
+      /redirectUri's path "\/auth\/callback" is not "\/account\/callback"/,
+    )
     const app2 = new Hono()
     expect(mountAuthRoutes(app2, auth, { basePath: "/auth/" })).toBe(app2)
   })
@@ -541,20 +635,31 @@ describe("configuration refusals", () => {
   it("mountAuthRoutes refuses an app made with .basePath(): its routes would not be where requireSession and the redirect URI point", () => {
     const auth = createAuth(optionsOf(rp))
     for (const prefixed of [new Hono().basePath("/app"), new Hono().basePath("/app").basePath("/v1")]) {
-      expect(() => mountAuthRoutes(prefixed, auth)).toThrow(/registers the login route at "\/app(\/v1)?\/auth\/login", not "\/auth\/login"/)
+      expect(() => mountAuthRoutes(prefixed, auth)).toThrow(
+        /registers the login route at "\/app(\/v1)?\/auth\/login", not "\/auth\/login"/,
+      )
       expect(prefixed.routes.map((r) => r.path)).not.toContain("/app/auth/callback")
     }
     // The root app, and a root app that already has routes, are accepted.
     const root = new Hono()
     root.get("/", (c) => c.text("home"))
     expect(mountAuthRoutes(root, auth).routes.map((r) => `${r.method} ${r.path}`)).toEqual([
-      "GET /", "GET /auth/login", "POST /auth/login", "GET /auth/callback", "GET /auth/logout", "POST /auth/logout",
+      "GET /",
+      "GET /auth/login",
+      "POST /auth/login",
+      "GET /auth/callback",
+      "GET /auth/logout",
+      "POST /auth/logout",
     ])
   })
 
   it("createAuth refuses http outside localhost, short cookie secrets and a missing client id", () => {
-    expect(() => createAuth({ ...optionsOf(rp), redirectUri: "http://app.example.com/auth/callback" })).toThrow(/redirectUri must use https/)
-    expect(() => createAuth({ ...optionsOf(rp), issuer: "http://auth.example.com/e/env_x" })).toThrow(/issuer must use https/)
+    expect(() => createAuth({ ...optionsOf(rp), redirectUri: "http://app.example.com/auth/callback" })).toThrow(
+      /redirectUri must use https/,
+    )
+    expect(() => createAuth({ ...optionsOf(rp), issuer: "http://auth.example.com/e/env_x" })).toThrow(
+      /issuer must use https/,
+    )
     expect(() => createAuth({ ...optionsOf(rp), cookieSecret: "short" })).toThrow(/at least 32 characters/)
     expect(() => createAuth({ ...optionsOf(rp), cookieSecret: [] })).toThrow(/at least one secret/)
     expect(() => createAuth({ ...optionsOf(rp), clientId: "" })).toThrow(/clientId/)
@@ -576,4 +681,3 @@ describe("configuration refusals", () => {
     }
   })
 })
-

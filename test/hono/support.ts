@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { type ServerType, serve } from "@hono/node-server"
 import { Hono } from "hono"
 import { expect } from "vitest"
-import { type Auth, type AuthOptions, createAuth } from "../../src/hono/index.js"
+import { type Auth, type AuthOptions, createAuth } from "../../packages/hono/src/index.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import type { Bootstrapped, TestApp } from "../support/app.js"
 import { type SmtpSink, uniqueEmail } from "../login/support.js"
@@ -25,8 +25,12 @@ export const registerBffClient = async (app: TestApp, b: Bootstrapped, origin: s
     method: "POST",
     key: b.api_key,
     body: {
-      environment_id: b.environment_id, client_type: "web_bff", name: "Hono app", token_endpoint_auth_method: "client_secret_basic",
-      redirect_uris: [`${origin}/auth/callback`], post_logout_redirect_uris: [`${origin}/signed-out`],
+      environment_id: b.environment_id,
+      client_type: "web_bff",
+      name: "Hono app",
+      token_endpoint_auth_method: "client_secret_basic",
+      redirect_uris: [`${origin}/auth/callback`],
+      post_logout_redirect_uris: [`${origin}/signed-out`],
       allowed_scopes: ["openid", "profile", "email", "offline_access"],
     },
   })
@@ -56,9 +60,13 @@ export const startRelyingParty = async (
   const origin = `http://127.0.0.1:${port}`
   const client = await registerBffClient(app, b, origin)
   const auth = createAuth({
-    issuer: b.issuer, clientId: client.id, clientSecret: client.secret,
-    redirectUri: `${origin}/auth/callback`, postLogoutRedirectUri: `${origin}/signed-out`,
-    cookieSecret: COOKIE_SECRET, now: () => app.now(),
+    issuer: b.issuer,
+    clientId: client.id,
+    clientSecret: client.secret,
+    redirectUri: `${origin}/auth/callback`,
+    postLogoutRedirectUri: `${origin}/signed-out`,
+    cookieSecret: COOKIE_SECRET,
+    now: () => app.now(),
     ...options,
   })
   const hono = new Hono<any>()
@@ -67,7 +75,10 @@ export const startRelyingParty = async (
     const s = serve({ fetch: hono.fetch, port, hostname: "127.0.0.1" }, () => resolve(s))
   })
   return {
-    origin, auth, client, hono,
+    origin,
+    auth,
+    client,
+    hono,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   }
 }
@@ -100,10 +111,16 @@ export class CookieJar {
 }
 
 /** A request to the relying party with the jar's cookies; Set-Cookie goes back into the jar. */
-export const rpFetch = async (rp: Pick<RelyingParty, "origin">, jar: CookieJar, path: string, init: RequestInit & { headers?: Record<string, string> } = {}) => {
+export const rpFetch = async (
+  rp: Pick<RelyingParty, "origin">,
+  jar: CookieJar,
+  path: string,
+  init: RequestInit & { headers?: Record<string, string> } = {},
+) => {
   const cookie = jar.header()
   const res = await fetch(`${rp.origin}${path}`, {
-    redirect: "manual", ...init,
+    redirect: "manual",
+    ...init,
     headers: { ...(cookie === "" ? {} : { cookie }), ...init.headers },
   })
   jar.store(res)
@@ -115,7 +132,13 @@ export const rpFetch = async (rp: Pick<RelyingParty, "origin">, jar: CookieJar, 
  * transaction -> Email OTP (code from the SMTP sink) -> complete. Returns the callback path the
  * page would navigate to (`/auth/callback?code=...&state=...`).
  */
-export const hostedLoginOverHttp = async (app: TestApp, b: Bootstrapped, smtp: SmtpSink, authorizationUrl: string, email: string) => {
+export const hostedLoginOverHttp = async (
+  app: TestApp,
+  b: Bootstrapped,
+  smtp: SmtpSink,
+  authorizationUrl: string,
+  email: string,
+) => {
   const authorize = new URL(authorizationUrl)
   const res = await app.request(authorize.host, `${authorize.pathname}${authorize.search}`)
   expect(res.status, res.text).toBe(302)
@@ -125,12 +148,21 @@ export const hostedLoginOverHttp = async (app: TestApp, b: Bootstrapped, smtp: S
   const cookie = String(([] as Array<string>).concat(hand.headers["set-cookie"] ?? [])[0]).split(";")[0]!
   const txn = /data-transaction-id="(txn_[a-z2-7]+)"/.exec(hand.text)![1]!
   const headers = { cookie, origin: `http://${b.interaction_domain}` }
-  const start = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn}/email/start`, { body: { email }, headers })
+  const start = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn}/email/start`, {
+    body: { email },
+    headers,
+  })
   expect(start.status, start.text).toBe(202)
   const code = await smtp.waitForCode(email)
-  const verify = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn}/email/verify`, { body: { challenge_id: start.json.challenge_id, code }, headers })
+  const verify = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn}/email/verify`, {
+    body: { challenge_id: start.json.challenge_id, code },
+    headers,
+  })
   expect(verify.status, verify.text).toBe(200)
-  const complete = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn}/complete`, { method: "POST", headers })
+  const complete = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn}/complete`, {
+    method: "POST",
+    headers,
+  })
   expect(complete.status, complete.text).toBe(200)
   const target = new URL(complete.json.redirect_uri)
   target.searchParams.set("code", complete.json.authorization_code)
@@ -141,7 +173,13 @@ export const hostedLoginOverHttp = async (app: TestApp, b: Bootstrapped, smtp: S
 }
 
 /** Signs in through the app's own routes; returns the jar holding the session and the final response. */
-export const signIn = async (app: TestApp, b: Bootstrapped, smtp: SmtpSink, rp: Pick<RelyingParty, "origin">, options: { returnTo?: string; email?: string; jar?: CookieJar } = {}) => {
+export const signIn = async (
+  app: TestApp,
+  b: Bootstrapped,
+  smtp: SmtpSink,
+  rp: Pick<RelyingParty, "origin">,
+  options: { returnTo?: string; email?: string; jar?: CookieJar } = {},
+) => {
   const jar = options.jar ?? new CookieJar()
   const email = options.email ?? uniqueEmail("hono")
   const query = options.returnTo === undefined ? "" : `?${new URLSearchParams({ returnTo: options.returnTo })}`

@@ -6,18 +6,26 @@ import { createClient, createTransaction, publicApi, uniqueEmail } from "./suppo
 const LIMIT = 3
 
 const startOtp = (app: TestApp, b: Bootstrapped, txn: string, forwardedFor: string) =>
-  publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email: uniqueEmail() }, headers: { "x-forwarded-for": forwardedFor } })
+  publicApi(app, b, `/auth/transactions/${txn}/email/start`, {
+    body: { email: uniqueEmail() },
+    headers: { "x-forwarded-for": forwardedFor },
+  })
 
 /** Sends LIMIT + 1 OTP mails from one real client, each with another forged leftmost entry. */
 const exhaust = async (app: TestApp, b: Bootstrapped, txn: string, chainAfterForged: string) => {
-  for (let i = 0; i < LIMIT; i++) expect((await startOtp(app, b, txn, `6.6.6.${i}, ${chainAfterForged}`)).status).toBe(202)
+  for (let i = 0; i < LIMIT; i++)
+    expect((await startOtp(app, b, txn, `6.6.6.${i}, ${chainAfterForged}`)).status).toBe(202)
   return startOtp(app, b, txn, `6.6.6.${LIMIT}, ${chainAfterForged}`)
 }
 
 describe("TRUST_PROXY=2 (two proxies in front)", () => {
   let app: TestApp
-  beforeAll(async () => { app = await startApp({ env: { TRUST_PROXY: "2", RATE_LIMIT_IP_PER_MINUTE: String(LIMIT) } }) })
-  afterAll(async () => { await app?.close() })
+  beforeAll(async () => {
+    app = await startApp({ env: { TRUST_PROXY: "2", RATE_LIMIT_IP_PER_MINUTE: String(LIMIT) } })
+  })
+  afterAll(async () => {
+    await app?.close()
+  })
 
   it("the per-IP limit counts the address the farther proxy appended; a forged leftmost entry changes nothing", async () => {
     const b = await app.bootstrap()
@@ -32,8 +40,12 @@ describe("TRUST_PROXY=2 (two proxies in front)", () => {
 
 describe("TRUST_PROXY as a list of proxy CIDRs", () => {
   let app: TestApp
-  beforeAll(async () => { app = await startApp({ env: { TRUST_PROXY: "127.0.0.0/8,10.0.0.0/8", RATE_LIMIT_IP_PER_MINUTE: String(LIMIT) } }) })
-  afterAll(async () => { await app?.close() })
+  beforeAll(async () => {
+    app = await startApp({ env: { TRUST_PROXY: "127.0.0.0/8,10.0.0.0/8", RATE_LIMIT_IP_PER_MINUTE: String(LIMIT) } })
+  })
+  afterAll(async () => {
+    await app?.close()
+  })
 
   it("walks from the right past listed proxies: the first other address is the client", async () => {
     const b = await app.bootstrap()

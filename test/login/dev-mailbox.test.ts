@@ -9,7 +9,10 @@ const CODE = "428517"
 // docs/decisions/rate-limits-and-caches.md: the development mailbox shows every OTP code; only this machine may read it.
 
 /** This machine's first non-loopback IPv4 address: connecting to it makes the socket peer non-loopback. */
-const lanAddress = () => Object.values(networkInterfaces()).flat().find((i) => i && !i.internal && i.family === "IPv4")?.address
+const lanAddress = () =>
+  Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && !i.internal && i.family === "IPv4")?.address
 
 /** GET over a real socket to `address` (not 127.0.0.1), with the Host header that picks the surface. */
 const getVia = (address: string, port: number, host: string, path: string, headers: Record<string, string> = {}) =>
@@ -30,9 +33,15 @@ describe("listening on every interface (HOST=0.0.0.0)", () => {
     app = await startApp({ env: { HOST: "0.0.0.0" } })
     b = await app.bootstrap()
     // one code in the development mailer, as the login-code job would put it there
-    await app.run(Mailer.use((m) => m.send({ to: "someone@example.com", subject: "Your sign-in code", text: `Your sign-in code is ${CODE}` })))
+    await app.run(
+      Mailer.use((m) =>
+        m.send({ to: "someone@example.com", subject: "Your sign-in code", text: `Your sign-in code is ${CODE}` }),
+      ),
+    )
   })
-  afterAll(async () => { await app?.close() })
+  afterAll(async () => {
+    await app?.close()
+  })
 
   it("a caller on this machine reads the mailbox", async () => {
     const res = await app.request(b.interaction_domain, "/login/dev-mailbox")
@@ -51,21 +60,36 @@ describe("listening on every interface (HOST=0.0.0.0)", () => {
   })
 
   it("a forwarded request is refused even from a local proxy; no header makes a remote caller local", async () => {
-    expect((await app.request(b.interaction_domain, "/login/dev-mailbox", { headers: { "x-forwarded-for": "127.0.0.1" } })).status).toBe(404)
-    expect((await app.request(b.interaction_domain, "/login/dev-mailbox", { headers: { forwarded: "for=127.0.0.1" } })).status).toBe(404)
-    const remote = await getVia(lanAddress()!, app.port, b.interaction_domain, "/login/dev-mailbox", { "x-forwarded-for": "127.0.0.1", "x-real-ip": "127.0.0.1" })
+    expect(
+      (await app.request(b.interaction_domain, "/login/dev-mailbox", { headers: { "x-forwarded-for": "127.0.0.1" } }))
+        .status,
+    ).toBe(404)
+    expect(
+      (await app.request(b.interaction_domain, "/login/dev-mailbox", { headers: { forwarded: "for=127.0.0.1" } }))
+        .status,
+    ).toBe(404)
+    const remote = await getVia(lanAddress()!, app.port, b.interaction_domain, "/login/dev-mailbox", {
+      "x-forwarded-for": "127.0.0.1",
+      "x-real-ip": "127.0.0.1",
+    })
     expect(remote.status).toBe(404)
   })
 })
 
 describe("the development default", () => {
   let app: TestApp
-  beforeAll(async () => { app = await startApp() })
-  afterAll(async () => { await app?.close() })
+  beforeAll(async () => {
+    app = await startApp()
+  })
+  afterAll(async () => {
+    await app?.close()
+  })
 
   it("listens on loopback only: the port is closed on the network address", async () => {
     expect(app.config.listenHost).toBe("127.0.0.1")
     expect((await app.request(app.config.managementHost, "/healthz")).status).toBe(200)
-    await expect(getVia(lanAddress()!, app.port, app.config.managementHost, "/healthz")).rejects.toMatchObject({ code: "ECONNREFUSED" })
+    await expect(getVia(lanAddress()!, app.port, app.config.managementHost, "/healthz")).rejects.toMatchObject({
+      code: "ECONNREFUSED",
+    })
   })
 })

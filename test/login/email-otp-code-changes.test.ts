@@ -5,7 +5,15 @@ import * as rateLimit from "../../src/rate-limit/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import type { TestResponse } from "../support/http.js"
 import {
-  createClient, type LoginClientInfo, loginMailsSettled, publicApi, query, type SmtpSink, startSmtpSink, transactionBody, transactionStatus,
+  createClient,
+  type LoginClientInfo,
+  loginMailsSettled,
+  publicApi,
+  query,
+  type SmtpSink,
+  startSmtpSink,
+  transactionBody,
+  transactionStatus,
   uniqueEmail,
 } from "./support.js"
 
@@ -116,9 +124,11 @@ describe("Email OTP: a stranger cannot keep changing someone's code", () => {
       }
       expectNormalAnswer(await start(b, attacker.txn, email, ATTACKERS[0]!))
     }
-    const holder = (await query<{ id: string; transaction_id: string }>(app,
+    const holder = await query<{ id: string; transaction_id: string }>(
+      app,
       "select id, transaction_id from email_challenges where environment_id = $1 and email_normalized = $2 and status = 'active'",
-      [b.environment_id, email]))
+      [b.environment_id, email],
+    )
     expect(holder).toHaveLength(1)
     await app.advance("31 seconds")
     const resent = await resend(b, holder[0]!.transaction_id, holder[0]!.id, ATTACKERS[0]!)
@@ -126,12 +136,19 @@ describe("Email OTP: a stranger cannot keep changing someone's code", () => {
     expect(await mailedCodes(email)).toEqual(afterFirst)
     // Only mails sent count against the email's all-addresses mail ceiling: withheld starts do
     // not use it up for the owner.
-    const ceiling = await query<{ hits: number }>(app,
-      "select hits from rate_limit_counters where environment_id = $1 and bucket = 'otp_send:email'", [b.environment_id])
+    const ceiling = await query<{ hits: number }>(
+      app,
+      "select hits from rate_limit_counters where environment_id = $1 and bucket = 'otp_send:email'",
+      [b.environment_id],
+    )
     expect(ceiling.map((r) => r.hits)).toEqual([2])
     // The attacker does not have the code: its guesses on its own (withheld) challenge are wrong
     // codes like any other.
-    const [own] = await query<{ id: string }>(app, "select id from email_challenges where transaction_id = $1 and status = 'withheld'", [attacker.txn])
+    const [own] = await query<{ id: string }>(
+      app,
+      "select id from email_challenges where transaction_id = $1 and status = 'withheld'",
+      [attacker.txn],
+    )
     const guess = await verify(b, attacker.txn, own!.id, wrong(afterFirst.at(-1)!), ATTACKERS[0]!)
     expect([guess.status, guess.json.code]).toEqual([400, "invalid_code"])
     // The victim types the newest code it received and signs in.
@@ -141,8 +158,11 @@ describe("Email OTP: a stranger cannot keep changing someone's code", () => {
     // One code signs in once: the code's own challenge is used up.
     expect(await statusOf(holder[0]!.id)).toBe("consumed")
     // The audit trail says which starts were withheld.
-    const audits = await query<{ details: { withheld?: boolean; delivered: boolean } }>(app,
-      "select details from audit_events where environment_id = $1 and action = 'login.email_otp_sent' order by created_at, id", [b.environment_id])
+    const audits = await query<{ details: { withheld?: boolean; delivered: boolean } }>(
+      app,
+      "select details from audit_events where environment_id = $1 and action = 'login.email_otp_sent' order by created_at, id",
+      [b.environment_id],
+    )
     expect(audits.filter((a) => a.details.withheld === true).every((a) => a.details.delivered === false)).toBe(true)
     expect(audits.filter((a) => a.details.delivered)).toHaveLength(2)
   }, 60_000)
@@ -158,7 +178,8 @@ describe("Email OTP: a stranger cannot keep changing someone's code", () => {
     const codes = await mailedCodes(email)
     expect(codes).toHaveLength(2)
     // The budget is spent: no stranger changes the phone's code now.
-    for (const ip of ATTACKERS) expect(await statusOf((await startedFrom(b, client, email, ip)).challenge)).toBe("withheld")
+    for (const ip of ATTACKERS)
+      expect(await statusOf((await startedFrom(b, client, email, ip)).challenge)).toBe("withheld")
     expect(await mailedCodes(email)).toHaveLength(2)
     // Another email has its own budget.
     const other = uniqueEmail("other")
@@ -226,7 +247,9 @@ describe("Email OTP: a stranger cannot keep changing someone's code", () => {
     const { b, client } = await fresh()
     const email = uniqueEmail("returning")
     const earlier = await startedFrom(b, client, email, VICTIM)
-    expect((await verify(b, earlier.txn, earlier.challenge, (await mailedCodes(email)).at(-1)!, VICTIM)).status).toBe(200)
+    expect((await verify(b, earlier.txn, earlier.challenge, (await mailedCodes(email)).at(-1)!, VICTIM)).status).toBe(
+      200,
+    )
     // Strangers spend the budget and hold the code, and one relies on it.
     await startedFrom(b, client, email, ATTACKERS[0]!)
     await startedFrom(b, client, email, ATTACKERS[1]!)
@@ -247,8 +270,15 @@ describe("Email OTP: a stranger cannot keep changing someone's code", () => {
     const code = (await mailedCodes(email)).at(-1)!
     const withheld = await startedFrom(b, client, email, ATTACKERS[1]!)
     const answers: Array<string> = []
-    for (let i = 0; i < 5; i++) answers.push((await verify(b, withheld.txn, withheld.challenge, wrong(code), ATTACKERS[1]!)).json.detail)
-    expect(answers).toEqual(["Wrong code", "Wrong code", "Wrong code", "Wrong code", "Wrong code; too many attempts, start again"])
+    for (let i = 0; i < 5; i++)
+      answers.push((await verify(b, withheld.txn, withheld.challenge, wrong(code), ATTACKERS[1]!)).json.detail)
+    expect(answers).toEqual([
+      "Wrong code",
+      "Wrong code",
+      "Wrong code",
+      "Wrong code",
+      "Wrong code; too many attempts, start again",
+    ])
     expect(await statusOf(withheld.challenge)).toBe("invalidated")
     // even the right code does not revive it
     expect((await verify(b, withheld.txn, withheld.challenge, code, ATTACKERS[1]!)).json.code).toBe("invalid_code")
@@ -257,13 +287,20 @@ describe("Email OTP: a stranger cannot keep changing someone's code", () => {
     // mailed still has its first attempt checked; a withheld one (never bounded by the mail
     // ceiling) is refused unread, even with the right code.
     const limit = loginLimits(app.config).otpFailuresPerEmail
-    await app.run(Effect.forEach(Array.from({ length: limit.limit }), () => rateLimit.record(b.environment_id, limit, email)))
+    await app.run(
+      Effect.forEach(Array.from({ length: limit.limit }), () => rateLimit.record(b.environment_id, limit, email)),
+    )
     const late = await startedFrom(b, client, email, ATTACKERS[2]!)
     expect(await statusOf(late.challenge)).toBe("withheld")
     const refused = await verify(b, late.txn, late.challenge, code, ATTACKERS[2]!)
     expect([refused.status, refused.json.code]).toEqual([429, "rate_limited"])
-    const holder = (await query<{ id: string; transaction_id: string }>(app,
-      "select id, transaction_id from email_challenges where environment_id = $1 and email_normalized = $2 and status = 'active'", [b.environment_id, email]))[0]!
+    const holder = (
+      await query<{ id: string; transaction_id: string }>(
+        app,
+        "select id, transaction_id from email_challenges where environment_id = $1 and email_normalized = $2 and status = 'active'",
+        [b.environment_id, email],
+      )
+    )[0]!
     expect((await verify(b, holder.transaction_id, holder.id, code, ATTACKERS[0]!)).status).toBe(200)
   }, 60_000)
 })

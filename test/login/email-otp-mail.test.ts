@@ -17,16 +17,28 @@ beforeAll(async () => {
   b = await app.bootstrap()
   client = await createClient(app, b)
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
-interface Job { id: string; payload: Record<string, unknown> }
+interface Job {
+  id: string
+  payload: Record<string, unknown>
+}
 // graphile-worker's public `jobs` view has no payload column: read its private table.
-const jobsFor = (challengeId: string) => query<Job>(app,
-  `select j.id::text, j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-    where t.identifier = 'send_login_code' and j.payload->>'challenge_id' = $1`, [challengeId])
+const jobsFor = (challengeId: string) =>
+  query<Job>(
+    app,
+    `select j.id::text, j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+    where t.identifier = 'send_login_code' and j.payload->>'challenge_id' = $1`,
+    [challengeId],
+  )
 
 const createUser = async (email: string) => {
-  const res = await app.management(`/v1/users?environment_id=${b.environment_id}`, { method: "POST", body: { environment_id: b.environment_id, email } })
+  const res = await app.management(`/v1/users?environment_id=${b.environment_id}`, {
+    method: "POST",
+    body: { environment_id: b.environment_id, email },
+  })
   expect(res.status, res.text).toBe(201)
   return res.json.id as string
 }
@@ -54,8 +66,15 @@ describe("no enumeration at start (spec: Email OTP rule 1; docs/architecture.md)
     for (const { email, res } of answers) {
       expect(res.status, email).toBe(202)
       expect(Object.keys(res.json).sort()).toEqual(["challenge_id", "expires_at"])
-      expect(Object.keys(res.headers).filter((h) => !["date", "x-request-id", "content-length"].includes(h)).sort())
-        .toEqual(Object.keys(answers[0]!.res.headers).filter((h) => !["date", "x-request-id", "content-length"].includes(h)).sort())
+      expect(
+        Object.keys(res.headers)
+          .filter((h) => !["date", "x-request-id", "content-length"].includes(h))
+          .sort(),
+      ).toEqual(
+        Object.keys(answers[0]!.res.headers)
+          .filter((h) => !["date", "x-request-id", "content-length"].includes(h))
+          .sort(),
+      )
       const jobs = await jobsFor(res.json.challenge_id)
       expect(jobs, email).toHaveLength(1)
       expect(Object.keys(jobs[0]!.payload).sort()).toEqual(["challenge_id", "environment_id", "generation", "sealed"])
@@ -77,9 +96,14 @@ describe("no enumeration at start (spec: Email OTP rule 1; docs/architecture.md)
       expect(JSON.stringify(job!.payload)).not.toContain(code)
     }
     // the suppressed address is recorded as login.failed email_suppressed (for the customer's webhooks)
-    const failed = await query<{ envelope: { payload: Record<string, unknown> } }>(app,
-      "select envelope from event_outbox where environment_id = $1 and type = 'login.failed'", [b.environment_id])
-    expect(failed.map((e) => e.envelope.payload)).toContainEqual(expect.objectContaining({ userId: suppressedId, reason: "email_suppressed" }))
+    const failed = await query<{ envelope: { payload: Record<string, unknown> } }>(
+      app,
+      "select envelope from event_outbox where environment_id = $1 and type = 'login.failed'",
+      [b.environment_id],
+    )
+    expect(failed.map((e) => e.envelope.payload)).toContainEqual(
+      expect.objectContaining({ userId: suppressedId, reason: "email_suppressed" }),
+    )
   })
 
   it("a job whose code was superseded meanwhile sends nothing", async () => {
@@ -111,11 +135,15 @@ describe("no enumeration at start (spec: Email OTP rule 1; docs/architecture.md)
     const res = await publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email } })
     const [job] = await jobsFor(res.json.challenge_id)
     const lines: Array<string> = []
-    const capture = Logger.make((o) => { lines.push(JSON.stringify(o.message)) })
+    const capture = Logger.make((o) => {
+      lines.push(JSON.stringify(o.message))
+    })
     await app.run(sendLoginCode(job!.payload).pipe(Effect.provide(Logger.layer([capture]))))
     const sent = (await devMail()).at(-1)!
     const code = /sign-in code is (\d{6})/.exec(sent.text)![1]!
     expect(lines.join("\n")).toContain("dev mailer")
+    // The line names the page where the code is (the Environment's development mailbox).
+    expect(lines.join("\n")).toContain(`"mailbox":"http://${b.interaction_domain}/login/dev-mailbox"`)
     expect(lines.join("\n")).not.toContain(code)
     expect(lines.join("\n")).not.toContain(email)
   })

@@ -3,8 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Tenancy } from "../../src/tenancy/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
-  countRows, createClient, createTransaction, type LoginClientInfo, publicApi, query, type SmtpSink, startSmtpSink,
-  transactionStatus, uniqueEmail,
+  countRows,
+  createClient,
+  createTransaction,
+  emailOtpCalls,
+  type LoginClientInfo,
+  publicApi,
+  query,
+  type SmtpSink,
+  startSmtpSink,
+  transactionStatus,
+  uniqueEmail,
 } from "./support.js"
 
 let app: TestApp
@@ -23,27 +32,8 @@ afterAll(async () => {
   await smtp?.close()
 })
 
-const start = (txn: string, email: string) => publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email } })
-const resend = (txn: string, challenge_id: string) => publicApi(app, b, `/auth/transactions/${txn}/email/resend`, { body: { challenge_id } })
-const verify = (txn: string, challenge_id: string, code: string) =>
-  publicApi(app, b, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id, code } })
+const { start, resend, verify, started, events } = emailOtpCalls(() => ({ app, b, client, smtp }))
 const complete = (txn: string) => publicApi(app, b, `/auth/transactions/${txn}/complete`, { method: "POST" })
-
-/** A transaction with a code sent to `email`; returns the ids and the code read from the SMTP sink. */
-const started = async (email = uniqueEmail()) => {
-  const txn = await createTransaction(app, b, client)
-  const res = await start(txn, email)
-  expect(res.status, res.text).toBe(202)
-  const code = await smtp.waitForCode(email, smtp.messagesTo(email).length + 1)
-  return { txn, email, challenge: res.json.challenge_id as string, code }
-}
-
-const wrongCodeFor = (code: string) => (code === "000000" ? "111111" : "000000")
-
-const events = (type: string, sinceMs = 0) =>
-  query<{ envelope: { payload: Record<string, unknown> } }>(app,
-    "select envelope from event_outbox where environment_id = $1 and type = $2 and occurred_at >= $3 order by occurred_at, id",
-    [b.environment_id, type, new Date(sinceMs)])
 
 it("no development mailbox when SMTP_URL is set", async () => {
   const res = await app.request(b.interaction_domain, "/login/dev-mailbox")
@@ -64,7 +54,9 @@ describe("start", () => {
     const code = await smtp.waitForCode(email)
     expect(code).toMatch(/^\d{6}$/)
     // Only an HMAC of the code is stored.
-    const rows = await query<{ code_hmac: string }>(app, "select code_hmac from email_challenges where id = $1", [res.json.challenge_id])
+    const rows = await query<{ code_hmac: string }>(app, "select code_hmac from email_challenges where id = $1", [
+      res.json.challenge_id,
+    ])
     expect(rows[0]!.code_hmac).toMatch(/^[0-9a-f]{64}$/)
     expect(JSON.stringify(rows)).not.toContain(code)
   })
@@ -93,7 +85,12 @@ describe("start", () => {
     expect([res.status, res.json.code]).toEqual([400, "invalid_code"])
     const ok = await verify(second.txn, second.challenge, second.code)
     expect(ok.status).toBe(200)
-    const active = await countRows(app, "email_challenges", "environment_id = $1 and email_normalized = $2 and status = 'active'", [b.environment_id, first.email])
+    const active = await countRows(
+      app,
+      "email_challenges",
+      "environment_id = $1 and email_normalized = $2 and status = 'active'",
+      [b.environment_id, first.email],
+    )
     expect(active).toBe(0)
   })
 
@@ -108,6 +105,7 @@ describe("start", () => {
   })
 })
 
+// Wrong codes and the attempt limit: email-otp-attempts.test.ts.
 describe("verify", () => {
   it("200 {transaction_id, status: authenticated}; creates the user on first login with a verified email", async () => {
     const since = app.now()
@@ -116,8 +114,11 @@ describe("verify", () => {
     expect(res.status).toBe(200)
     expect(res.json).toEqual({ transaction_id: s.txn, status: "authenticated" })
     expect(res.headers["cache-control"]).toBe("no-store")
-    const users = await query<{ id: string; email_verified: boolean; status: string }>(app,
-      "select id, email_verified, status from users where environment_id = $1 and email_normalized = $2", [b.environment_id, s.email])
+    const users = await query<{ id: string; email_verified: boolean; status: string }>(
+      app,
+      "select id, email_verified, status from users where environment_id = $1 and email_normalized = $2",
+      [b.environment_id, s.email],
+    )
     expect(users).toHaveLength(1)
     expect(users[0]!.email_verified).toBe(true)
     const created = (await events("user.created", since)).filter((e) => e.envelope.payload["userId"] === users[0]!.id)
@@ -134,65 +135,25 @@ describe("verify", () => {
 
   it("an existing user logs in without a second user; an unverified email becomes verified (user.updated)", async () => {
     const email = uniqueEmail("existing")
-    const created = await app.management(`/v1/users?environment_id=${b.environment_id}`, { method: "POST", body: { environment_id: b.environment_id, email } })
+    const created = await app.management(`/v1/users?environment_id=${b.environment_id}`, {
+      method: "POST",
+      body: { environment_id: b.environment_id, email },
+    })
     expect(created.status, created.text).toBe(201)
     const since = app.now()
     const s = await started(email)
     expect((await verify(s.txn, s.challenge, s.code)).status).toBe(200)
-    expect(await countRows(app, "users", "environment_id = $1 and email_normalized = $2", [b.environment_id, email])).toBe(1)
-    const row = await query<{ email_verified: boolean }>(app, "select email_verified from users where id = $1", [created.json.id])
+    expect(
+      await countRows(app, "users", "environment_id = $1 and email_normalized = $2", [b.environment_id, email]),
+    ).toBe(1)
+    const row = await query<{ email_verified: boolean }>(app, "select email_verified from users where id = $1", [
+      created.json.id,
+    ])
     expect(row[0]!.email_verified).toBe(true)
-    const updated = (await events("user.updated", since)).filter((e) => e.envelope.payload["userId"] === created.json.id)
+    const updated = (await events("user.updated", since)).filter(
+      (e) => e.envelope.payload["userId"] === created.json.id,
+    )
     expect(updated.map((e) => e.envelope.payload["changedFields"])).toEqual([["email_verified"]])
-  })
-
-  it("a wrong code: 400 invalid_code; the attempt is counted and committed; login.failed invalid_code", async () => {
-    const since = app.now()
-    const s = await started()
-    const res = await verify(s.txn, s.challenge, wrongCodeFor(s.code))
-    expect([res.status, res.json.code]).toEqual([400, "invalid_code"])
-    const rows = await query<{ failed_attempts: number; status: string }>(app, "select failed_attempts, status from email_challenges where id = $1", [s.challenge])
-    expect(rows[0]).toEqual({ failed_attempts: 1, status: "active" })
-    const failed = (await events("login.failed", since)).map((e) => e.envelope.payload)
-    expect(failed).toContainEqual(expect.objectContaining({ method: "email_otp", reason: "invalid_code", clientId: client.client_id }))
-    expect(JSON.stringify(failed)).not.toContain(s.email)
-    expect(await transactionStatus(app, s.txn)).toBe("challenge_issued")
-    expect((await verify(s.txn, s.challenge, s.code)).status).toBe(200)
-  })
-
-  it("the 5th wrong attempt invalidates the challenge: even the right code then fails", async () => {
-    const s = await started()
-    for (let i = 1; i <= 5; i++) {
-      const res = await verify(s.txn, s.challenge, wrongCodeFor(s.code))
-      expect([res.status, res.json.code]).toEqual([400, "invalid_code"])
-    }
-    const rows = await query<{ failed_attempts: number; status: string }>(app, "select failed_attempts, status from email_challenges where id = $1", [s.challenge])
-    expect(rows[0]).toEqual({ failed_attempts: 5, status: "invalidated" })
-    const res = await verify(s.txn, s.challenge, s.code)
-    expect([res.status, res.json.code]).toEqual([400, "invalid_code"])
-    expect(await transactionStatus(app, s.txn)).toBe("challenge_issued")
-    // resend cannot revive it; a new start can
-    const r = await resend(s.txn, s.challenge)
-    expect([r.status, r.json.code]).toEqual([400, "invalid_request"])
-  })
-
-  it("race: 10 concurrent wrong verifies -> exactly 5 failures counted, then the challenge is dead", async () => {
-    const s = await started()
-    const results = await Promise.all(Array.from({ length: 10 }, () => verify(s.txn, s.challenge, wrongCodeFor(s.code))))
-    expect(results.map((r) => [r.status, r.json.code])).toEqual(Array.from({ length: 10 }, () => [400, "invalid_code"]))
-    const rows = await query<{ failed_attempts: number; status: string }>(app, "select failed_attempts, status from email_challenges where id = $1", [s.challenge])
-    expect(rows[0]).toEqual({ failed_attempts: 5, status: "invalidated" })
-    expect((await verify(s.txn, s.challenge, s.code)).json.code).toBe("invalid_code")
-  })
-
-  it("refuses a code that is not 6 digits (400 invalid_request) without counting it", async () => {
-    const s = await started()
-    for (const code of ["12345", "1234567", "abcdef", ""]) {
-      const res = await verify(s.txn, s.challenge, code)
-      expect([res.status, res.json.code]).toEqual([400, "invalid_request"])
-    }
-    const rows = await query<{ failed_attempts: number }>(app, "select failed_attempts from email_challenges where id = $1", [s.challenge])
-    expect(rows[0]!.failed_attempts).toBe(0)
   })
 
   it("an unknown challenge_id: 400 invalid_code", async () => {
@@ -228,7 +189,9 @@ describe("verify", () => {
       const s = await started()
       const res = await verify(s.txn, s.challenge, s.code)
       expect([res.status, res.json.code]).toEqual([403, "new_user_creation_blocked"])
-      expect(await countRows(app, "users", "environment_id = $1 and email_normalized = $2", [b.environment_id, s.email])).toBe(0)
+      expect(
+        await countRows(app, "users", "environment_id = $1 and email_normalized = $2", [b.environment_id, s.email]),
+      ).toBe(0)
       expect(await transactionStatus(app, s.txn)).toBe("challenge_issued")
       const again = await started(existing.email)
       expect((await verify(again.txn, again.challenge, again.code)).status).toBe(200)
@@ -240,7 +203,10 @@ describe("verify", () => {
 
   it("a blocked user: 403 access_denied, login.failed user_blocked; the transaction stays unauthenticated", async () => {
     const email = uniqueEmail("blocked")
-    const created = await app.management(`/v1/users?environment_id=${b.environment_id}`, { method: "POST", body: { environment_id: b.environment_id, email } })
+    const created = await app.management(`/v1/users?environment_id=${b.environment_id}`, {
+      method: "POST",
+      body: { environment_id: b.environment_id, email },
+    })
     expect(created.status).toBe(201)
     await query(app, "update users set status = 'blocked' where id = $1", [created.json.id])
     const since = app.now()
@@ -248,7 +214,9 @@ describe("verify", () => {
     const res = await verify(s.txn, s.challenge, s.code)
     expect([res.status, res.json.code]).toEqual([403, "access_denied"])
     const failed = (await events("login.failed", since)).map((e) => e.envelope.payload)
-    expect(failed).toContainEqual(expect.objectContaining({ userId: created.json.id, reason: "user_blocked", method: "email_otp" }))
+    expect(failed).toContainEqual(
+      expect.objectContaining({ userId: created.json.id, reason: "user_blocked", method: "email_otp" }),
+    )
     expect(await transactionStatus(app, s.txn)).toBe("challenge_issued")
     expect((await verify(s.txn, s.challenge, s.code)).json.code).toBe("invalid_code")
   })
@@ -269,24 +237,14 @@ describe("resend", () => {
     expect(res.status).toBe(202)
     expect(res.json).toEqual({ challenge_id: s.challenge, expires_at: new Date(now + 300_000).toISOString() })
     const newCode = await smtp.waitForCode(s.email, 2)
-    const rows = await query<{ generation: number }>(app, "select generation from email_challenges where id = $1", [s.challenge])
+    const rows = await query<{ generation: number }>(app, "select generation from email_challenges where id = $1", [
+      s.challenge,
+    ])
     expect(rows[0]!.generation).toBe(2)
     if (newCode !== s.code) {
       expect((await verify(s.txn, s.challenge, s.code)).json.code).toBe("invalid_code")
     }
     expect((await verify(s.txn, s.challenge, newCode)).status).toBe(200)
-  })
-
-  it("wrong attempts carry over a resend: 4 wrong, resend, 1 wrong -> invalidated", async () => {
-    const s = await started()
-    for (let i = 0; i < 4; i++) expect((await verify(s.txn, s.challenge, wrongCodeFor(s.code))).status).toBe(400)
-    await app.advance("30 seconds")
-    expect((await resend(s.txn, s.challenge)).status).toBe(202)
-    const newCode = await smtp.waitForCode(s.email, 2)
-    expect((await verify(s.txn, s.challenge, wrongCodeFor(newCode))).status).toBe(400)
-    const rows = await query<{ failed_attempts: number; status: string }>(app, "select failed_attempts, status from email_challenges where id = $1", [s.challenge])
-    expect(rows[0]).toEqual({ failed_attempts: 5, status: "invalidated" })
-    expect((await verify(s.txn, s.challenge, newCode)).json.code).toBe("invalid_code")
   })
 
   it("concurrent resends: one new code", async () => {
@@ -296,7 +254,9 @@ describe("resend", () => {
     const results = await Promise.all(Array.from({ length: 4 }, () => resend(s.txn, s.challenge)))
     expect(results.filter((r) => r.status === 202)).toHaveLength(1)
     expect(results.filter((r) => r.status === 429 && r.json.code === "resend_too_soon")).toHaveLength(3)
-    const rows = await query<{ generation: number }>(app, "select generation from email_challenges where id = $1", [s.challenge])
+    const rows = await query<{ generation: number }>(app, "select generation from email_challenges where id = $1", [
+      s.challenge,
+    ])
     expect(rows[0]!.generation).toBe(2)
   })
 
@@ -318,12 +278,21 @@ describe("complete", () => {
     expect((await verify(s.txn, s.challenge, s.code)).status).toBe(200)
     const res = await complete(s.txn)
     expect(res.status).toBe(200)
-    expect(res.json).toEqual({ transaction_id: s.txn, authorization_code: expect.any(String), state: "state-123", redirect_uri: client.redirect_uri, iss: b.issuer })
+    expect(res.json).toEqual({
+      transaction_id: s.txn,
+      authorization_code: expect.any(String),
+      state: "state-123",
+      redirect_uri: client.redirect_uri,
+      iss: b.issuer,
+    })
     expect(res.headers["cache-control"]).toBe("no-store")
     expect(await transactionStatus(app, s.txn)).toBe("code_issued")
     expect(await countRows(app, "authorization_codes", "transaction_id = $1", [s.txn])).toBe(1)
-    const stored = await query<{ code_hash: string; nonce: string; scopes: Array<string> }>(app,
-      "select code_hash, nonce, scopes from authorization_codes where transaction_id = $1", [s.txn])
+    const stored = await query<{ code_hash: string; nonce: string; scopes: Array<string> }>(
+      app,
+      "select code_hash, nonce, scopes from authorization_codes where transaction_id = $1",
+      [s.txn],
+    )
     expect(stored[0]!.code_hash).not.toBe(res.json.authorization_code)
     expect(stored[0]!.nonce).toBe("nonce-123")
     expect((await events("session.created", since)).length).toBeGreaterThanOrEqual(1)
@@ -339,7 +308,14 @@ describe("complete", () => {
     expect(results.filter((r) => r.status === 200)).toHaveLength(1)
     expect(results.filter((r) => r.status === 409 && r.json.code === "transaction_not_authenticated")).toHaveLength(7)
     expect(await countRows(app, "authorization_codes", "transaction_id = $1", [s.txn])).toBe(1)
-    expect(await countRows(app, "login_sessions", "id in (select session_id from authorization_codes where transaction_id = $1)", [s.txn])).toBe(1)
+    expect(
+      await countRows(
+        app,
+        "login_sessions",
+        "id in (select session_id from authorization_codes where transaction_id = $1)",
+        [s.txn],
+      ),
+    ).toBe(1)
   })
 
   it("re-checks the redirect URI against the client's current registration", async () => {
@@ -349,7 +325,10 @@ describe("complete", () => {
     const st = await start(txn, email)
     const code = await smtp.waitForCode(email)
     expect((await verify(txn, st.json.challenge_id, code)).status).toBe(200)
-    const patched = await app.management(`/v1/clients/${own.client_id}`, { method: "PATCH", body: { redirect_uris: ["http://127.0.0.1:4998/other"] } })
+    const patched = await app.management(`/v1/clients/${own.client_id}`, {
+      method: "PATCH",
+      body: { redirect_uris: ["http://127.0.0.1:4998/other"] },
+    })
     expect(patched.status, patched.text).toBe(200)
     const res = await complete(txn)
     expect([res.status, res.json.code]).toEqual([400, "invalid_request"])
@@ -360,7 +339,10 @@ describe("complete", () => {
   it("a user blocked between verify and complete: 403 access_denied, no code", async () => {
     const s = await started()
     expect((await verify(s.txn, s.challenge, s.code)).status).toBe(200)
-    await query(app, "update users set status = 'blocked' where environment_id = $1 and email_normalized = $2", [b.environment_id, s.email])
+    await query(app, "update users set status = 'blocked' where environment_id = $1 and email_normalized = $2", [
+      b.environment_id,
+      s.email,
+    ])
     const res = await complete(s.txn)
     expect([res.status, res.json.code]).toEqual([403, "access_denied"])
     expect(await countRows(app, "authorization_codes", "transaction_id = $1", [s.txn])).toBe(0)

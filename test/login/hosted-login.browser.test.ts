@@ -2,10 +2,18 @@ import { createServer, type Server } from "node:http"
 import { launchChromium } from "../support/browser.js"
 import type { AddressInfo } from "node:net"
 import { decodeJwt } from "jose"
-import { type Browser, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
-import { createClient, type LoginClientInfo, pkce, type SmtpSink, startSmtpSink, transactionStatus, uniqueEmail } from "./support.js"
+import {
+  createClient,
+  type LoginClientInfo,
+  pkce,
+  type SmtpSink,
+  startSmtpSink,
+  transactionStatus,
+  uniqueEmail,
+} from "./support.js"
 
 // A real browser (Chromium through playwright-core) on the real Interaction Domain
 // host env-<id>.login.localhost:<port>: Chromium resolves *.localhost to loopback itself.
@@ -47,7 +55,10 @@ afterAll(async () => {
  */
 const landOnCallback = async (page: Page) => {
   const notNow = page.getByRole("button", { name: "Not now" })
-  const offered = notNow.waitFor({ state: "visible", timeout: 15_000 }).then(() => true, () => false)
+  const offered = notNow.waitFor({ state: "visible", timeout: 15_000 }).then(
+    () => true,
+    () => false,
+  )
   const landed = page.waitForURL((url) => url.pathname === "/callback", { timeout: 15_000 }).then(() => false)
   if (await Promise.race([offered, landed])) await notNow.click()
   await page.waitForURL((url) => url.pathname === "/callback", { timeout: 15_000 })
@@ -59,13 +70,21 @@ it("authorize -> Hosted Login (email, code from SMTP) -> the client's redirect U
   const nonce = "browser-nonce-1"
   const email = uniqueEmail("browser")
   const query = new URLSearchParams({
-    response_type: "code", client_id: client.client_id, redirect_uri: client.redirect_uri, scope: "openid email",
-    state, nonce, code_challenge: challenge, code_challenge_method: "S256",
+    response_type: "code",
+    client_id: client.client_id,
+    redirect_uri: client.redirect_uri,
+    scope: "openid email",
+    state,
+    nonce,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
   })
   const context = await browser.newContext()
   const page = await context.newPage()
   const cspViolations: Array<string> = []
-  page.on("console", (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) cspViolations.push(m.text()) })
+  page.on("console", (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) cspViolations.push(m.text())
+  })
   try {
     await page.goto(`${b.issuer}/oauth2/authorize?${query}`)
     // on the Interaction Domain, at the clean page URL (the hand-off token is gone)
@@ -73,7 +92,9 @@ it("authorize -> Hosted Login (email, code from SMTP) -> the client's redirect U
     await expect.poll(() => page.getByRole("heading", { name: "Sign in" }).isVisible()).toBe(true)
     const txn = await page.locator("#login").getAttribute("data-transaction-id")
     const cookies = await context.cookies(`http://${b.interaction_domain}`)
-    expect(cookies.map((c) => [c.name, c.httpOnly, c.sameSite, c.secure])).toEqual([["authservice_login", true, "Lax", false]])
+    expect(cookies.map((c) => [c.name, c.httpOnly, c.sameSite, c.secure])).toEqual([
+      ["authservice_login", true, "Lax", false],
+    ])
 
     await page.getByLabel("Email address").fill(email)
     await page.getByRole("button", { name: "Continue with email" }).click()
@@ -81,7 +102,9 @@ it("authorize -> Hosted Login (email, code from SMTP) -> the client's redirect U
     await page.getByLabel("Code", { exact: true }).fill(code)
     await page.getByRole("button", { name: "Verify" }).click()
     await landOnCallback(page).catch(async (e) => {
-      throw new Error(`${String(e)}; page: ${page.url()} status=${await page.locator("#status").textContent()} error=${await page.locator("#error").textContent()}`)
+      throw new Error(
+        `${String(e)}; page: ${page.url()} status=${await page.locator("#status").textContent()} error=${await page.locator("#error").textContent()}`,
+      )
     })
     const landed = callbacks.at(-1)!
     expect(landed.searchParams.get("state")).toBe(state)
@@ -93,11 +116,16 @@ it("authorize -> Hosted Login (email, code from SMTP) -> the client's redirect U
 
     // The token endpoint (built by the back half) exchanges the code with the verifier.
     const form = new URLSearchParams({
-      grant_type: "authorization_code", code: authorizationCode, redirect_uri: client.redirect_uri,
-      code_verifier: verifier, client_id: client.client_id,
+      grant_type: "authorization_code",
+      code: authorizationCode,
+      redirect_uri: client.redirect_uri,
+      code_verifier: verifier,
+      client_id: client.client_id,
     })
     const token = await app.issuer(b.environment_id, "/oauth2/token", {
-      method: "POST", body: form.toString(), headers: { "content-type": "application/x-www-form-urlencoded" },
+      method: "POST",
+      body: form.toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
     })
     expect(token.status, token.text).toBe(200)
     expect(token.json.token_type).toBe("Bearer")
@@ -107,7 +135,9 @@ it("authorize -> Hosted Login (email, code from SMTP) -> the client's redirect U
     expect(idToken.amr).toEqual(["email_otp"])
     // the transaction behind it is consumed, and its page is finished
     expect(await transactionStatus(app, txn!)).toBe("consumed")
-    const again = await app.request(b.interaction_domain, "/login", { headers: { cookie: `authservice_login=${cookies[0]!.value}` } })
+    const again = await app.request(b.interaction_domain, "/login", {
+      headers: { cookie: `authservice_login=${cookies[0]!.value}` },
+    })
     expect(again.text).toContain('data-error="login_finished"')
   } finally {
     await context.close()
@@ -118,8 +148,14 @@ it("a wrong code shows an accessible error and the right one still works", async
   const { challenge } = pkce()
   const email = uniqueEmail("browser-wrong")
   const query = new URLSearchParams({
-    response_type: "code", client_id: client.client_id, redirect_uri: client.redirect_uri, scope: "openid",
-    state: "s2", nonce: "n2", code_challenge: challenge, code_challenge_method: "S256",
+    response_type: "code",
+    client_id: client.client_id,
+    redirect_uri: client.redirect_uri,
+    scope: "openid",
+    state: "s2",
+    nonce: "n2",
+    code_challenge: challenge,
+    code_challenge_method: "S256",
   })
   const context = await browser.newContext()
   const page = await context.newPage()
@@ -148,8 +184,14 @@ it("an invalid authorize request lands on the Hosted Login error page, not on th
   const page = await context.newPage()
   try {
     const query = new URLSearchParams({
-      response_type: "code", client_id: client.client_id, redirect_uri: `${client.redirect_uri}x`, scope: "openid",
-      state: "s", nonce: "n", code_challenge: pkce().challenge, code_challenge_method: "S256",
+      response_type: "code",
+      client_id: client.client_id,
+      redirect_uri: `${client.redirect_uri}x`,
+      scope: "openid",
+      state: "s",
+      nonce: "n",
+      code_challenge: pkce().challenge,
+      code_challenge_method: "S256",
     })
     await page.goto(`${b.issuer}/oauth2/authorize?${query}`)
     expect(new URL(page.url()).host).toBe(b.interaction_domain)

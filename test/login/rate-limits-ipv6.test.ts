@@ -21,7 +21,9 @@ beforeAll(async () => {
     },
   })
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 /** Each test gets its own Environment at the start of a fresh minute (counters are per Environment and fixed windows). */
 const fresh = async () => {
@@ -33,11 +35,15 @@ const from = (ip: string) => ({ "x-forwarded-for": ip })
 const create = (b: Bootstrapped, client: LoginClientInfo, ip: string) =>
   publicApi(app, b, "/auth/transactions", { body: transactionBody(client), headers: from(ip) })
 /** An address in /64 number `n` (0-255) of the /56 `2001:db8:<site>:<nn>00::/56`. */
-const inSite = (site: number, n: number, host = 1) => `2001:db8:${site.toString(16)}:${(n + 0x100 * 0x11).toString(16)}::${host}`
+const inSite = (site: number, n: number, host = 1) =>
+  `2001:db8:${site.toString(16)}:${(n + 0x100 * 0x11).toString(16)}::${host}`
 
 describe("IPv6 aggregates: per /56 and per /48 besides the /64", () => {
   it("the networks of an address", () => {
-    expect(ipv6Networks("2001:db8:1:2345:6789::1")).toEqual({ net56: "2001:0db8:0001:2300::/56", net48: "2001:0db8:0001::/48" })
+    expect(ipv6Networks("2001:db8:1:2345:6789::1")).toEqual({
+      net56: "2001:0db8:0001:2300::/56",
+      net48: "2001:0db8:0001::/48",
+    })
     expect(ipv6Networks("2001:db8:1::1")).toEqual({ net56: "2001:0db8:0001:0000::/56", net48: "2001:0db8:0001::/48" })
     expect(ipv6Networks("203.0.113.1")).toBeUndefined()
     expect(ipv6Networks("::ffff:203.0.113.1")).toBeUndefined()
@@ -50,7 +56,9 @@ describe("IPv6 aggregates: per /56 and per /48 besides the /64", () => {
     const r = parseConfig({ MASTER_KEY: Buffer.alloc(32, 1).toString("base64url") }).rateLimits
     expect(r.ipv6Network48PerMinute).toBeLessThan(r.clientPerMinute)
     expect(r.ipv6Network56PerMinute * 10).toBeLessThanOrEqual(r.clientPerMinute)
-    expect([r.ipPerMinute, r.ipv6Network56PerMinute, r.ipv6Network48PerMinute, r.clientPerMinute]).toEqual([60, 600, 1200, 6000])
+    expect([r.ipPerMinute, r.ipv6Network56PerMinute, r.ipv6Network48PerMinute, r.clientPerMinute]).toEqual([
+      60, 600, 1200, 6000,
+    ])
   })
 
   it("login transactions from many /64s of one /56 share the /56's budget; another /56 of the same /48 shares the /48's; another /48 and IPv4 are not affected", async () => {
@@ -64,7 +72,8 @@ describe("IPv6 aggregates: per /56 and per /48 besides the /64", () => {
     expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0)
     // Another /56 of the same /48 (2001:db8:1:2200::/56): only 8 left of the /48's 20 (refused requests did not count).
     const second: Array<number> = []
-    for (let n = 0; n < 9; n++) second.push((await create(b, client, `2001:db8:1:22${n.toString(16).padStart(2, "0")}::1`)).status)
+    for (let n = 0; n < 9; n++)
+      second.push((await create(b, client, `2001:db8:1:22${n.toString(16).padStart(2, "0")}::1`)).status)
     expect(second).toEqual([...Array(8).fill(201), 429])
     // Another /48 and an IPv4 address have their own budgets.
     expect((await create(b, client, inSite(2, 0))).status).toBe(201)
@@ -81,7 +90,14 @@ describe("IPv6 aggregates: per /56 and per /48 besides the /64", () => {
     const txn = created.json.transaction_id as string
     const statuses: Array<number> = []
     for (let n = 0; n < 13; n++) {
-      statuses.push((await publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email: uniqueEmail("v6") }, headers: from(inSite(3, n)) })).status)
+      statuses.push(
+        (
+          await publicApi(app, b, `/auth/transactions/${txn}/email/start`, {
+            body: { email: uniqueEmail("v6") },
+            headers: from(inSite(3, n)),
+          })
+        ).status,
+      )
     }
     expect(statuses).toEqual([...Array(12).fill(202), 429])
   })

@@ -5,7 +5,15 @@ import { KNOWN_ADDRESS } from "../../src/rate-limit/limits.js"
 import * as rateLimit from "../../src/rate-limit/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
-  createClient, type LoginClientInfo, loginMailsSettled, publicApi, query, type SmtpSink, startSmtpSink, transactionBody, transactionStatus,
+  createClient,
+  type LoginClientInfo,
+  loginMailsSettled,
+  publicApi,
+  query,
+  type SmtpSink,
+  startSmtpSink,
+  transactionBody,
+  transactionStatus,
   uniqueEmail,
 } from "./support.js"
 
@@ -98,16 +106,40 @@ describe("login transactions: per address first, per client only as a ceiling", 
     // 25 refused requests did not eat the client's ceiling (12): the victim signs in
     expect((await create(b, client, VICTIM)).status).toBe(201)
     // the same through /oauth2/authorize
-    const authorize = await app.issuer(b.environment_id, `/oauth2/authorize?${new URLSearchParams({
-      response_type: "code", client_id: client.client_id, redirect_uri: client.redirect_uri, scope: "openid",
-      state: "s", nonce: "n", code_challenge: transactionBody(client).code_challenge, code_challenge_method: "S256",
-    })}`, { headers: from("198.51.100.21") })
+    const authorize = await app.issuer(
+      b.environment_id,
+      `/oauth2/authorize?${new URLSearchParams({
+        response_type: "code",
+        client_id: client.client_id,
+        redirect_uri: client.redirect_uri,
+        scope: "openid",
+        state: "s",
+        nonce: "n",
+        code_challenge: transactionBody(client).code_challenge,
+        code_challenge_method: "S256",
+      })}`,
+      { headers: from("198.51.100.21") },
+    )
     expect(authorize.status).toBe(302)
-    const refused = await app.issuer(b.environment_id, `/oauth2/authorize?${new URLSearchParams({
-      response_type: "code", client_id: client.client_id, redirect_uri: client.redirect_uri, scope: "openid",
-      state: "s", nonce: "n", code_challenge: transactionBody(client).code_challenge, code_challenge_method: "S256",
-    })}`, { headers: from(ATTACKER) })
-    expect([refused.status, refused.json.code]).toEqual([429, "rate_limited"])
+    const refused = await app.issuer(
+      b.environment_id,
+      `/oauth2/authorize?${new URLSearchParams({
+        response_type: "code",
+        client_id: client.client_id,
+        redirect_uri: client.redirect_uri,
+        scope: "openid",
+        state: "s",
+        nonce: "n",
+        code_challenge: transactionBody(client).code_challenge,
+        code_challenge_method: "S256",
+      })}`,
+      { headers: from(ATTACKER) },
+    )
+    // The authorize endpoint answers a person's browser with a page, never JSON, and never
+    // bounces a flood to the client's redirect URI.
+    expect(refused.status).toBe(429)
+    expect(refused.headers["location"]).toBeUndefined()
+    expect(refused.text).toContain('data-error="temporarily_unavailable"')
   })
 
   it("the per-client ceiling still holds across many addresses", async () => {
@@ -131,11 +163,16 @@ describe("Email OTP: a stranger flooding the victim's address", () => {
     const email = uniqueEmail("victim")
     // The attacker mails the victim until its address is refused ...
     const txn = await txnFrom(b, client, ATTACKER)
-    const sends = [await start(b, txn, email, ATTACKER), await start(b, txn, email, ATTACKER), await start(b, txn, email, ATTACKER)]
+    const sends = [
+      await start(b, txn, email, ATTACKER),
+      await start(b, txn, email, ATTACKER),
+      await start(b, txn, email, ATTACKER),
+    ]
     expect(sends.map((r) => r.status)).toEqual([202, 202, 429])
     // ... and guesses at its own challenge until its address is refused for that email.
     const guesses: Array<string> = []
-    for (let i = 0; i < 4; i++) guesses.push((await verify(b, txn, sends[1]!.json.challenge_id, "000000", ATTACKER)).json.code)
+    for (let i = 0; i < 4; i++)
+      guesses.push((await verify(b, txn, sends[1]!.json.challenge_id, "000000", ATTACKER)).json.code)
     expect(guesses).toEqual(["invalid_code", "invalid_code", "invalid_code", "rate_limited"])
     // The victim, from its own address, still gets a code and signs in.
     const victim = await startedFrom(b, client, email, VICTIM)
@@ -161,9 +198,21 @@ describe("Email OTP: a stranger flooding the victim's address", () => {
     await guessUntilRefused(b, client, email, "203.0.113.2")
     // A third address (its own budget untouched) fires five guesses at once at a fresh challenge.
     const other = await startedFrom(b, client, email, "203.0.113.3")
-    const answers = await Promise.all([0, 1, 2, 3, 4].map(() => verify(b, other.txn, other.challenge, wrong(other.code), "203.0.113.3")))
-    expect(answers.map((r) => r.json.code).sort()).toEqual(["invalid_code", "rate_limited", "rate_limited", "rate_limited", "rate_limited"])
-    const [row] = await query<{ failed_attempts: number; status: string }>(app, "select failed_attempts, status from email_challenges where id = $1", [other.challenge])
+    const answers = await Promise.all(
+      [0, 1, 2, 3, 4].map(() => verify(b, other.txn, other.challenge, wrong(other.code), "203.0.113.3")),
+    )
+    expect(answers.map((r) => r.json.code).sort()).toEqual([
+      "invalid_code",
+      "rate_limited",
+      "rate_limited",
+      "rate_limited",
+      "rate_limited",
+    ])
+    const [row] = await query<{ failed_attempts: number; status: string }>(
+      app,
+      "select failed_attempts, status from email_challenges where id = $1",
+      [other.challenge],
+    )
     expect(row).toEqual({ failed_attempts: 1, status: "active" })
     // even the right code is not read after a wrong one while the ceiling holds
     const late = await verify(b, other.txn, other.challenge, other.code, "203.0.113.3")
@@ -207,6 +256,10 @@ describe("Email OTP: a stranger flooding the victim's address", () => {
     await app.advance("1 second")
     expect(await known()).toBe(false)
     await app.run(Effect.flatMap(Clock.currentTimeMillis, (now) => sweepLogin(new Date(now))))
-    expect(await query(app, "select 1 from rate_limit_counters where environment_id = $1 and bucket = 'test_memory'", [b.environment_id])).toEqual([])
+    expect(
+      await query(app, "select 1 from rate_limit_counters where environment_id = $1 and bucket = 'test_memory'", [
+        b.environment_id,
+      ]),
+    ).toEqual([])
   })
 })

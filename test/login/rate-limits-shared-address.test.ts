@@ -53,11 +53,16 @@ describe("callers refused for one email do not spend the budget of everyone behi
       return verified.status === 200 ? "ok" : `verify ${verified.status} ${verified.json?.limit ?? verified.json?.code}`
     }
     /** FRESH_LOGINS logins from every address (addresses in parallel), each outcome. */
-    const freshLogins = async () => (await Promise.all(ADDRESSES.map(async (ip) => {
-      const mine: Array<string> = []
-      for (let i = 0; i < FRESH_LOGINS; i++) mine.push(await login(ip))
-      return mine
-    }))).flat()
+    const freshLogins = async () =>
+      (
+        await Promise.all(
+          ADDRESSES.map(async (ip) => {
+            const mine: Array<string> = []
+            for (let i = 0; i < FRESH_LOGINS; i++) mine.push(await login(ip))
+            return mine
+          }),
+        )
+      ).flat()
     /** A transaction from `ip` with a code mailed to a new email of its own. */
     const started = async (ip: string) => {
       const email = uniqueEmail("flood")
@@ -66,18 +71,21 @@ describe("callers refused for one email do not spend the budget of everyone behi
       expect(res.status, res.text).toBe(202)
       return { email, txn, challenge: res.json.challenge_id as string }
     }
-    const answer = (res: { status: number; json: any }) => res.status === 429 ? `429 ${res.json.limit}` : String(res.status)
+    const answer = (res: { status: number; json: any }) =>
+      res.status === 429 ? `429 ${res.json.limit}` : String(res.status)
     return { start, verify, started, freshLogins, answer }
   }
 
   it("verify: a caller behind each address verifying wrong codes for its own email past its limit; fresh logins there all verify", async () => {
     const e = await environment()
-    const floods = await Promise.all(ADDRESSES.map(async (ip) => {
-      const own = await e.started(ip)
-      const answers: Array<string> = []
-      for (let i = 0; i < FLOOD; i++) answers.push(e.answer(await e.verify(ip, own.txn, own.challenge, "000000")))
-      return answers
-    }))
+    const floods = await Promise.all(
+      ADDRESSES.map(async (ip) => {
+        const own = await e.started(ip)
+        const answers: Array<string> = []
+        for (let i = 0; i < FLOOD; i++) answers.push(e.answer(await e.verify(ip, own.txn, own.challenge, "000000")))
+        return answers
+      }),
+    )
     expect(await e.freshLogins()).toEqual(Array(ADDRESSES.length * FRESH_LOGINS).fill("ok"))
     for (const answers of floods) {
       // 20 verifies a minute for one email from one address; the rest are refused for that
@@ -89,12 +97,14 @@ describe("callers refused for one email do not spend the budget of everyone behi
 
   it("start: a caller behind each address starting mails to its own email past its limit; fresh logins there all get their code", async () => {
     const e = await environment()
-    const floods = await Promise.all(ADDRESSES.map(async (ip) => {
-      const own = await e.started(ip)
-      const answers: Array<string> = []
-      for (let i = 0; i < FLOOD; i++) answers.push(e.answer(await e.start(ip, own.txn, own.email)))
-      return answers
-    }))
+    const floods = await Promise.all(
+      ADDRESSES.map(async (ip) => {
+        const own = await e.started(ip)
+        const answers: Array<string> = []
+        for (let i = 0; i < FLOOD; i++) answers.push(e.answer(await e.start(ip, own.txn, own.email)))
+        return answers
+      }),
+    )
     expect(await e.freshLogins()).toEqual(Array(ADDRESSES.length * FRESH_LOGINS).fill("ok"))
     for (const answers of floods) {
       // 5 mails per 10 minutes to one email from one address (the first start was one).

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
-import { countRows, createClient, createTransaction, type LoginClientInfo, publicApi, query, transactionBody, uniqueEmail } from "./support.js"
+import {
+  countRows,
+  createClient,
+  createTransaction,
+  publicApi,
+  query,
+  transactionBody,
+  uniqueEmail,
+} from "./support.js"
 
 // Small limits so each one is reached in a few requests (RATE_LIMIT_*; defaults in docs/decisions/rate-limits-and-caches.md).
 let app: TestApp
@@ -16,7 +24,9 @@ beforeAll(async () => {
     },
   })
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 /** Each test gets its own Environment: counters are per Environment. */
 const fresh = async () => {
@@ -24,12 +34,16 @@ const fresh = async () => {
   return { b, client: await createClient(app, b) }
 }
 
-const expectRateLimited = (res: { status: number; json: any; headers: Record<string, unknown> }, code = "rate_limited") => {
+const expectRateLimited = (
+  res: { status: number; json: any; headers: Record<string, unknown> },
+  code = "rate_limited",
+) => {
   expect([res.status, res.json.code]).toEqual([429, code])
   expect(Number(res.headers["retry-after"])).toBeGreaterThan(0)
 }
 
-const start = (b: Bootstrapped, txn: string, email: string) => publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email } })
+const start = (b: Bootstrapped, txn: string, email: string) =>
+  publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email } })
 const verify = (b: Bootstrapped, txn: string, challenge_id: string, code: string) =>
   publicApi(app, b, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id, code } })
 
@@ -41,7 +55,9 @@ describe("per client on transaction create", () => {
     const { b, client } = await fresh()
     await createTransaction(app, b, client)
     // a request that fails validation still counts
-    const bad = await publicApi(app, b, "/auth/transactions", { body: transactionBody(client, { redirect_uri: "https://nope.example.com/cb" }) })
+    const bad = await publicApi(app, b, "/auth/transactions", {
+      body: transactionBody(client, { redirect_uri: "https://nope.example.com/cb" }),
+    })
     expect([bad.status, bad.json.code]).toEqual([400, "invalid_request"])
     await createTransaction(app, b, client)
     const before = await countRows(app, "auth_transactions", "environment_id = $1", [b.environment_id])
@@ -95,7 +111,11 @@ describe("OTP verify", () => {
     const st = await start(b, txn, uniqueEmail())
     for (let i = 0; i < 4; i++) expect((await verify(b, txn, st.json.challenge_id, "000000")).status).toBe(400)
     expectRateLimited(await verify(b, txn, st.json.challenge_id, "000000"))
-    const rows = await query<{ failed_attempts: number }>(app, "select failed_attempts from email_challenges where id = $1", [st.json.challenge_id])
+    const rows = await query<{ failed_attempts: number }>(
+      app,
+      "select failed_attempts from email_challenges where id = $1",
+      [st.json.challenge_id],
+    )
     expect(rows[0]!.failed_attempts).toBe(4)
   })
 
@@ -104,11 +124,17 @@ describe("OTP verify", () => {
     const { b, client } = await fresh()
     const txn = await createTransaction(app, b, client)
     const a = await start(b, txn, uniqueEmail())
-    for (let i = 0; i < 4; i++) expect((await verify(b, txn, a.json.challenge_id, "000000")).json.code).toBe("invalid_code")
+    for (let i = 0; i < 4; i++)
+      expect((await verify(b, txn, a.json.challenge_id, "000000")).json.code).toBe("invalid_code")
     const other = await start(b, txn, uniqueEmail())
-    for (let i = 0; i < 2; i++) expect((await verify(b, txn, other.json.challenge_id, "000000")).json.code).toBe("invalid_code")
+    for (let i = 0; i < 2; i++)
+      expect((await verify(b, txn, other.json.challenge_id, "000000")).json.code).toBe("invalid_code")
     expectRateLimited(await verify(b, txn, other.json.challenge_id, "000000"))
-    const rows = await query<{ failed_attempts: number }>(app, "select failed_attempts from email_challenges where id = $1", [other.json.challenge_id])
+    const rows = await query<{ failed_attempts: number }>(
+      app,
+      "select failed_attempts from email_challenges where id = $1",
+      [other.json.challenge_id],
+    )
     expect(rows[0]!.failed_attempts).toBe(2)
   })
 
@@ -118,7 +144,8 @@ describe("OTP verify", () => {
     const email = uniqueEmail()
     const txn1 = await createTransaction(app, b, client)
     const st1 = await start(b, txn1, email)
-    for (let i = 0; i < 4; i++) expect((await verify(b, txn1, st1.json.challenge_id, "000000")).json.code).toBe("invalid_code")
+    for (let i = 0; i < 4; i++)
+      expect((await verify(b, txn1, st1.json.challenge_id, "000000")).json.code).toBe("invalid_code")
     await app.advance("1 minute")
     expect((await verify(b, txn1, st1.json.challenge_id, "000000")).json.code).toBe("invalid_code") // 5th: invalidated
     const txn2 = await createTransaction(app, b, client)
@@ -128,7 +155,11 @@ describe("OTP verify", () => {
     expect((await verify(b, txn2, st2.json.challenge_id, "000000")).json.code).toBe("invalid_code") // 7th
     const capped = await verify(b, txn2, st2.json.challenge_id, "000000")
     expectRateLimited(capped)
-    const rows = await query<{ failed_attempts: number }>(app, "select failed_attempts from email_challenges where id = $1", [st2.json.challenge_id])
+    const rows = await query<{ failed_attempts: number }>(
+      app,
+      "select failed_attempts from email_challenges where id = $1",
+      [st2.json.challenge_id],
+    )
     expect(rows[0]!.failed_attempts).toBe(2)
   })
 })

@@ -22,14 +22,24 @@ export interface LoginClientInfo {
 }
 
 /** Registers a public web client through the Management API (POST /v1/clients). */
-export const createClient = async (app: TestApp, b: Bootstrapped, overrides: Record<string, unknown> = {}): Promise<LoginClientInfo> => {
-  const redirect_uri = (overrides["redirect_uris"] as Array<string> | undefined)?.[0] ?? "http://127.0.0.1:4999/callback"
+export const createClient = async (
+  app: TestApp,
+  b: Bootstrapped,
+  overrides: Record<string, unknown> = {},
+): Promise<LoginClientInfo> => {
+  const redirect_uri =
+    (overrides["redirect_uris"] as Array<string> | undefined)?.[0] ?? "http://127.0.0.1:4999/callback"
   const res = await app.management("/v1/clients", {
     method: "POST",
     key: b.api_key,
     body: {
-      environment_id: b.environment_id, client_type: "web_spa", name: "Test SPA", token_endpoint_auth_method: "none",
-      redirect_uris: [redirect_uri], allowed_origins: [ALLOWED_ORIGIN], allowed_resources: [RESOURCE],
+      environment_id: b.environment_id,
+      client_type: "web_spa",
+      name: "Test SPA",
+      token_endpoint_auth_method: "none",
+      redirect_uris: [redirect_uri],
+      allowed_origins: [ALLOWED_ORIGIN],
+      allowed_resources: [RESOURCE],
       allowed_scopes: ["openid", "profile", "email", "offline_access"],
       ...overrides,
     },
@@ -39,8 +49,12 @@ export const createClient = async (app: TestApp, b: Bootstrapped, overrides: Rec
 }
 
 /** A Public API call on the Environment's Interaction Domain (`/v1` + path). */
-export const publicApi = (app: TestApp, b: Bootstrapped, path: string, options?: RequestOptions): Promise<TestResponse> =>
-  app.request(b.interaction_domain, `/v1${path}`, options)
+export const publicApi = (
+  app: TestApp,
+  b: Bootstrapped,
+  path: string,
+  options?: RequestOptions,
+): Promise<TestResponse> => app.request(b.interaction_domain, `/v1${path}`, options)
 
 export const transactionBody = (client: LoginClientInfo, overrides: Record<string, unknown> = {}) => ({
   client_id: client.client_id,
@@ -53,7 +67,12 @@ export const transactionBody = (client: LoginClientInfo, overrides: Record<strin
   ...overrides,
 })
 
-export const createTransaction = async (app: TestApp, b: Bootstrapped, client: LoginClientInfo, overrides: Record<string, unknown> = {}) => {
+export const createTransaction = async (
+  app: TestApp,
+  b: Bootstrapped,
+  client: LoginClientInfo,
+  overrides: Record<string, unknown> = {},
+) => {
   const res = await publicApi(app, b, "/auth/transactions", { body: transactionBody(client, overrides) })
   expect(res.status, res.text).toBe(201)
   return res.json.transaction_id as string
@@ -61,10 +80,12 @@ export const createTransaction = async (app: TestApp, b: Bootstrapped, client: L
 
 /** Runs a query through the app's SQL client. */
 export const query = <T = Record<string, unknown>>(app: TestApp, text: string, params: ReadonlyArray<unknown> = []) =>
-  app.run(Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    return (yield* sql.unsafe(text, params as Array<unknown>)) as unknown as ReadonlyArray<T>
-  }))
+  app.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      return (yield* sql.unsafe(text, params as Array<unknown>)) as unknown as ReadonlyArray<T>
+    }),
+  )
 
 export const transactionStatus = async (app: TestApp, id: string) =>
   (await query<{ status: string }>(app, "select status from auth_transactions where id = $1", [id]))[0]?.status
@@ -85,8 +106,11 @@ export interface ReceivedMail {
  */
 export const loginMailsSettled = async (app: TestApp) => {
   for (let i = 0; i < 300; i++) {
-    const [row] = await query<{ n: number }>(app, `select count(*)::int as n from graphile_worker._private_jobs j
-      join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'`)
+    const [row] = await query<{ n: number }>(
+      app,
+      `select count(*)::int as n from graphile_worker._private_jobs j
+      join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'send_login_code'`,
+    )
     if (row!.n === 0) return
     await new Promise((r) => setTimeout(r, 50))
   }
@@ -108,7 +132,11 @@ export const startSmtpSink = async (options: { reply?: () => string } = {}) => {
       stream.on("data", (c: Buffer) => chunks.push(c))
       stream.on("end", () => {
         const reply = options.reply?.()
-        messages.push({ to: (session.envelope.rcptTo || []).map((r) => r.address), raw: Buffer.concat(chunks).toString("utf8"), reply })
+        messages.push({
+          to: (session.envelope.rcptTo || []).map((r) => r.address),
+          raw: Buffer.concat(chunks).toString("utf8"),
+          reply,
+        })
         if (reply === undefined) callback()
         else callback(null, reply)
       })
@@ -142,4 +170,38 @@ export const startSmtpSink = async (options: { reply?: () => string } = {}) => {
 export type SmtpSink = Awaited<ReturnType<typeof startSmtpSink>>
 
 let emailCounter = 0
-export const uniqueEmail = (label = "user") => `${label}.${process.pid}.${++emailCounter}.${randomBytes(3).toString("hex")}@example.com`
+export const uniqueEmail = (label = "user") =>
+  `${label}.${process.pid}.${++emailCounter}.${randomBytes(3).toString("hex")}@example.com`
+
+/**
+ * The Email OTP calls of one test file's app, Environment, client and SMTP sink (read when called,
+ * so a file may assign them in its `beforeAll`).
+ */
+export const emailOtpCalls = (of: () => { app: TestApp; b: Bootstrapped; client: LoginClientInfo; smtp: SmtpSink }) => {
+  const start = (txn: string, email: string) =>
+    publicApi(of().app, of().b, `/auth/transactions/${txn}/email/start`, { body: { email } })
+  const resend = (txn: string, challenge_id: string) =>
+    publicApi(of().app, of().b, `/auth/transactions/${txn}/email/resend`, { body: { challenge_id } })
+  const verify = (txn: string, challenge_id: string, code: string) =>
+    publicApi(of().app, of().b, `/auth/transactions/${txn}/email/verify`, { body: { challenge_id, code } })
+  /** A transaction with a code sent to `email`; returns the ids and the code read from the SMTP sink. */
+  const started = async (email = uniqueEmail()) => {
+    const { app, b, client, smtp } = of()
+    const txn = await createTransaction(app, b, client)
+    const res = await start(txn, email)
+    expect(res.status, res.text).toBe(202)
+    const code = await smtp.waitForCode(email, smtp.messagesTo(email).length + 1)
+    return { txn, email, challenge: res.json.challenge_id as string, code }
+  }
+  /** Domain events of the Environment since a time, oldest first. */
+  const events = (type: string, sinceMs = 0) =>
+    query<{ envelope: { payload: Record<string, unknown> } }>(
+      of().app,
+      "select envelope from event_outbox where environment_id = $1 and type = $2 and occurred_at >= $3 order by occurred_at, id",
+      [of().b.environment_id, type, new Date(sinceMs)],
+    )
+  return { start, resend, verify, started, events }
+}
+
+/** A 6-digit code that is not `code`. */
+export const wrongCodeFor = (code: string) => (code === "000000" ? "111111" : "000000")

@@ -4,7 +4,15 @@ import { sweepLogin } from "../../src/login/housekeeping.js"
 import { markTransactionConsumed } from "../../src/login/transactions/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
-  countRows, createClient, createTransaction, type LoginClientInfo, pkce, publicApi, query, RESOURCE, transactionBody,
+  countRows,
+  createClient,
+  createTransaction,
+  type LoginClientInfo,
+  pkce,
+  publicApi,
+  query,
+  RESOURCE,
+  transactionBody,
   transactionStatus,
 } from "./support.js"
 
@@ -17,7 +25,9 @@ beforeAll(async () => {
   b = await app.bootstrap()
   client = await createClient(app, b)
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const TXN_ID = /^txn_[a-z2-7]{32}$/
 
@@ -42,42 +52,146 @@ describe("POST /auth/transactions", () => {
 
   it("accepts a 512-character state and nonce, no nonce without openid, resource values of the client, native_return", async () => {
     const long = "s".repeat(512)
-    expect((await publicApi(app, b, "/auth/transactions", { body: transactionBody(client, { state: long, nonce: long }) })).status).toBe(201)
+    expect(
+      (await publicApi(app, b, "/auth/transactions", { body: transactionBody(client, { state: long, nonce: long }) }))
+        .status,
+    ).toBe(201)
     const noOpenid = transactionBody(client, { scope: "email profile" }) as Record<string, unknown>
     delete noOpenid["nonce"]
     expect((await publicApi(app, b, "/auth/transactions", { body: noOpenid })).status).toBe(201)
-    expect((await publicApi(app, b, "/auth/transactions", { body: transactionBody(client, { resource: [RESOURCE] }) })).status).toBe(201)
-    expect((await publicApi(app, b, "/auth/transactions", { body: transactionBody(client, { response_mode: "native_return" }) })).status).toBe(201)
-    const rows = await query<{ scopes: Array<string> }>(app, "select scopes from auth_transactions where environment_id = $1 and state = $2", [b.environment_id, long])
+    expect(
+      (await publicApi(app, b, "/auth/transactions", { body: transactionBody(client, { resource: [RESOURCE] }) }))
+        .status,
+    ).toBe(201)
+    expect(
+      (
+        await publicApi(app, b, "/auth/transactions", {
+          body: transactionBody(client, { response_mode: "native_return" }),
+        })
+      ).status,
+    ).toBe(201)
+    const rows = await query<{ scopes: Array<string> }>(
+      app,
+      "select scopes from auth_transactions where environment_id = $1 and state = $2",
+      [b.environment_id, long],
+    )
     expect(rows[0]!.scopes).toEqual(["openid", "email"])
   })
 
   describe("refusals: exact status and code, and no transaction is created", () => {
     const refusals: Array<[string, () => unknown, number, string]> = [
       ["unreadable JSON", () => "{not json", 400, "invalid_request_body"],
-      ["a missing required field", () => { const x = transactionBody(client) as Record<string, unknown>; delete x["state"]; return x }, 400, "invalid_request_body"],
+      [
+        "a missing required field",
+        () => {
+          const x = transactionBody(client) as Record<string, unknown>
+          delete x["state"]
+          return x
+        },
+        400,
+        "invalid_request_body",
+      ],
       ["an unknown field", () => transactionBody(client, { extra: 1 }), 400, "invalid_request_body"],
-      ["an unknown client", () => transactionBody(client, { client_id: "cli_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" }), 400, "invalid_request"],
-      ["a redirect URI with a trailing slash", () => transactionBody(client, { redirect_uri: `${client.redirect_uri}/` }), 400, "invalid_request"],
-      ["a redirect URI differing in case", () => transactionBody(client, { redirect_uri: client.redirect_uri.replace("callback", "Callback") }), 400, "invalid_request"],
-      ["a redirect URI with a query added", () => transactionBody(client, { redirect_uri: `${client.redirect_uri}?a=1` }), 400, "invalid_request"],
-      ["code_challenge_method plain", () => transactionBody(client, { code_challenge_method: "plain" }), 400, "invalid_request"],
-      ["code_challenge_method s256 (case)", () => transactionBody(client, { code_challenge_method: "s256" }), 400, "invalid_request"],
-      ["a 42-character code_challenge", () => transactionBody(client, { code_challenge: pkce().challenge.slice(1) }), 400, "invalid_request"],
-      ["a 44-character code_challenge", () => transactionBody(client, { code_challenge: `${pkce().challenge}A` }), 400, "invalid_request"],
-      ["a code_challenge with non-base64url characters", () => transactionBody(client, { code_challenge: `${pkce().challenge.slice(1)}=` }), 400, "invalid_request"],
+      [
+        "an unknown client",
+        () => transactionBody(client, { client_id: "cli_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "a redirect URI with a trailing slash",
+        () => transactionBody(client, { redirect_uri: `${client.redirect_uri}/` }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "a redirect URI differing in case",
+        () => transactionBody(client, { redirect_uri: client.redirect_uri.replace("callback", "Callback") }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "a redirect URI with a query added",
+        () => transactionBody(client, { redirect_uri: `${client.redirect_uri}?a=1` }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "code_challenge_method plain",
+        () => transactionBody(client, { code_challenge_method: "plain" }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "code_challenge_method s256 (case)",
+        () => transactionBody(client, { code_challenge_method: "s256" }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "a 42-character code_challenge",
+        () => transactionBody(client, { code_challenge: pkce().challenge.slice(1) }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "a 44-character code_challenge",
+        () => transactionBody(client, { code_challenge: `${pkce().challenge}A` }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "a code_challenge with non-base64url characters",
+        () => transactionBody(client, { code_challenge: `${pkce().challenge.slice(1)}=` }),
+        400,
+        "invalid_request",
+      ],
       ["an empty state", () => transactionBody(client, { state: "" }), 400, "invalid_request"],
       ["a 513-character state", () => transactionBody(client, { state: "s".repeat(513) }), 400, "invalid_request"],
       ["an empty nonce", () => transactionBody(client, { nonce: "" }), 400, "invalid_request"],
       ["a 513-character nonce", () => transactionBody(client, { nonce: "n".repeat(513) }), 400, "invalid_request"],
-      ["openid without a nonce", () => { const x = transactionBody(client) as Record<string, unknown>; delete x["nonce"]; return x }, 400, "invalid_request"],
+      [
+        "openid without a nonce",
+        () => {
+          const x = transactionBody(client) as Record<string, unknown>
+          delete x["nonce"]
+          return x
+        },
+        400,
+        "invalid_request",
+      ],
       ["an unknown scope token", () => transactionBody(client, { scope: "openid admin" }), 400, "invalid_request"],
-      ["a scope with a double space", () => transactionBody(client, { scope: "openid  email" }), 400, "invalid_request"],
+      [
+        "a scope with a double space",
+        () => transactionBody(client, { scope: "openid  email" }),
+        400,
+        "invalid_request",
+      ],
       ["an empty scope", () => transactionBody(client, { scope: "" }), 400, "invalid_request"],
-      ["a resource not in allowed_resources", () => transactionBody(client, { resource: ["https://other.example.com"] }), 400, "invalid_request"],
-      ["21 resource values", () => transactionBody(client, { resource: Array.from({ length: 21 }, (_, i) => `${RESOURCE}/${i}`) }), 400, "invalid_request"],
-      ["a resource with a fragment", () => transactionBody(client, { resource: [`${RESOURCE}#x`] }), 400, "invalid_request"],
-      ["an unknown response_mode", () => transactionBody(client, { response_mode: "form_post" }), 400, "invalid_request"],
+      [
+        "a resource not in allowed_resources",
+        () => transactionBody(client, { resource: ["https://other.example.com"] }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "21 resource values",
+        () => transactionBody(client, { resource: Array.from({ length: 21 }, (_, i) => `${RESOURCE}/${i}`) }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "a resource with a fragment",
+        () => transactionBody(client, { resource: [`${RESOURCE}#x`] }),
+        400,
+        "invalid_request",
+      ],
+      [
+        "an unknown response_mode",
+        () => transactionBody(client, { response_mode: "form_post" }),
+        400,
+        "invalid_request",
+      ],
     ]
     for (const [name, body, status, code] of refusals) {
       it(`refuses ${name}: ${status} ${code}`, async () => {
@@ -92,7 +206,9 @@ describe("POST /auth/transactions", () => {
 
     it("refuses a scope the client is not allowed (400 invalid_request)", async () => {
       const narrow = await createClient(app, b, { allowed_scopes: ["openid", "email"] })
-      const res = await publicApi(app, b, "/auth/transactions", { body: transactionBody(narrow, { scope: "openid offline_access" }) })
+      const res = await publicApi(app, b, "/auth/transactions", {
+        body: transactionBody(narrow, { scope: "openid offline_access" }),
+      })
       expect([res.status, res.json.code]).toEqual([400, "invalid_request"])
       expect((await publicApi(app, b, "/auth/transactions", { body: transactionBody(narrow) })).status).toBe(201)
     })
@@ -114,7 +230,12 @@ describe("GET /auth/transactions/{id}", () => {
     const id = await createTransaction(app, b, client)
     const res = await publicApi(app, b, `/auth/transactions/${id}`)
     expect(res.status).toBe(200)
-    expect(res.json).toEqual({ transaction_id: id, status: "created", expires_at: expect.any(String), available_methods: ["passkey", "email_otp"] })
+    expect(res.json).toEqual({
+      transaction_id: id,
+      status: "created",
+      expires_at: expect.any(String),
+      available_methods: ["passkey", "email_otp"],
+    })
   })
 
   it("404 auth_transaction_not_found for an unknown id and for another Environment's transaction", async () => {
@@ -133,11 +254,17 @@ describe("10-minute lifetime", () => {
     await app.advance("599 seconds")
     expect((await publicApi(app, b, `/auth/transactions/${id}`)).json.status).toBe("created")
     await app.advance("1 second")
-    for (const [path, method] of [["", "GET"], ["/cancel", "POST"], ["/complete", "POST"]] as const) {
+    for (const [path, method] of [
+      ["", "GET"],
+      ["/cancel", "POST"],
+      ["/complete", "POST"],
+    ] as const) {
       const res = await publicApi(app, b, `/auth/transactions/${id}${path}`, { method })
       expect([res.status, res.json.code], path).toEqual([410, "auth_transaction_expired"])
     }
-    const start = await publicApi(app, b, `/auth/transactions/${id}/email/start`, { body: { email: "late@example.com" } })
+    const start = await publicApi(app, b, `/auth/transactions/${id}/email/start`, {
+      body: { email: "late@example.com" },
+    })
     expect([start.status, start.json.code]).toEqual([410, "auth_transaction_expired"])
     expect(await transactionStatus(app, id)).toBe("expired")
     expect(await countRows(app, "email_challenges", "transaction_id = $1", [id])).toBe(0)
@@ -162,7 +289,9 @@ describe("cancel", () => {
 
   it("one winner when cancels race", async () => {
     const id = await createTransaction(app, b, client)
-    const results = await Promise.all(Array.from({ length: 5 }, () => publicApi(app, b, `/auth/transactions/${id}/cancel`, { method: "POST" })))
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => publicApi(app, b, `/auth/transactions/${id}/cancel`, { method: "POST" })),
+    )
     expect(results.filter((r) => r.status === 200)).toHaveLength(1)
     expect(results.filter((r) => r.status === 409 && r.json.code === "invalid_transaction_state")).toHaveLength(4)
   })
@@ -193,15 +322,26 @@ describe("markTransactionConsumed (for the token endpoint)", () => {
 describe("housekeeping", () => {
   it("expires active transactions past 10 minutes and deletes them (with their challenges) a day later", async () => {
     const id = await createTransaction(app, b, client)
-    const start = await publicApi(app, b, `/auth/transactions/${id}/email/start`, { body: { email: "sweep@example.com" } })
+    const start = await publicApi(app, b, `/auth/transactions/${id}/email/start`, {
+      body: { email: "sweep@example.com" },
+    })
     expect(start.status).toBe(202)
     await app.advance("10 minutes")
     const first = await app.run(Effect.flatMap(Clock.currentTimeMillis, (now) => sweepLogin(new Date(now))))
     expect(first.expired).toBeGreaterThanOrEqual(1)
     expect(await transactionStatus(app, id)).toBe("expired")
     // Ended windows are gone (the per-minute and 10-minute ones by now); the hourly mail ceiling may still run.
-    expect(await countRows(app, "rate_limit_counters", "environment_id = $1 and window_end <= $2", [b.environment_id, new Date(app.now())])).toBe(0)
-    expect(await countRows(app, "rate_limit_counters", "environment_id = $1 and bucket <> 'otp_send:email'", [b.environment_id])).toBe(0)
+    expect(
+      await countRows(app, "rate_limit_counters", "environment_id = $1 and window_end <= $2", [
+        b.environment_id,
+        new Date(app.now()),
+      ]),
+    ).toBe(0)
+    expect(
+      await countRows(app, "rate_limit_counters", "environment_id = $1 and bucket <> 'otp_send:email'", [
+        b.environment_id,
+      ]),
+    ).toBe(0)
     await app.advance("1 day")
     await app.advance("1 second")
     await app.run(Effect.flatMap(Clock.currentTimeMillis, (now) => sweepLogin(new Date(now))))

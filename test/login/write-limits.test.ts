@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import type { RequestOptions, TestResponse } from "../support/http.js"
-import { completeAndExchange, type FlowClient, registerClient, startTransaction, type Transaction } from "../passkeys/support/flow.js"
+import {
+  completeAndExchange,
+  type FlowClient,
+  registerClient,
+  startTransaction,
+  type Transaction,
+} from "../passkeys/support/flow.js"
 import { count, createUser, query, randomId } from "../passkeys/support/helpers.js"
 import { type FakeProviders, startFakeProviders } from "../social/fake-providers.js"
 import { connectFake, socialEnv } from "../social/support.js"
@@ -27,11 +33,16 @@ beforeAll(async () => {
       ...socialEnv(fake),
       TRUST_PROXY: "1",
       RATE_LIMIT_IP_PER_MINUTE: "1000",
-      RATE_LIMIT_SOCIAL_START_PER_MINUTE: small, RATE_LIMIT_SOCIAL_START_CEILING_PER_MINUTE: ceiling,
-      RATE_LIMIT_PASSKEY_OPTIONS_PER_MINUTE: small, RATE_LIMIT_PASSKEY_OPTIONS_CEILING_PER_MINUTE: ceiling,
-      RATE_LIMIT_ME_WRITES_PER_MINUTE: small, RATE_LIMIT_ME_WRITES_CEILING_PER_MINUTE: ceiling,
-      RATE_LIMIT_TOKEN_PER_MINUTE: small, RATE_LIMIT_TOKEN_CEILING_PER_MINUTE: ceiling,
-      RATE_LIMIT_INTROSPECT_PER_MINUTE: small, RATE_LIMIT_INTROSPECT_CEILING_PER_MINUTE: ceiling,
+      RATE_LIMIT_SOCIAL_START_PER_MINUTE: small,
+      RATE_LIMIT_SOCIAL_START_CEILING_PER_MINUTE: ceiling,
+      RATE_LIMIT_PASSKEY_OPTIONS_PER_MINUTE: small,
+      RATE_LIMIT_PASSKEY_OPTIONS_CEILING_PER_MINUTE: ceiling,
+      RATE_LIMIT_ME_WRITES_PER_MINUTE: small,
+      RATE_LIMIT_ME_WRITES_CEILING_PER_MINUTE: ceiling,
+      RATE_LIMIT_TOKEN_PER_MINUTE: small,
+      RATE_LIMIT_TOKEN_CEILING_PER_MINUTE: ceiling,
+      RATE_LIMIT_INTROSPECT_PER_MINUTE: small,
+      RATE_LIMIT_INTROSPECT_CEILING_PER_MINUTE: ceiling,
     },
   })
 })
@@ -40,9 +51,14 @@ afterAll(async () => {
   await fake?.close()
 })
 
-const from = (ip: string, options: RequestOptions = {}): RequestOptions => ({ ...options, headers: { ...options.headers, "x-forwarded-for": ip } })
+const from = (ip: string, options: RequestOptions = {}): RequestOptions => ({
+  ...options,
+  headers: { ...options.headers, "x-forwarded-for": ip },
+})
 const form = (fields: Record<string, string>) => ({
-  method: "POST", body: new URLSearchParams(fields).toString(), headers: { "content-type": "application/x-www-form-urlencoded" },
+  method: "POST",
+  body: new URLSearchParams(fields).toString(),
+  headers: { "content-type": "application/x-www-form-urlencoded" },
 })
 
 /** A Problem Details 429 naming `limit`, with Retry-After up to the end of the minute window. */
@@ -89,7 +105,10 @@ const checkShape = async (f: Family) => {
 }
 
 const problemFamily = (prefix: string, send: Family["send"], okStatus: number): Family => ({
-  prefix, send, refused: expectProblem429, ok: (res) => expect(res.status, res.text).toBe(okStatus),
+  prefix,
+  send,
+  refused: expectProblem429,
+  ok: (res) => expect(res.status, res.text).toBe(okStatus),
 })
 
 describe("social login start: per address, then the Environment's ceiling", () => {
@@ -99,20 +118,34 @@ describe("social login start: per address, then the Environment's ceiling", () =
     await connectFake(app, b, fake, "microsoft")
     const start = async (ip: string) => {
       const txn = await startTransaction(app, b, client)
-      return app.request(b.interaction_domain, `/v1/auth/transactions/${txn.id}/social/microsoft/start`, from(ip, { method: "POST" }))
+      return app.request(
+        b.interaction_domain,
+        `/v1/auth/transactions/${txn.id}/social/microsoft/start`,
+        from(ip, { method: "POST" }),
+      )
     }
     await checkShape(problemFamily("social_start:", start, 200))
 
     // A refused start stores no state, makes no outbound request and leaves the transaction as it was.
     for (let i = 0; i < PER_ADDRESS; i++) expect((await start("203.0.113.50")).status).toBe(200)
     const txn = await startTransaction(app, b, client)
-    const states = await count(app, "select count(*)::int as n from social_states where environment_id = $1", [b.environment_id])
+    const states = await count(app, "select count(*)::int as n from social_states where environment_id = $1", [
+      b.environment_id,
+    ])
     const outbound = fake.apiRequests.length
-    const refused = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn.id}/social/microsoft/start`, from("203.0.113.50", { method: "POST" }))
+    const refused = await app.request(
+      b.interaction_domain,
+      `/v1/auth/transactions/${txn.id}/social/microsoft/start`,
+      from("203.0.113.50", { method: "POST" }),
+    )
     expectProblem429(refused, "social_start:ip")
-    expect(await count(app, "select count(*)::int as n from social_states where environment_id = $1", [b.environment_id])).toBe(states)
+    expect(
+      await count(app, "select count(*)::int as n from social_states where environment_id = $1", [b.environment_id]),
+    ).toBe(states)
     expect(fake.apiRequests.length).toBe(outbound)
-    expect((await query<{ status: string }>(app, "select status from auth_transactions where id = $1", [txn.id]))[0]!.status).toBe("created")
+    expect(
+      (await query<{ status: string }>(app, "select status from auth_transactions where id = $1", [txn.id]))[0]!.status,
+    ).toBe("created")
   })
 })
 
@@ -121,17 +154,31 @@ describe("passkey options on a transaction: per address, then the Environment's 
     const b = await app.bootstrap()
     const client = await registerClient(app, b)
     const options = async (ip: string, txn?: Transaction) => {
-      const t = txn ?? await startTransaction(app, b, client)
-      return app.request(b.interaction_domain, `/v1/auth/transactions/${t.id}/passkeys/authentication/options`, from(ip, { method: "POST", body: {} }))
+      const t = txn ?? (await startTransaction(app, b, client))
+      return app.request(
+        b.interaction_domain,
+        `/v1/auth/transactions/${t.id}/passkeys/authentication/options`,
+        from(ip, { method: "POST", body: {} }),
+      )
     }
     await checkShape(problemFamily("passkey_options:", (ip) => options(ip), 200))
 
     for (let i = 0; i < PER_ADDRESS; i++) expect((await options("203.0.113.51")).status).toBe(200)
     const txn = await startTransaction(app, b, client)
-    const challenges = await count(app, "select count(*)::int as n from webauthn_challenges where environment_id = $1", [b.environment_id])
+    const challenges = await count(
+      app,
+      "select count(*)::int as n from webauthn_challenges where environment_id = $1",
+      [b.environment_id],
+    )
     expectProblem429(await options("203.0.113.51", txn), "passkey_options:ip")
-    expect(await count(app, "select count(*)::int as n from webauthn_challenges where environment_id = $1", [b.environment_id])).toBe(challenges)
-    expect((await query<{ status: string }>(app, "select status from auth_transactions where id = $1", [txn.id]))[0]!.status).toBe("created")
+    expect(
+      await count(app, "select count(*)::int as n from webauthn_challenges where environment_id = $1", [
+        b.environment_id,
+      ]),
+    ).toBe(challenges)
+    expect(
+      (await query<{ status: string }>(app, "select status from auth_transactions where id = $1", [txn.id]))[0]!.status,
+    ).toBe("created")
   })
 })
 
@@ -139,8 +186,12 @@ describe("passkey options on a transaction: per address, then the Environment's 
 const signedIn = async (b: Bootstrapped, client: FlowClient) => {
   const user = await createUser(app, b, `limits-${randomId("u").slice(2, 12)}@example.com`)
   const txn = await startTransaction(app, b, client, { scope: "openid email profile offline_access" })
-  await query(app, `update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3
-    where id = $1`, [txn.id, user.id, new Date(app.now())])
+  await query(
+    app,
+    `update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3
+    where id = $1`,
+    [txn.id, user.id, new Date(app.now())],
+  )
   const { tokens } = await completeAndExchange(app, b, client, txn)
   return { user, access: tokens.access_token, refresh: tokens.refresh_token! }
 }
@@ -151,7 +202,11 @@ describe("/me writes: per address, then the Environment's ceiling", () => {
     const client = await registerClient(app, b)
     const { user, access } = await signedIn(b, client)
     const me = (ip: string, options: RequestOptions) =>
-      app.request(b.interaction_domain, "/v1/me", from(ip, { ...options, headers: { authorization: `Bearer ${access}` } }))
+      app.request(
+        b.interaction_domain,
+        "/v1/me",
+        from(ip, { ...options, headers: { authorization: `Bearer ${access}` } }),
+      )
     let n = 0
     const patch = (ip: string) => me(ip, { method: "PATCH", body: { name: `Name ${++n}` } })
     // Reads are not writes: any number of them leaves the budget whole.
@@ -161,7 +216,9 @@ describe("/me writes: per address, then the Environment's ceiling", () => {
     for (let i = 0; i < PER_ADDRESS; i++) expect((await patch("203.0.113.52")).status).toBe(200)
     const before = (await query<{ name: string }>(app, "select name from users where id = $1", [user.id]))[0]!.name
     expectProblem429(await me("203.0.113.52", { method: "PATCH", body: { name: "Refused" } }), "me_write:ip")
-    expect((await query<{ name: string }>(app, "select name from users where id = $1", [user.id]))[0]!.name).toBe(before)
+    expect((await query<{ name: string }>(app, "select name from users where id = $1", [user.id]))[0]!.name).toBe(
+      before,
+    )
   })
 })
 
@@ -172,12 +229,18 @@ describe("/me writes when the counters cannot be written", () => {
     const { user, access } = await signedIn(b, client)
     await query(app, "alter table rate_limit_counters rename to rate_limit_counters_away")
     try {
-      const res = await app.request(b.interaction_domain, "/v1/me", { method: "PATCH", body: { name: "Unwritten" }, headers: { authorization: `Bearer ${access}` } })
+      const res = await app.request(b.interaction_domain, "/v1/me", {
+        method: "PATCH",
+        body: { name: "Unwritten" },
+        headers: { authorization: `Bearer ${access}` },
+      })
       expect([res.status, res.json?.code], res.text).toEqual([503, "user_unavailable"])
     } finally {
       await query(app, "alter table rate_limit_counters_away rename to rate_limit_counters")
     }
-    expect((await query<{ name: string | null }>(app, "select name from users where id = $1", [user.id]))[0]!.name).not.toBe("Unwritten")
+    expect(
+      (await query<{ name: string | null }>(app, "select name from users where id = $1", [user.id]))[0]!.name,
+    ).not.toBe("Unwritten")
   })
 })
 
@@ -185,15 +248,42 @@ describe("token and revocation: per client and address, then the Environment's c
   it("token: a refused exchange does not consume the code, which another address then redeems", async () => {
     const b = await app.bootstrap()
     const client = await registerClient(app, b)
-    const bogus = (ip: string) => app.issuer(b.environment_id, "/oauth2/token", from(ip, form({
-      grant_type: "authorization_code", code: "nope", redirect_uri: client.redirect_uri, code_verifier: "v".repeat(43), client_id: client.client_id,
-    })))
-    await checkShape({ prefix: "token:client+", send: bogus, refused: expectOAuth429, ok: (res) => expect([res.status, res.json.error]).toEqual([400, "invalid_grant"]) })
+    const bogus = (ip: string) =>
+      app.issuer(
+        b.environment_id,
+        "/oauth2/token",
+        from(
+          ip,
+          form({
+            grant_type: "authorization_code",
+            code: "nope",
+            redirect_uri: client.redirect_uri,
+            code_verifier: "v".repeat(43),
+            client_id: client.client_id,
+          }),
+        ),
+      )
+    await checkShape({
+      prefix: "token:client+",
+      send: bogus,
+      refused: expectOAuth429,
+      ok: (res) => expect([res.status, res.json.error]).toEqual([400, "invalid_grant"]),
+    })
 
     // A made-up client_id shares one budget per address with every other made-up one.
-    const other = (ip: string, clientId: string) => app.issuer(b.environment_id, "/oauth2/token", from(ip, form({
-      grant_type: "refresh_token", refresh_token: "x", client_id: clientId,
-    })))
+    const other = (ip: string, clientId: string) =>
+      app.issuer(
+        b.environment_id,
+        "/oauth2/token",
+        from(
+          ip,
+          form({
+            grant_type: "refresh_token",
+            refresh_token: "x",
+            client_id: clientId,
+          }),
+        ),
+      )
     for (let i = 0; i < PER_ADDRESS; i++) expect((await other("192.0.2.77", `made-up-${i}`)).status).toBe(400)
     expectOAuth429(await other("192.0.2.77", "made-up-9"), "token:client+ip")
     // ...while the registered client keeps its own budget at that address.
@@ -202,14 +292,31 @@ describe("token and revocation: per client and address, then the Environment's c
     await app.advance(60_000)
     const user = await createUser(app, b, `code-${randomId("u").slice(2, 12)}@example.com`)
     const txn = await startTransaction(app, b, client)
-    await query(app, `update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3
-      where id = $1`, [txn.id, user.id, new Date(app.now())])
-    const completed = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn.id}/complete`, { method: "POST" })
+    await query(
+      app,
+      `update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3
+      where id = $1`,
+      [txn.id, user.id, new Date(app.now())],
+    )
+    const completed = await app.request(b.interaction_domain, `/v1/auth/transactions/${txn.id}/complete`, {
+      method: "POST",
+    })
     expect(completed.status, completed.text).toBe(200)
-    const exchange = (ip: string) => app.issuer(b.environment_id, "/oauth2/token", from(ip, form({
-      grant_type: "authorization_code", code: completed.json.authorization_code, redirect_uri: client.redirect_uri,
-      code_verifier: txn.verifier, client_id: client.client_id,
-    })))
+    const exchange = (ip: string) =>
+      app.issuer(
+        b.environment_id,
+        "/oauth2/token",
+        from(
+          ip,
+          form({
+            grant_type: "authorization_code",
+            code: completed.json.authorization_code,
+            redirect_uri: client.redirect_uri,
+            code_verifier: txn.verifier,
+            client_id: client.client_id,
+          }),
+        ),
+      )
     for (let i = 0; i < PER_ADDRESS; i++) expect((await bogus("203.0.113.53")).status).toBe(400)
     expectOAuth429(await exchange("203.0.113.53"), "token:client+ip")
     const redeemed = await exchange("203.0.113.54")
@@ -220,14 +327,29 @@ describe("token and revocation: per client and address, then the Environment's c
     const b = await app.bootstrap()
     const client = await registerClient(app, b)
     const { refresh } = await signedIn(b, client)
-    const revoke = (ip: string, token = "not-a-token") => app.issuer(b.environment_id, "/oauth2/revoke", from(ip, form({ token, client_id: client.client_id })))
-    await checkShape({ prefix: "revoke:client+", send: revoke, refused: expectOAuth429, ok: (res) => expect(res.status, res.text).toBe(200) })
+    const revoke = (ip: string, token = "not-a-token") =>
+      app.issuer(b.environment_id, "/oauth2/revoke", from(ip, form({ token, client_id: client.client_id })))
+    await checkShape({
+      prefix: "revoke:client+",
+      send: revoke,
+      refused: expectOAuth429,
+      ok: (res) => expect(res.status, res.text).toBe(200),
+    })
 
     for (let i = 0; i < PER_ADDRESS; i++) expect((await revoke("203.0.113.55")).status).toBe(200)
     expectOAuth429(await revoke("203.0.113.55", refresh), "revoke:client+ip")
-    const refreshed = await app.issuer(b.environment_id, "/oauth2/token", from("203.0.113.56", form({
-      grant_type: "refresh_token", refresh_token: refresh, client_id: client.client_id,
-    })))
+    const refreshed = await app.issuer(
+      b.environment_id,
+      "/oauth2/token",
+      from(
+        "203.0.113.56",
+        form({
+          grant_type: "refresh_token",
+          refresh_token: refresh,
+          client_id: client.client_id,
+        }),
+      ),
+    )
     expect(refreshed.status, refreshed.text).toBe(200)
   })
 })
@@ -237,11 +359,19 @@ describe("introspection: per caller and address, then the Environment's ceiling"
     const b = await app.bootstrap()
     const client = await registerClient(app, b)
     const { access } = await signedIn(b, client)
-    const introspect = (ip: string) => app.issuer(b.environment_id, "/oauth2/introspect", from(ip, {
-      ...form({ token: access }), headers: { "content-type": "application/x-www-form-urlencoded", "x-management-api-key": b.api_key },
-    }))
+    const introspect = (ip: string) =>
+      app.issuer(
+        b.environment_id,
+        "/oauth2/introspect",
+        from(ip, {
+          ...form({ token: access }),
+          headers: { "content-type": "application/x-www-form-urlencoded", "x-management-api-key": b.api_key },
+        }),
+      )
     await checkShape({
-      prefix: "introspect:client+", send: introspect, refused: expectOAuth429,
+      prefix: "introspect:client+",
+      send: introspect,
+      refused: expectOAuth429,
       ok: (res) => expect([res.status, res.json.active], res.text).toEqual([200, true]),
     })
   })

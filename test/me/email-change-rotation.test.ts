@@ -37,7 +37,11 @@ describe("email-change codes across the switch of a master-key rotation", () => 
     // The database is created under A; then the service runs with both keys (sealing under A).
     const created = await startApp({ env: { MASTER_KEY: A } })
     await created.close()
-    app = await startApp({ databaseUrl: created.databaseUrl, worker: true, env: { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A, SMTP_URL: smtp.url } })
+    app = await startApp({
+      databaseUrl: created.databaseUrl,
+      worker: true,
+      env: { MASTER_KEY: B, MASTER_KEY_PREVIOUS: A, SMTP_URL: smtp.url },
+    })
     const b = await app.bootstrap()
     const ctx: MeContext = { app, b, client: await registerClient(app, b) }
     const { user, token } = await signedInUser(ctx, "rotation")
@@ -50,9 +54,13 @@ describe("email-change codes across the switch of a master-key rotation", () => 
     const report = await app.run(rotateMasterKey({ batchSize: 100, acknowledgementTimeoutMs: 1000 }))
     expect(report.completed).toBe(true)
 
-    const old = await me(ctx, token, "/email/change/verify-old", { body: { challenge_id: started.json.challenge_id, code: oldCode } })
+    const old = await me(ctx, token, "/email/change/verify-old", {
+      body: { challenge_id: started.json.challenge_id, code: oldCode },
+    })
     expect(old.status, old.text).toBe(202)
-    const verified = await me(ctx, token, "/email/change/verify-new", { body: { challenge_id: old.json.challenge_id, code: await codeOf(newEmail, 1) } })
+    const verified = await me(ctx, token, "/email/change/verify-new", {
+      body: { challenge_id: old.json.challenge_id, code: await codeOf(newEmail, 1) },
+    })
     expect(verified.status, verified.text).toBe(200)
   }, 60_000)
 })

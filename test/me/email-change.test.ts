@@ -8,7 +8,20 @@ import { startSmtpSink } from "../login/support.js"
 import { publicApi, startTransaction } from "../passkeys/support/flow.js"
 import { recipientHash } from "../../src/bounces/recipient.js"
 import {
-  count, createUser, randomId, expectProblem, insertIdentity, introspect, me, query, signIn, signedInUser, uniqueEmail, useMeApp, userEvents, userinfo,
+  count,
+  createUser,
+  randomId,
+  expectProblem,
+  insertIdentity,
+  introspect,
+  me,
+  query,
+  signIn,
+  signedInUser,
+  uniqueEmail,
+  useMeApp,
+  userEvents,
+  userinfo,
   withTableAway,
 } from "./support.js"
 
@@ -20,7 +33,9 @@ import {
 let smtp: Awaited<ReturnType<typeof startSmtpSink>>
 // Registered first so that it runs last (hooks unwind as a stack): the app's worker may still
 // be sending a notice while it stops.
-afterAll(async () => { await smtp?.close() })
+afterAll(async () => {
+  await smtp?.close()
+})
 const ctx = useMeApp(async () => {
   smtp = await startSmtpSink()
   return { worker: true, env: { SMTP_URL: smtp.url } }
@@ -46,8 +61,10 @@ const codeOf = async (to: string, nth: number) => /confirmation code is (\d{6})/
 const wrong = (code: string) => (code === "000000" ? "111111" : "000000")
 
 const start = (token: string, new_email: string) => me(ctx, token, "/email/change/start", { body: { new_email } })
-const verifyOld = (token: string, challenge_id: string, code: string) => me(ctx, token, "/email/change/verify-old", { body: { challenge_id, code } })
-const verifyNew = (token: string, challenge_id: string, code: string) => me(ctx, token, "/email/change/verify-new", { body: { challenge_id, code } })
+const verifyOld = (token: string, challenge_id: string, code: string) =>
+  me(ctx, token, "/email/change/verify-old", { body: { challenge_id, code } })
+const verifyNew = (token: string, challenge_id: string, code: string) =>
+  me(ctx, token, "/email/change/verify-new", { body: { challenge_id, code } })
 
 /** Runs start and verify-old; returns the challenge for the new address and its code. */
 const toNewStage = async (token: string, oldEmail: string, newEmail: string) => {
@@ -58,11 +75,21 @@ const toNewStage = async (token: string, oldEmail: string, newEmail: string) => 
   const newBefore = smtp.messagesTo(newEmail).length
   const old = await verifyOld(token, started.json.challenge_id, oldCode)
   expect(old.status, old.text).toBe(202)
-  return { challenge: old.json.challenge_id as string, code: await codeOf(newEmail, newBefore + 1), first: started.json.challenge_id as string }
+  return {
+    challenge: old.json.challenge_id as string,
+    code: await codeOf(newEmail, newBefore + 1),
+    first: started.json.challenge_id as string,
+  }
 }
 
-const stored = async (userId: string) => (await query<{ email: string; email_verified: boolean; security_version: number }>(ctx.app,
-  "select email, email_verified, security_version from users where id = $1", [userId]))[0]!
+const stored = async (userId: string) =>
+  (
+    await query<{ email: string; email_verified: boolean; security_version: number }>(
+      ctx.app,
+      "select email, email_verified, security_version from users where id = $1",
+      [userId],
+    )
+  )[0]!
 
 describe("the whole change: start -> verify-old -> verify-new", () => {
   it("proves both addresses, switches, kills earlier tokens everywhere, notifies the old address", async () => {
@@ -92,7 +119,11 @@ describe("the whole change: start -> verify-old -> verify-new", () => {
     const done = await verifyNew(token, old.json.challenge_id, newCode)
     expect(done.status, done.text).toBe(200)
     expect(done.json).toEqual({ email: newEmail, email_verified: true })
-    expect(await stored(user.id)).toEqual({ email: newEmail, email_verified: true, security_version: user.security_version + 1 })
+    expect(await stored(user.id)).toEqual({
+      email: newEmail,
+      email_verified: true,
+      security_version: user.security_version + 1,
+    })
 
     // every access token issued before the change is inactive: /me, UserInfo, introspection
     expectProblem(await me(ctx, token, ""), 401, "invalid_token")
@@ -101,16 +132,27 @@ describe("the whole change: start -> verify-old -> verify-new", () => {
     expect(info.json.code).toBe("invalid_token")
     expect((await introspect(ctx, token)).json).toEqual({ active: false })
     // and the user must sign in again: the session ended, its refresh token too
-    expect((await ctx.app.issuer(ctx.b.environment_id, "/oauth2/token", {
-      method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: ctx.client.client_id }).toString(),
-    })).json.error).toBe("invalid_grant")
+    expect(
+      (
+        await ctx.app.issuer(ctx.b.environment_id, "/oauth2/token", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({
+            grant_type: "refresh_token",
+            refresh_token: tokens.refresh_token,
+            client_id: ctx.client.client_id,
+          }).toString(),
+        })
+      ).json.error,
+    ).toBe("invalid_grant")
 
     // events with exact payloads
     const updated = await userEvents(ctx, "user.updated", user.id)
     expect(updated.map((e) => e.payload)).toEqual([{ userId: user.id, changedFields: ["email"] }])
     expect(updated[0].actor).toEqual({ type: "end_user", id: user.id })
-    expect((await userEvents(ctx, "session.revoked", user.id)).map((e) => e.payload)).toEqual([{ userId: user.id, sessionId: sid, reason: "user_logout" }])
+    expect((await userEvents(ctx, "session.revoked", user.id)).map((e) => e.payload)).toEqual([
+      { userId: user.id, sessionId: sid, reason: "user_logout" },
+    ])
 
     // the notice reaches the old address, naming the new one only masked
     const notice = await waitForMail(user.email, 2)
@@ -122,7 +164,11 @@ describe("the whole change: start -> verify-old -> verify-new", () => {
     // a new sign-in sees the new address
     const again = await signIn(ctx, { ...user, email: newEmail })
     expect((await me(ctx, again.tokens.access_token, "")).json).toMatchObject({ email: newEmail, email_verified: true })
-    expect(await count(ctx.app, "select count(*) as n from email_challenges where user_id = $1 and status = 'active'", [user.id])).toBe(0)
+    expect(
+      await count(ctx.app, "select count(*) as n from email_challenges where user_id = $1 and status = 'active'", [
+        user.id,
+      ]),
+    ).toBe(0)
   })
 
   it("an unverified address becomes verified: changedFields names email and email_verified", async () => {
@@ -131,24 +177,38 @@ describe("the whole change: start -> verify-old -> verify-new", () => {
     const { tokens } = await signIn(ctx, user)
     const newEmail = uniqueEmail("verified")
     const stage = await toNewStage(tokens.access_token, user.email, newEmail)
-    expect((await verifyNew(tokens.access_token, stage.challenge, stage.code)).json).toEqual({ email: newEmail, email_verified: true })
-    expect((await userEvents(ctx, "user.updated", user.id)).map((e) => e.payload)).toEqual([{ userId: user.id, changedFields: ["email", "email_verified"] }])
+    expect((await verifyNew(tokens.access_token, stage.challenge, stage.code)).json).toEqual({
+      email: newEmail,
+      email_verified: true,
+    })
+    expect((await userEvents(ctx, "user.updated", user.id)).map((e) => e.payload)).toEqual([
+      { userId: user.id, changedFields: ["email", "email_verified"] },
+    ])
   })
 })
 
 describe("the suppression flag follows the address (bounces are kept per address)", () => {
   /** A hard bounce of `email` in this Environment, as the bounce intake records it (src/bounces). */
-  const suppressAddress = (email: string) => ctx.app.run(Effect.gen(function* () {
-    const hash = yield* recipientHash(ctx.b.workspace_id, email)
-    yield* SqlClient.SqlClient.use((sql) => sql`insert into email_suppressions (environment_id, recipient_hash, delivery_id, created_at)
-      values (${ctx.b.environment_id}, ${hash}, ${randomId("dlv")}, ${new Date(ctx.app.now())})`)
-  }))
+  const suppressAddress = (email: string) =>
+    ctx.app.run(
+      Effect.gen(function* () {
+        const hash = yield* recipientHash(ctx.b.workspace_id, email)
+        yield* SqlClient.SqlClient.use(
+          (sql) => sql`insert into email_suppressions (environment_id, recipient_hash, delivery_id, created_at)
+      values (${ctx.b.environment_id}, ${hash}, ${randomId("dlv")}, ${new Date(ctx.app.now())})`,
+        )
+      }),
+    )
   const suppressedFlag = async (userId: string) =>
-    (await query<{ email_suppressed: boolean }>(ctx.app, "select email_suppressed from users where id = $1", [userId]))[0]!.email_suppressed
+    (
+      await query<{ email_suppressed: boolean }>(ctx.app, "select email_suppressed from users where id = $1", [userId])
+    )[0]!.email_suppressed
   /** Unlinking an identity whose provider has no connection: allowed only while the email counts as a way to sign in. */
   const unlinkLeavesEmailOnly = async (user: { id: string; email: string }, newEmail: string) => {
     const { tokens } = await signIn(ctx, { ...user, email: newEmail } as Parameters<typeof signIn>[1])
-    return me(ctx, tokens.access_token, `/identities/${await insertIdentity(ctx, user.id, "no-connection")}`, { method: "DELETE" })
+    return me(ctx, tokens.access_token, `/identities/${await insertIdentity(ctx, user.id, "no-connection")}`, {
+      method: "DELETE",
+    })
   }
 
   it("switching away from a hard-bounced address clears the flag: the new address gets login codes and counts as a way to sign in", async () => {
@@ -163,7 +223,10 @@ describe("the suppression flag follows the address (bounces are kept per address
     // an Email OTP login to the new address is mailed
     const mails = smtp.messagesTo(newEmail).length
     const txn = await startTransaction(ctx.app, ctx.b, ctx.client)
-    expect((await publicApi(ctx.app, ctx.b, `/auth/transactions/${txn.id}/email/start`, { body: { email: newEmail } })).status).toBe(202)
+    expect(
+      (await publicApi(ctx.app, ctx.b, `/auth/transactions/${txn.id}/email/start`, { body: { email: newEmail } }))
+        .status,
+    ).toBe(202)
     expect(await waitForMail(newEmail, mails + 1)).toContain("sign-in code is")
     // and the verified, unsuppressed address is a way to sign in (DESIGN, Last factor)
     expect((await unlinkLeavesEmailOnly(user, newEmail)).status).toBe(200)
@@ -187,7 +250,11 @@ describe("refusals change nothing", () => {
     const other = await signedInUser(ctx, "taken")
     expectProblem(await start(token, "not-an-email"), 400, "invalid_request")
     expectProblem(await me(ctx, token, "/email/change/start", { body: {} }), 400, "invalid_request_body")
-    expectProblem(await me(ctx, token, "/email/change/start", { body: { new_email: "a@example.com", email: "b@example.com" } }), 400, "invalid_request_body")
+    expectProblem(
+      await me(ctx, token, "/email/change/start", { body: { new_email: "a@example.com", email: "b@example.com" } }),
+      400,
+      "invalid_request_body",
+    )
     expectProblem(await start(token, user.email), 400, "invalid_request")
     expectProblem(await start(token, user.email.toUpperCase()), 400, "invalid_request")
     const taken = await start(token, other.user.email.toUpperCase())
@@ -200,9 +267,21 @@ describe("refusals change nothing", () => {
     const { token, tokens } = await signedInUser(ctx, "no-resend")
     const started = await start(token, uniqueEmail("resend"))
     expect(started.status).toBe(202)
-    expectProblem(await me(ctx, token, "/email/change/resend", { body: { challenge_id: started.json.challenge_id } }), 404, "not_found")
-    expectProblem(await me(ctx, undefined, "/email/change/start", { body: { new_email: uniqueEmail("x") } }), 401, "unauthorized")
-    expectProblem(await me(ctx, tokens.id_token, "/email/change/start", { body: { new_email: uniqueEmail("x") } }), 401, "invalid_token")
+    expectProblem(
+      await me(ctx, token, "/email/change/resend", { body: { challenge_id: started.json.challenge_id } }),
+      404,
+      "not_found",
+    )
+    expectProblem(
+      await me(ctx, undefined, "/email/change/start", { body: { new_email: uniqueEmail("x") } }),
+      401,
+      "unauthorized",
+    )
+    expectProblem(
+      await me(ctx, tokens.id_token, "/email/change/start", { body: { new_email: uniqueEmail("x") } }),
+      401,
+      "invalid_token",
+    )
   })
 
   it("verify: a code that is not 6 digits is 400 invalid_request; another stage's or user's challenge is invalid_code", async () => {
@@ -212,7 +291,11 @@ describe("refusals change nothing", () => {
     const started = await start(token, newEmail)
     const code = await nextCode(user.email)
     expectProblem(await verifyOld(token, started.json.challenge_id, "12345"), 400, "invalid_request")
-    expectProblem(await me(ctx, token, "/email/change/verify-old", { body: { challenge_id: started.json.challenge_id } }), 400, "invalid_request_body")
+    expectProblem(
+      await me(ctx, token, "/email/change/verify-old", { body: { challenge_id: started.json.challenge_id } }),
+      400,
+      "invalid_request_body",
+    )
     // the right code, but at the wrong stage or by another user
     expectProblem(await verifyNew(token, started.json.challenge_id, code), 400, "invalid_code")
     expectProblem(await verifyOld(intruder.token, started.json.challenge_id, code), 400, "invalid_code")
@@ -227,22 +310,42 @@ describe("refusals change nothing", () => {
     for (let i = 1; i <= 5; i++) {
       const res = await verifyOld(token, started.json.challenge_id, wrong(code))
       expectProblem(res, 400, "invalid_code")
-      const row = (await query<{ failed_attempts: number; status: string }>(ctx.app,
-        "select failed_attempts, status from email_challenges where id = $1", [started.json.challenge_id]))[0]!
+      const row = (
+        await query<{ failed_attempts: number; status: string }>(
+          ctx.app,
+          "select failed_attempts, status from email_challenges where id = $1",
+          [started.json.challenge_id],
+        )
+      )[0]!
       expect(row).toEqual({ failed_attempts: i, status: i === 5 ? "invalidated" : "active" })
     }
     expectProblem(await verifyOld(token, started.json.challenge_id, code), 400, "invalid_code")
-    expect(await count(ctx.app, "select count(*) as n from email_challenges where user_id = $1 and purpose = 'email_change_new'", [user.id])).toBe(0)
+    expect(
+      await count(
+        ctx.app,
+        "select count(*) as n from email_challenges where user_id = $1 and purpose = 'email_change_new'",
+        [user.id],
+      ),
+    ).toBe(0)
   })
 
   it("5 wrong codes at verify-new kill it too: the address is never switched", async () => {
     const { user, token } = await signedInUser(ctx, "five-new")
     const newEmail = uniqueEmail("five-new")
     const stage = await toNewStage(token, user.email, newEmail)
-    const answers = await Promise.all(Array.from({ length: 8 }, () => verifyNew(token, stage.challenge, wrong(stage.code))))
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => verifyNew(token, stage.challenge, wrong(stage.code))),
+    )
     for (const res of answers) expectProblem(res, 400, "invalid_code")
-    expect((await query<{ failed_attempts: number }>(ctx.app, "select failed_attempts from email_challenges where id = $1", [stage.challenge]))[0]!
-      .failed_attempts).toBe(5)
+    expect(
+      (
+        await query<{ failed_attempts: number }>(
+          ctx.app,
+          "select failed_attempts from email_challenges where id = $1",
+          [stage.challenge],
+        )
+      )[0]!.failed_attempts,
+    ).toBe(5)
     expectProblem(await verifyNew(token, stage.challenge, stage.code), 400, "invalid_code")
     expect(await stored(user.id)).toMatchObject({ email: user.email, security_version: user.security_version })
     expect(await userEvents(ctx, "user.updated", user.id)).toEqual([])
@@ -269,7 +372,8 @@ describe("rate limits (the Email OTP send limit per address: 5 per 10 minutes)",
     expect(await count(ctx.app, "select count(*) as n from email_challenges where user_id = $1", [user.id])).toBe(5)
 
     const target = uniqueEmail("bombed")
-    for (let i = 0; i < 5; i++) expect((await start((await signedInUser(ctx, `bomber-${i}`)).token, target)).status).toBe(202)
+    for (let i = 0; i < 5; i++)
+      expect((await start((await signedInUser(ctx, `bomber-${i}`)).token, target)).status).toBe(202)
     expectProblem(await start((await signedInUser(ctx, "bomber-6")).token, target), 429, "rate_limited")
   })
 })
@@ -279,11 +383,21 @@ describe("the all-addresses mail ceiling and the user's own address", () => {
     const returning = await signedInUser(ctx, "returning")
     const other = await signedInUser(ctx, "not-known")
     // This client address (the test's, 127.0.0.1) signed in as the first user with Email OTP before.
-    await ctx.app.run(rateLimit.remember(ctx.b.environment_id, KNOWN_ADDRESS, emailAddressSubject(returning.user.email_normalized, "127.0.0.1")))
+    await ctx.app.run(
+      rateLimit.remember(
+        ctx.b.environment_id,
+        KNOWN_ADDRESS,
+        emailAddressSubject(returning.user.email_normalized, "127.0.0.1"),
+      ),
+    )
     // Strangers' sign-in starts have used up the hour's mail ceiling of both addresses.
     const ceiling = loginLimits(ctx.app.config).otpSendPerEmail
     for (const email of [returning.user.email_normalized, other.user.email_normalized]) {
-      await ctx.app.run(Effect.forEach(Array.from({ length: ceiling.limit }), () => rateLimit.record(ctx.b.environment_id, ceiling, email)))
+      await ctx.app.run(
+        Effect.forEach(Array.from({ length: ceiling.limit }), () =>
+          rateLimit.record(ctx.b.environment_id, ceiling, email),
+        ),
+      )
     }
     const started = await start(returning.token, uniqueEmail("returning-new"))
     expect(started.status, started.text).toBe(202)
@@ -299,7 +413,10 @@ describe("503 user_unavailable", () => {
     const code = await nextCode(user.email)
     await query(ctx.app, "alter table email_challenges rename to email_challenges_away")
     try {
-      for (const res of [await start(token, uniqueEmail("x")), await verifyOld(token, started.json.challenge_id, code)]) {
+      for (const res of [
+        await start(token, uniqueEmail("x")),
+        await verifyOld(token, started.json.challenge_id, code),
+      ]) {
         expectProblem(res, 503, "user_unavailable")
         expect(res.headers["retry-after"]).toBe("1")
       }
@@ -318,9 +435,16 @@ describe("503 user_unavailable", () => {
     const res = await withTableAway(ctx, "event_outbox", () => verifyNew(token, stage.challenge, stage.code))
     expectProblem(res, 503, "user_unavailable")
     expect(res.headers["retry-after"]).toBe("1")
-    expect(await stored(user.id)).toEqual({ email: user.email, email_verified: true, security_version: user.security_version })
+    expect(await stored(user.id)).toEqual({
+      email: user.email,
+      email_verified: true,
+      security_version: user.security_version,
+    })
     expect(await userEvents(ctx, "user.updated", user.id)).toEqual([])
-    expect((await verifyNew(token, stage.challenge, stage.code)).json).toEqual({ email: newEmail, email_verified: true })
+    expect((await verifyNew(token, stage.challenge, stage.code)).json).toEqual({
+      email: newEmail,
+      email_verified: true,
+    })
   })
 })
 
@@ -342,7 +466,13 @@ describe("5-minute challenges (TestClock)", () => {
     const res = await verifyOld(again.tokens.access_token, lateStart.json.challenge_id, lateCode)
     expectProblem(res, 400, "invalid_code")
     expect(res.json.detail).toContain("expired")
-    expect(await count(ctx.app, "select count(*) as n from email_challenges where user_id = $1 and purpose = 'email_change_new'", [late.user.id])).toBe(0)
+    expect(
+      await count(
+        ctx.app,
+        "select count(*) as n from email_challenges where user_id = $1 and purpose = 'email_change_new'",
+        [late.user.id],
+      ),
+    ).toBe(0)
   })
 })
 
@@ -374,15 +504,26 @@ describe("409 email_already_registered, checked again at each step", () => {
     const target = uniqueEmail("race-target")
     const stageA = await toNewStage(a.token, a.user.email, target)
     const stageB = await toNewStage(b.token, b.user.email, target)
-    const answers = await Promise.all([verifyNew(a.token, stageA.challenge, stageA.code), verifyNew(b.token, stageB.challenge, stageB.code)])
+    const answers = await Promise.all([
+      verifyNew(a.token, stageA.challenge, stageA.code),
+      verifyNew(b.token, stageB.challenge, stageB.code),
+    ])
     expect(answers.map((r) => r.status).sort()).toEqual([200, 409])
     const loser = answers.find((r) => r.status === 409)!
     expectProblem(loser, 409, "email_already_registered")
-    expect(await count(ctx.app, "select count(*) as n from users where environment_id = $1 and email_normalized = $2", [ctx.b.environment_id, target])).toBe(1)
+    expect(
+      await count(ctx.app, "select count(*) as n from users where environment_id = $1 and email_normalized = $2", [
+        ctx.b.environment_id,
+        target,
+      ]),
+    ).toBe(1)
     const winner = answers[0]!.status === 200 ? a : b
     const other = winner === a ? b : a
     expect((await stored(winner.user.id)).email).toBe(target)
-    expect(await stored(other.user.id)).toMatchObject({ email: other.user.email, security_version: other.user.security_version })
+    expect(await stored(other.user.id)).toMatchObject({
+      email: other.user.email,
+      security_version: other.user.security_version,
+    })
     expect(await userEvents(ctx, "user.updated", winner.user.id)).toHaveLength(1)
     expect(await userEvents(ctx, "user.updated", other.user.id)).toEqual([])
   })
@@ -397,8 +538,11 @@ describe("409 email_already_registered, checked again at each step", () => {
     await other.connect()
     try {
       await other.query("begin")
-      await other.query(`insert into users (id, workspace_id, environment_id, email, email_normalized, user_handle, created_at, updated_at)
-        values ($1, $2, $3, $4, $4, $5, now(), now())`, [randomId("usr"), ctx.b.workspace_id, ctx.b.environment_id, target, randomId("h")])
+      await other.query(
+        `insert into users (id, workspace_id, environment_id, email, email_normalized, user_handle, created_at, updated_at)
+        values ($1, $2, $3, $4, $4, $5, now(), now())`,
+        [randomId("usr"), ctx.b.workspace_id, ctx.b.environment_id, target, randomId("h")],
+      )
       const pending = verifyNew(token, stage.challenge, stage.code)
       // Wait until the switch is blocked on that row (a lock wait, not a timer on the clock).
       for (let i = 0; i < 400; i++) {

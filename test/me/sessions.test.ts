@@ -1,6 +1,18 @@
 import { describe, expect, it } from "vitest"
 import {
-  count, expectProblem, introspect, me, query, randomId, signIn, signedInUser, tryRefresh, useMeApp, userEvents, userinfo, withTableAway,
+  count,
+  expectProblem,
+  introspect,
+  me,
+  query,
+  randomId,
+  signIn,
+  signedInUser,
+  tryRefresh,
+  useMeApp,
+  userEvents,
+  userinfo,
+  withTableAway,
 } from "./support.js"
 
 // GET /me/sessions, DELETE /me/sessions/{sessionId}, DELETE /me/sessions (spec: Self-service
@@ -8,15 +20,29 @@ import {
 
 const ctx = useMeApp()
 
-const SESSION_FIELDS = ["absolute_expires_at", "acr", "auth_time", "client_id", "created_at", "current", "device_name",
-  "idle_expires_at", "last_active_at", "method", "session_id", "user_id"]
+const SESSION_FIELDS = [
+  "absolute_expires_at",
+  "acr",
+  "auth_time",
+  "client_id",
+  "created_at",
+  "current",
+  "device_name",
+  "idle_expires_at",
+  "last_active_at",
+  "method",
+  "session_id",
+  "user_id",
+]
 
 describe("GET /me/sessions", () => {
   it("lists the user's live sessions with the current-session flag from the token's sid", async () => {
     const first = await signedInUser(ctx, "list")
     const second = await signIn(ctx, first.user)
     const revoked = await signIn(ctx, first.user)
-    await query(ctx.app, "update login_sessions set revoked_at = now(), revoked_reason = 'user_logout' where id = $1", [revoked.sid])
+    await query(ctx.app, "update login_sessions set revoked_at = now(), revoked_reason = 'user_logout' where id = $1", [
+      revoked.sid,
+    ])
     await signedInUser(ctx, "someone-else")
 
     const res = await me(ctx, second.tokens.access_token, "/sessions")
@@ -25,10 +51,19 @@ describe("GET /me/sessions", () => {
     expect(res.json.data.map((s: { session_id: string }) => s.session_id)).toEqual([first.sid, second.sid].sort())
     for (const s of res.json.data) {
       expect(Object.keys(s).sort()).toEqual(SESSION_FIELDS)
-      expect(s).toMatchObject({ user_id: first.user.id, client_id: ctx.client.client_id, method: "email_otp", current: s.session_id === second.sid })
+      expect(s).toMatchObject({
+        user_id: first.user.id,
+        client_id: ctx.client.client_id,
+        method: "email_otp",
+        current: s.session_id === second.sid,
+      })
     }
     const fromFirst = await me(ctx, first.token, "/sessions")
-    expect(fromFirst.json.data.filter((s: { current: boolean }) => s.current).map((s: { session_id: string }) => s.session_id)).toEqual([first.sid])
+    expect(
+      fromFirst.json.data
+        .filter((s: { current: boolean }) => s.current)
+        .map((s: { session_id: string }) => s.session_id),
+    ).toEqual([first.sid])
   })
 
   it("pages by keyset; a bad limit is 400 invalid_request", async () => {
@@ -66,18 +101,29 @@ describe("DELETE /me/sessions/{sessionId}", () => {
     expect(res.status, res.text).toBe(200)
     expect(res.json).toEqual({ session_id: other.sid, revoked: true })
     const events = await userEvents(ctx, "session.revoked", mine.user.id)
-    expect(events.map((e) => e.payload)).toEqual([{ userId: mine.user.id, sessionId: other.sid, reason: "user_logout" }])
+    expect(events.map((e) => e.payload)).toEqual([
+      { userId: mine.user.id, sessionId: other.sid, reason: "user_logout" },
+    ])
     expect(events[0].actor).toEqual({ type: "end_user", id: mine.user.id })
     expectProblem(await me(ctx, other.tokens.access_token, ""), 401, "invalid_token")
     expect((await userinfo(ctx, other.tokens.access_token)).status).toBe(401)
     expect((await introspect(ctx, other.tokens.access_token)).json).toEqual({ active: false })
     expect((await tryRefresh(ctx, other.tokens.refresh_token)).json.error).toBe("invalid_grant")
-    expect(await count(ctx.app, "select count(*) as n from refresh_families where session_id = $1 and revoked_at is null", [other.sid])).toBe(0)
+    expect(
+      await count(ctx.app, "select count(*) as n from refresh_families where session_id = $1 and revoked_at is null", [
+        other.sid,
+      ]),
+    ).toBe(0)
     expect((await me(ctx, mine.token, "")).status).toBe(200)
-    expect((await me(ctx, mine.token, "/sessions")).json.data.map((s: { session_id: string }) => s.session_id)).toEqual([mine.sid])
+    expect((await me(ctx, mine.token, "/sessions")).json.data.map((s: { session_id: string }) => s.session_id)).toEqual(
+      [mine.sid],
+    )
 
     // Again: the session already ended, same answer, no second event.
-    expect((await me(ctx, mine.token, `/sessions/${other.sid}`, { method: "DELETE" })).json).toEqual({ session_id: other.sid, revoked: true })
+    expect((await me(ctx, mine.token, `/sessions/${other.sid}`, { method: "DELETE" })).json).toEqual({
+      session_id: other.sid,
+      revoked: true,
+    })
     expect(await userEvents(ctx, "session.revoked", mine.user.id)).toHaveLength(1)
   })
 
@@ -109,24 +155,38 @@ describe("DELETE /me/sessions", () => {
     expect(res.json).toEqual({ revoked: true })
     const events = await userEvents(ctx, "session.revoked", mine.user.id)
     expect(events.map((e) => e.payload).sort((a, b) => a.sessionId.localeCompare(b.sessionId))).toEqual(
-      [mine.sid, other.sid].sort().map((sessionId) => ({ userId: mine.user.id, sessionId, reason: "user_logout" })))
+      [mine.sid, other.sid].sort().map((sessionId) => ({ userId: mine.user.id, sessionId, reason: "user_logout" })),
+    )
     expectProblem(await me(ctx, mine.token, "/sessions"), 401, "invalid_token")
     expectProblem(await me(ctx, other.tokens.access_token, ""), 401, "invalid_token")
     expect((await tryRefresh(ctx, mine.tokens.refresh_token)).json.error).toBe("invalid_grant")
-    expect(await count(ctx.app, "select count(*) as n from refresh_families where user_id = $1 and revoked_at is null", [mine.user.id])).toBe(0)
+    expect(
+      await count(ctx.app, "select count(*) as n from refresh_families where user_id = $1 and revoked_at is null", [
+        mine.user.id,
+      ]),
+    ).toBe(0)
     expect((await me(ctx, stranger.token, "")).status).toBe(200)
   })
 
   it("race: revoke-all and a refresh at once: afterwards no live session or family remains", async () => {
     const mine = await signedInUser(ctx, "race")
     const [revoked, refreshed] = await Promise.all([
-      me(ctx, mine.token, "/sessions", { method: "DELETE" }), tryRefresh(ctx, mine.tokens.refresh_token),
+      me(ctx, mine.token, "/sessions", { method: "DELETE" }),
+      tryRefresh(ctx, mine.tokens.refresh_token),
     ])
     expect(revoked.status, revoked.text).toBe(200)
     expect([200, 400]).toContain(refreshed.status)
     if (refreshed.status === 200) expectProblem(await me(ctx, refreshed.json.access_token, ""), 401, "invalid_token")
-    expect(await count(ctx.app, "select count(*) as n from login_sessions where user_id = $1 and revoked_at is null", [mine.user.id])).toBe(0)
-    expect(await count(ctx.app, "select count(*) as n from refresh_families where user_id = $1 and revoked_at is null", [mine.user.id])).toBe(0)
+    expect(
+      await count(ctx.app, "select count(*) as n from login_sessions where user_id = $1 and revoked_at is null", [
+        mine.user.id,
+      ]),
+    ).toBe(0)
+    expect(
+      await count(ctx.app, "select count(*) as n from refresh_families where user_id = $1 and revoked_at is null", [
+        mine.user.id,
+      ]),
+    ).toBe(0)
   })
 })
 
@@ -143,8 +203,16 @@ describe("503 user_unavailable when a revocation cannot be written", () => {
       expectProblem(res, 503, "user_unavailable")
       expect(res.headers["retry-after"]).toBe("1")
     }
-    expect(await count(ctx.app, "select count(*) as n from login_sessions where user_id = $1 and revoked_at is null", [mine.user.id])).toBe(2)
-    expect(await count(ctx.app, "select count(*) as n from refresh_families where user_id = $1 and revoked_at is null", [mine.user.id])).toBe(2)
+    expect(
+      await count(ctx.app, "select count(*) as n from login_sessions where user_id = $1 and revoked_at is null", [
+        mine.user.id,
+      ]),
+    ).toBe(2)
+    expect(
+      await count(ctx.app, "select count(*) as n from refresh_families where user_id = $1 and revoked_at is null", [
+        mine.user.id,
+      ]),
+    ).toBe(2)
     expect(await userEvents(ctx, "session.revoked", mine.user.id)).toEqual([])
     expect((await me(ctx, other.tokens.access_token, "")).status).toBe(200)
   })

@@ -2,7 +2,13 @@ import { afterAll, beforeAll } from "vitest"
 import type { UserRow } from "../../src/users/repo.js"
 import { type Bootstrapped, type StartOptions, type TestApp, startApp } from "../support/app.js"
 import type { RequestOptions, TestResponse } from "../support/http.js"
-import { completeAndExchange, type FlowClient, refreshTokens, registerClient, startTransaction } from "../passkeys/support/flow.js"
+import {
+  completeAndExchange,
+  type FlowClient,
+  refreshTokens,
+  registerClient,
+  startTransaction,
+} from "../passkeys/support/flow.js"
 import { count, createUser, eventsOf, expectProblem, query, randomId } from "../passkeys/support/helpers.js"
 
 // Shared set-up of the /me tests: one app and database per file, a public web client, users
@@ -27,7 +33,9 @@ export const useMeApp = (options: StartOptions | (() => Promise<StartOptions>) =
     ctx.b = await ctx.app.bootstrap()
     ctx.client = await registerClient(ctx.app, ctx.b)
   })
-  afterAll(async () => { await ctx.app?.close() })
+  afterAll(async () => {
+    await ctx.app?.close()
+  })
   return ctx
 }
 
@@ -41,16 +49,30 @@ export const uniqueEmail = (label: string) => `${label}-${++counter}-${randomId(
  */
 export const signIn = async (ctx: MeContext, user: UserRow, scope = "openid email profile offline_access") => {
   const txn = await startTransaction(ctx.app, ctx.b, ctx.client, { scope })
-  await query(ctx.app, `update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3
-    where id = $1`, [txn.id, user.id, new Date(ctx.app.now())])
+  await query(
+    ctx.app,
+    `update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3
+    where id = $1`,
+    [txn.id, user.id, new Date(ctx.app.now())],
+  )
   const { tokens, access } = await completeAndExchange(ctx.app, ctx.b, ctx.client, txn)
-  return { tokens: tokens as { access_token: string; id_token: string; refresh_token: string }, sid: access["sid"] as string, access }
+  return {
+    tokens: tokens as { access_token: string; id_token: string; refresh_token: string },
+    sid: access["sid"] as string,
+    access,
+  }
 }
 
 /** A /me call on the Interaction Domain with an optional Bearer token. */
-export const me = (ctx: MeContext, token: string | undefined, path: string, options: RequestOptions = {}): Promise<TestResponse> =>
+export const me = (
+  ctx: MeContext,
+  token: string | undefined,
+  path: string,
+  options: RequestOptions = {},
+): Promise<TestResponse> =>
   ctx.app.request(ctx.b.interaction_domain, `/v1/me${path}`, {
-    ...options, headers: { ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...options.headers },
+    ...options,
+    headers: { ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...options.headers },
   })
 
 /** A new user (email verified) with a signed-in session. */
@@ -69,7 +91,8 @@ export const userinfo = (ctx: MeContext, token: string) =>
   ctx.app.issuer(ctx.b.environment_id, "/oauth2/userinfo", { headers: { authorization: `Bearer ${token}` } })
 export const introspect = (ctx: MeContext, token: string) =>
   ctx.app.issuer(ctx.b.environment_id, "/oauth2/introspect", {
-    method: "POST", body: new URLSearchParams({ token }).toString(),
+    method: "POST",
+    body: new URLSearchParams({ token }).toString(),
     headers: { "content-type": "application/x-www-form-urlencoded", "x-management-api-key": ctx.b.api_key },
   })
 
@@ -77,13 +100,19 @@ export const introspect = (ctx: MeContext, token: string) =>
 export const tryRefresh = (ctx: MeContext, refreshToken: string) =>
   ctx.app.issuer(ctx.b.environment_id, "/oauth2/token", {
     method: "POST",
-    body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: ctx.client.client_id }).toString(),
+    body: new URLSearchParams({
+      grant_type: "refresh_token",
+      refresh_token: refreshToken,
+      client_id: ctx.client.client_id,
+    }).toString(),
     headers: { "content-type": "application/x-www-form-urlencoded" },
   })
 
 /** The issuer social login records for an identity of these providers (src/social/identity-key.ts; Microsoft's is per tenant). */
 const ISSUERS: Readonly<Record<string, string>> = {
-  google: "https://accounts.google.com", apple: "https://appleid.apple.com", github: "https://github.com",
+  google: "https://accounts.google.com",
+  apple: "https://appleid.apple.com",
+  github: "https://github.com",
   microsoft: "https://login.microsoftonline.com/9188040d-6c67-4c5b-b112-36a304b66dad/v2.0",
 }
 
@@ -91,11 +120,20 @@ const ISSUERS: Readonly<Record<string, string>> = {
  * Inserts a linked identity row as social login stores it (sql/0004 and sql/0167 identities);
  * `issuer` defaults to the provider's own (the identity its Connection issues now).
  */
-export const insertIdentity = async (ctx: MeContext, userId: string, provider: string, at = new Date(ctx.app.now()),
-  issuer: string | null = ISSUERS[provider] ?? null) => {
+export const insertIdentity = async (
+  ctx: MeContext,
+  userId: string,
+  provider: string,
+  at = new Date(ctx.app.now()),
+  issuer: string | null = ISSUERS[provider] ?? null,
+) => {
   const id = randomId("idn")
-  await query(ctx.app, `insert into identities (id, workspace_id, environment_id, user_id, provider, provider_issuer, provider_subject, email, linked_at)
-    values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [id, ctx.b.workspace_id, ctx.b.environment_id, userId, provider, issuer, randomId("sub"), null, at])
+  await query(
+    ctx.app,
+    `insert into identities (id, workspace_id, environment_id, user_id, provider, provider_issuer, provider_subject, email, linked_at)
+    values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [id, ctx.b.workspace_id, ctx.b.environment_id, userId, provider, issuer, randomId("sub"), null, at],
+  )
   return id
 }
 

@@ -37,8 +37,13 @@ describe("ES256 compact JWS verification (src/oidc/access-token/jws-verify.ts)",
   it("verifies what jose signs (R || S with high bits and leading zeros: many keys), and what signEs256 signs", async () => {
     for (let i = 0; i < 200; i++) {
       const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" })
-      const jwt = await new SignJWT({ sub: `usr_${i}` }).setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid: "k" }).sign(privateKey)
-      expect(verifyEs256(jwt, publicKey, "at+jwt")).toEqual({ header: { alg: "ES256", typ: "at+jwt", kid: "k" }, payload: { sub: `usr_${i}` } })
+      const jwt = await new SignJWT({ sub: `usr_${i}` })
+        .setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid: "k" })
+        .sign(privateKey)
+      expect(verifyEs256(jwt, publicKey, "at+jwt")).toEqual({
+        header: { alg: "ES256", typ: "at+jwt", kid: "k" },
+        payload: { sub: `usr_${i}` },
+      })
       const ours = signEs256({ alg: "ES256", typ: "at+jwt", kid: "k" }, { sub: `usr_${i}` }, privateKey)
       expect(verifyEs256(ours, publicKey, "at+jwt")).not.toBeTypeOf("string")
     }
@@ -53,8 +58,11 @@ describe("ES256 compact JWS verification (src/oidc/access-token/jws-verify.ts)",
     expect(verifyEs256(jwt, publicKey, "at+jwt")).not.toBeTypeOf("string")
     expect(verifyEs256(jwt, other, "at+jwt")).toBe("signature")
     expect(verifyEs256(`${h}.${b64({ sub: "usr_b" })}.${s}`, publicKey, "at+jwt")).toBe("signature")
-    expect(verifyEs256(`${b64({ alg: "ES256", typ: "at+jwt", kid: "k2" })}.${p}.${s}`, publicKey, "at+jwt")).toBe("signature")
-    const flipped = Buffer.from(s, "base64url"); flipped[10] = flipped[10]! ^ 1
+    expect(verifyEs256(`${b64({ alg: "ES256", typ: "at+jwt", kid: "k2" })}.${p}.${s}`, publicKey, "at+jwt")).toBe(
+      "signature",
+    )
+    const flipped = Buffer.from(s, "base64url")
+    flipped[10] = flipped[10]! ^ 1
     expect(verifyEs256(`${h}.${p}.${flipped.toString("base64url")}`, publicKey, "at+jwt")).toBe("signature")
     expect(verifyEs256(`${h}.${p}`, publicKey, "at+jwt")).toBe("malformed")
     expect(verifyEs256(`${b64({ alg: "none", typ: "at+jwt" })}.${p}.`, publicKey, "at+jwt")).toBe("malformed")
@@ -65,7 +73,12 @@ describe("ES256 compact JWS verification (src/oidc/access-token/jws-verify.ts)",
     const signed = `${critical}.${derToRaw(sign("sha256", Buffer.from(critical), privateKey)).toString("base64url")}`
     expect(verifyEs256(signed, publicKey, "at+jwt")).toBe("malformed")
     // typ compares as RFC 8725 says: case-insensitive, application/ prefix optional.
-    expect(verifyEs256(signEs256({ alg: "ES256", typ: "application/AT+JWT" as never, kid: "k" }, { sub: "x" }, privateKey), publicKey, "at+jwt"))
-      .not.toBeTypeOf("string")
+    expect(
+      verifyEs256(
+        signEs256({ alg: "ES256", typ: "application/AT+JWT" as never, kid: "k" }, { sub: "x" }, privateKey),
+        publicKey,
+        "at+jwt",
+      ),
+    ).not.toBeTypeOf("string")
   })
 })

@@ -17,7 +17,9 @@ beforeAll(async () => {
   env = await app.bootstrap()
   client = await createClient(app, env)
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const until = async (probe: () => Promise<boolean>) => {
   const deadline = Date.now() + 2_000
@@ -32,7 +34,11 @@ describe("session expiry in the live-state memory", () => {
     const user = await createUser(app, env)
     const minted = await mintCode(app, env, client, user)
     const t = (await exchangeCode(app, env, client, minted)).json as { access_token: string }
-    const setIdle = (ms: number) => queryRows(app, "update login_sessions set idle_expires_at = $2 where id = $1", [minted.sessionId, new Date(app.now() + ms)])
+    const setIdle = (ms: number) =>
+      queryRows(app, "update login_sessions set idle_expires_at = $2 where id = $1", [
+        minted.sessionId,
+        new Date(app.now() + ms),
+      ])
 
     // Shortened (announced): remembered with the 60 s expiry once the notification has come back.
     await setIdle(60_000)
@@ -60,28 +66,32 @@ describe("the live-state memory is bounded", () => {
     }
     const [a, b, c] = [await sessionsOf(users[0]!, 3), await sessionsOf(users[1]!, 2), await sessionsOf(users[2]!, 1)]
     const clients = [client, await createClient(app, env), await createClient(app, env)]
-    const sizes = await app.run(Effect.scoped(Effect.gen(function* () {
-      const cache = yield* makeLiveStateCache({ sessions: 4, sessionsPerUser: 2, clients: 2, pending: 3 })
-      while (!cache.listening()) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
-      const seen: Array<ReturnType<typeof cache.sizes>> = []
-      // A user's third session drops their first.
-      for (const s of a) yield* cache.read(env.environment_id, users[0]!.id, s)
-      seen.push(cache.sizes())
-      // Up to 4 sessions altogether; the fifth drops the least recently stored user (the first).
-      for (const s of b) yield* cache.read(env.environment_id, users[1]!.id, s)
-      seen.push(cache.sizes())
-      yield* cache.read(env.environment_id, users[2]!.id, c[0]!)
-      seen.push(cache.sizes())
-      for (const k of clients) yield* cache.readClient(env.environment_id, k.id)
-      seen.push(cache.sizes())
-      // Five local writes for five users: three are remembered; once they have ended, the next write drops them.
-      for (let i = 0; i < 5; i++) liveStateChanged(env.environment_id, `usr_pending${i}`)
-      seen.push(cache.sizes())
-      yield* Effect.promise(() => app.advance("6 seconds"))
-      liveStateChanged(env.environment_id, "usr_pending_last")
-      seen.push(cache.sizes())
-      return seen
-    })))
+    const sizes = await app.run(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const cache = yield* makeLiveStateCache({ sessions: 4, sessionsPerUser: 2, clients: 2, pending: 3 })
+          while (!cache.listening()) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
+          const seen: Array<ReturnType<typeof cache.sizes>> = []
+          // A user's third session drops their first.
+          for (const s of a) yield* cache.read(env.environment_id, users[0]!.id, s)
+          seen.push(cache.sizes())
+          // Up to 4 sessions altogether; the fifth drops the least recently stored user (the first).
+          for (const s of b) yield* cache.read(env.environment_id, users[1]!.id, s)
+          seen.push(cache.sizes())
+          yield* cache.read(env.environment_id, users[2]!.id, c[0]!)
+          seen.push(cache.sizes())
+          for (const k of clients) yield* cache.readClient(env.environment_id, k.id)
+          seen.push(cache.sizes())
+          // Five local writes for five users: three are remembered; once they have ended, the next write drops them.
+          for (let i = 0; i < 5; i++) liveStateChanged(env.environment_id, `usr_pending${i}`)
+          seen.push(cache.sizes())
+          yield* Effect.promise(() => app.advance("6 seconds"))
+          liveStateChanged(env.environment_id, "usr_pending_last")
+          seen.push(cache.sizes())
+          return seen
+        }),
+      ),
+    )
     expect(sizes).toEqual([
       { users: 1, sessions: 2, clients: 0, pending: 0 },
       { users: 2, sessions: 4, clients: 0, pending: 0 },

@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
-import { basic, createClient, createUser, exchangeCode, mintCode, postForm, queryRows, type TestClient, userinfo } from "./support.js"
+import {
+  basic,
+  createClient,
+  createUser,
+  exchangeCode,
+  mintCode,
+  postForm,
+  queryRows,
+  type TestClient,
+  userinfo,
+} from "./support.js"
 
 // UserInfo and introspection answers are remembered by the application and replayed by the
 // listener (src/oidc/access-token/fast-lane.ts) only while they are still true: the replay equals the full
@@ -16,7 +26,9 @@ beforeAll(async () => {
   env = await app.bootstrap()
   bff = await createClient(app, env, { type: "web_bff", allowedOrigins: ["https://app.example.com"] })
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const signIn = async (name = "Ada") => {
   const user = await createUser(app, env, { name })
@@ -59,19 +71,32 @@ describe("remembered UserInfo answers", () => {
   it("a profile change, a logout and a block made on this replica apply to the very next call", async () => {
     const a = await signIn("Before")
     await userinfo(app, env, a.accessToken)
-    const patched = await app.management(`/v1/users/${a.user.id}?environment_id=${env.environment_id}`, { method: "PATCH", body: { name: "After" } })
+    const patched = await app.management(`/v1/users/${a.user.id}?environment_id=${env.environment_id}`, {
+      method: "PATCH",
+      body: { name: "After" },
+    })
     expect(patched.status).toBe(200)
     expect((await userinfo(app, env, a.accessToken)).json).toMatchObject({ name: "After" })
 
     const b = await signIn()
     await userinfo(app, env, b.accessToken)
-    const revoked = await app.management(`/v1/users/${b.user.id}/sessions/${b.sessionId}?environment_id=${env.environment_id}`, { method: "DELETE" })
+    const revoked = await app.management(
+      `/v1/users/${b.user.id}/sessions/${b.sessionId}?environment_id=${env.environment_id}`,
+      { method: "DELETE" },
+    )
     expect(revoked.status).toBe(200)
     expect((await userinfo(app, env, b.accessToken)).status).toBe(401)
 
     const c = await signIn()
     await userinfo(app, env, c.accessToken)
-    expect((await app.management(`/v1/users/${c.user.id}/block?environment_id=${env.environment_id}`, { method: "POST", body: {} })).status).toBe(200)
+    expect(
+      (
+        await app.management(`/v1/users/${c.user.id}/block?environment_id=${env.environment_id}`, {
+          method: "POST",
+          body: {},
+        })
+      ).status,
+    ).toBe(200)
     expect((await userinfo(app, env, c.accessToken)).status).toBe(401)
   })
 
@@ -83,7 +108,10 @@ describe("remembered UserInfo answers", () => {
 
     const later = await signIn()
     // The session's idle expiry, moved earlier by hand (announced) to 30 s from now.
-    await queryRows(app, "update login_sessions set idle_expires_at = $2 where id = $1", [later.sessionId, new Date(app.now() + 30_000)])
+    await queryRows(app, "update login_sessions set idle_expires_at = $2 where id = $1", [
+      later.sessionId,
+      new Date(app.now() + 30_000),
+    ])
     await new Promise((resolve) => setTimeout(resolve, 200)) // the announcement has come back
     expect((await userinfo(app, env, later.accessToken)).status).toBe(200)
     expect((await userinfo(app, env, later.accessToken)).status).toBe(200)
@@ -127,7 +155,14 @@ describe("remembered introspection answers", () => {
     expect((await introspect(accessToken)).json).toEqual({ active: false })
     expect((await introspect(accessToken, secret)).json).toMatchObject({ active: true })
     bff = { ...bff, secret }
-    expect((await app.management(`/v1/users/${user.id}/block?environment_id=${env.environment_id}`, { method: "POST", body: {} })).status).toBe(200)
+    expect(
+      (
+        await app.management(`/v1/users/${user.id}/block?environment_id=${env.environment_id}`, {
+          method: "POST",
+          body: {},
+        })
+      ).status,
+    ).toBe(200)
     expect((await introspect(accessToken)).json).toEqual({ active: false })
   })
 })

@@ -4,8 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Keys } from "../../src/platform/keys/service.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
-  createClient, createUser, exchangeCode, expectOAuthError, mintCode, postForm, queryRows, refresh, type TestClient,
-  type TestUser, userinfo,
+  createClient,
+  createUser,
+  exchangeCode,
+  expectOAuthError,
+  mintCode,
+  postForm,
+  queryRows,
+  refresh,
+  type TestClient,
+  type TestUser,
+  userinfo,
 } from "./support.js"
 
 let app: TestApp
@@ -23,19 +32,36 @@ beforeAll(async () => {
   })
   user = await createUser(app, env)
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const login = async (client = spa) => {
   const minted = await mintCode(app, env, client, user)
   const res = await exchangeCode(app, env, client, minted)
   expect(res.status).toBe(200)
-  return { ...res.json as { access_token: string; id_token: string; refresh_token: string }, sessionId: minted.sessionId }
+  return {
+    ...(res.json as { access_token: string; id_token: string; refresh_token: string }),
+    sessionId: minted.sessionId,
+  }
 }
 const familyOf = (token: string) => token.slice(3, token.indexOf("."))
-const familyRow = async (token: string) => (await queryRows<{ revoked_at: Date | null; revoked_reason: string | null }>(app,
-  "select revoked_at, revoked_reason from refresh_families where id = $1", [familyOf(token)]))[0]!
-const sessionRow = async (id: string) => (await queryRows<{ revoked_at: Date | null; revoked_reason: string | null }>(app,
-  "select revoked_at, revoked_reason from login_sessions where id = $1", [id]))[0]!
+const familyRow = async (token: string) =>
+  (
+    await queryRows<{ revoked_at: Date | null; revoked_reason: string | null }>(
+      app,
+      "select revoked_at, revoked_reason from refresh_families where id = $1",
+      [familyOf(token)],
+    )
+  )[0]!
+const sessionRow = async (id: string) =>
+  (
+    await queryRows<{ revoked_at: Date | null; revoked_reason: string | null }>(
+      app,
+      "select revoked_at, revoked_reason from login_sessions where id = $1",
+      [id],
+    )
+  )[0]!
 const revoke = (params: Record<string, string>) => postForm(app, env, "/oauth2/revoke", params)
 
 describe("POST /oauth2/revoke", () => {
@@ -49,7 +75,11 @@ describe("POST /oauth2/revoke", () => {
     expectOAuthError(await refresh(app, env, spa, rotated.json.refresh_token), 400, "invalid_grant")
     expectOAuthError(await refresh(app, env, spa, t.refresh_token), 400, "invalid_grant")
     expect((await sessionRow(t.sessionId)).revoked_at).toBeNull()
-    const audit = await queryRows(app, "select 1 from audit_events where action = 'refresh_family.revoked' and subject_id = $1", [familyOf(t.refresh_token)])
+    const audit = await queryRows(
+      app,
+      "select 1 from audit_events where action = 'refresh_family.revoked' and subject_id = $1",
+      [familyOf(t.refresh_token)],
+    )
     expect(audit).toHaveLength(1)
     // revoking again changes nothing and still answers {}
     expect((await revoke({ token: rotated.json.refresh_token })).json).toEqual({})
@@ -57,7 +87,10 @@ describe("POST /oauth2/revoke", () => {
 
   it("the format is detected whatever token_type_hint says; JSON bodies work", async () => {
     const t = await login()
-    const res = await app.issuer(env.environment_id, "/oauth2/revoke", { method: "POST", body: { token: t.refresh_token, token_type_hint: "access_token" } })
+    const res = await app.issuer(env.environment_id, "/oauth2/revoke", {
+      method: "POST",
+      body: { token: t.refresh_token, token_type_hint: "access_token" },
+    })
     expect([res.status, res.json]).toEqual([200, {}])
     expect((await familyRow(t.refresh_token)).revoked_reason).toBe("revoked")
   })
@@ -100,7 +133,11 @@ describe("GET|POST /oauth2/logout", () => {
 
   it("ends the hint's session and its refresh families, then 302 to the registered URI with its query kept and state added", async () => {
     const t = await login()
-    const res = await logoutGet({ id_token_hint: t.id_token, post_logout_redirect_uri: spa.postLogoutRedirectUri, state: "a b&c=d" })
+    const res = await logoutGet({
+      id_token_hint: t.id_token,
+      post_logout_redirect_uri: spa.postLogoutRedirectUri,
+      state: "a b&c=d",
+    })
     expect(res.status).toBe(302)
     expect(res.headers["location"]).toBe("http://localhost:5173/signed-out?from=issuer&state=a%20b%26c%3Dd")
     expect(res.headers["cache-control"]).toBe("no-store")
@@ -108,41 +145,64 @@ describe("GET|POST /oauth2/logout", () => {
     expect((await familyRow(t.refresh_token)).revoked_reason).toBe("user_logout")
     expectOAuthError(await refresh(app, env, spa, t.refresh_token), 400, "invalid_grant")
     expect((await userinfo(app, env, t.access_token)).status).toBe(401)
-    const events = await queryRows<{ payload: unknown; actor: unknown }>(app,
-      "select envelope->'payload' as payload, envelope->'actor' as actor from event_outbox where type = 'session.revoked' and envelope->'payload'->>'sessionId' = $1", [t.sessionId])
-    expect(events).toEqual([{ payload: { userId: user.id, sessionId: t.sessionId, reason: "user_logout" }, actor: { type: "end_user", id: user.id } }])
+    const events = await queryRows<{ payload: unknown; actor: unknown }>(
+      app,
+      "select envelope->'payload' as payload, envelope->'actor' as actor from event_outbox where type = 'session.revoked' and envelope->'payload'->>'sessionId' = $1",
+      [t.sessionId],
+    )
+    expect(events).toEqual([
+      {
+        payload: { userId: user.id, sessionId: t.sessionId, reason: "user_logout" },
+        actor: { type: "end_user", id: user.id },
+      },
+    ])
     // logging out again is still a redirect
-    expect((await logoutGet({ id_token_hint: t.id_token, post_logout_redirect_uri: spa.postLogoutRedirectUri })).status).toBe(302)
+    expect(
+      (await logoutGet({ id_token_hint: t.id_token, post_logout_redirect_uri: spa.postLogoutRedirectUri })).status,
+    ).toBe(302)
   })
 
   it("POST (form) works the same; without state the Location is exactly the registered URI", async () => {
     const t = await login()
-    const res = await postForm(app, env, "/oauth2/logout", { id_token_hint: t.id_token, post_logout_redirect_uri: "https://app.example.com/bye" })
+    const res = await postForm(app, env, "/oauth2/logout", {
+      id_token_hint: t.id_token,
+      post_logout_redirect_uri: "https://app.example.com/bye",
+    })
     expect(res.status).toBe(302)
     expect(res.headers["location"]).toBe("https://app.example.com/bye")
     expect((await sessionRow(t.sessionId)).revoked_reason).toBe("user_logout")
-    const withState = await logoutGet({ client_id: spa.id, post_logout_redirect_uri: "https://app.example.com/bye", state: "xyz" })
+    const withState = await logoutGet({
+      client_id: spa.id,
+      post_logout_redirect_uri: "https://app.example.com/bye",
+      state: "xyz",
+    })
     expect(withState.headers["location"]).toBe("https://app.example.com/bye?state=xyz")
   })
 
   it("an expired ID token is accepted as hint, also one signed by a retired key within 30 days", async () => {
     const t = await login()
-    await app.run(Effect.gen(function* () {
-      const keys = yield* Keys
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.withTransaction(keys.rotate(env.environment_id))
-    }))
+    await app.run(
+      Effect.gen(function* () {
+        const keys = yield* Keys
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.withTransaction(keys.rotate(env.environment_id))
+      }),
+    )
     await app.advance("29 days")
     const res = await logoutGet({ id_token_hint: t.id_token, post_logout_redirect_uri: spa.postLogoutRedirectUri })
     expect(res.status).toBe(302)
     const late = await login()
-    await app.run(Effect.gen(function* () {
-      const keys = yield* Keys
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.withTransaction(keys.rotate(env.environment_id))
-    }))
+    await app.run(
+      Effect.gen(function* () {
+        const keys = yield* Keys
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.withTransaction(keys.rotate(env.environment_id))
+      }),
+    )
     await app.advance("31 days")
-    expectRefused(await logoutGet({ id_token_hint: late.id_token, post_logout_redirect_uri: spa.postLogoutRedirectUri }))
+    expectRefused(
+      await logoutGet({ id_token_hint: late.id_token, post_logout_redirect_uri: spa.postLogoutRedirectUri }),
+    )
     expect((await sessionRow(late.sessionId)).revoked_at).toBeNull()
   })
 
@@ -164,7 +224,9 @@ describe("GET|POST /oauth2/logout", () => {
     expectRefused(await logoutGet({ id_token_hint: "garbage", post_logout_redirect_uri: uri }))
     expectRefused(await logoutGet({ id_token_hint: t.access_token, post_logout_redirect_uri: uri }))
     const otherClient = await createClient(app, env, { postLogoutRedirectUris: [uri] })
-    expectRefused(await logoutGet({ id_token_hint: t.id_token, client_id: otherClient.id, post_logout_redirect_uri: uri }))
+    expectRefused(
+      await logoutGet({ id_token_hint: t.id_token, client_id: otherClient.id, post_logout_redirect_uri: uri }),
+    )
     expectRefused(await logoutGet({ client_id: `cli_${"q".repeat(32)}`, post_logout_redirect_uri: uri }))
     const disabled = await createClient(app, env, { status: "disabled", postLogoutRedirectUris: [uri] })
     expectRefused(await logoutGet({ client_id: disabled.id, post_logout_redirect_uri: uri }))

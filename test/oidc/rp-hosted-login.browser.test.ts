@@ -3,7 +3,7 @@ import { launchChromium } from "../support/browser.js"
 import type { AddressInfo } from "node:net"
 import * as oauth from "oauth4webapi"
 import * as oidc from "openid-client"
-import { type Browser, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, type LoginClientInfo, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
@@ -38,7 +38,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => callbackServer.listen(0, "127.0.0.1", () => resolve()))
   callbackBase = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}`
   client = await createClient(app, b, {
-    redirect_uris: [`${callbackBase}/callback`], post_logout_redirect_uris: [`${callbackBase}/signed-out`],
+    redirect_uris: [`${callbackBase}/callback`],
+    post_logout_redirect_uris: [`${callbackBase}/signed-out`],
   })
   browser = await launchChromium()
 }, 60_000)
@@ -74,7 +75,10 @@ const signInOnHostedLogin = async (authorizationUrl: URL, email: string): Promis
 /** After the code is verified the page may offer a passkey first (src/passkeys/hosted-login): decline it. */
 const landOnCallback = async (page: Page) => {
   const notNow = page.getByRole("button", { name: "Not now" })
-  const offered = notNow.waitFor({ state: "visible", timeout: 15_000 }).then(() => true, () => false)
+  const offered = notNow.waitFor({ state: "visible", timeout: 15_000 }).then(
+    () => true,
+    () => false,
+  )
   const landed = page.waitForURL((url) => url.pathname === "/callback", { timeout: 15_000 }).then(() => false)
   if (await Promise.race([offered, landed])) await notNow.click()
   await page.waitForURL((url) => url.pathname === "/callback", { timeout: 15_000 })
@@ -82,20 +86,39 @@ const landOnCallback = async (page: Page) => {
 
 describe("relying-party libraries through /oauth2/authorize and Hosted Login", () => {
   it("openid-client: discovery -> authorize -> Hosted Login -> code exchange -> ID token -> userinfo -> refresh -> revoke -> logout", async () => {
-    const config = await oidc.discovery(new URL(b.issuer), client.client_id, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] })
+    const config = await oidc.discovery(new URL(b.issuer), client.client_id, undefined, oidc.None(), {
+      execute: [oidc.allowInsecureRequests],
+    })
     const verifier = oidc.randomPKCECodeVerifier()
     const state = oidc.randomState()
     const nonce = oidc.randomNonce()
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: client.redirect_uri, scope: SCOPE, state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256",
+      redirect_uri: client.redirect_uri,
+      scope: SCOPE,
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
     })
     const email = uniqueEmail("openid-client")
     const callback = await signInOnHostedLogin(url, email)
 
-    const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true })
+    const tokens = await oidc.authorizationCodeGrant(config, callback, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
+    })
     const claims = tokens.claims()!
-    expect(claims).toMatchObject({ iss: b.issuer, aud: client.client_id, nonce, email, email_verified: true, amr: ["email_otp"], acr: "urn:example-auth:loa:basic" })
+    expect(claims).toMatchObject({
+      iss: b.issuer,
+      aud: client.client_id,
+      nonce,
+      email,
+      email_verified: true,
+      amr: ["email_otp"],
+      acr: "urn:example-auth:loa:basic",
+    })
     expect(tokens.scope).toBe(SCOPE)
 
     const info = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub)
@@ -104,21 +127,34 @@ describe("relying-party libraries through /oauth2/authorize and Hosted Login", (
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!)
     expect(refreshed.claims()).toMatchObject({ sub: claims.sub, amr: ["refresh_token"], auth_time: claims.auth_time })
     await oidc.tokenRevocation(config, refreshed.refresh_token!)
-    const refused = await oidc.refreshTokenGrant(config, refreshed.refresh_token!).then(() => undefined, (e: unknown) => e)
+    const refused = await oidc.refreshTokenGrant(config, refreshed.refresh_token!).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect((refused as oidc.ResponseBodyError).error).toBe("invalid_grant")
 
-    const logout = oidc.buildEndSessionUrl(config, { id_token_hint: refreshed.id_token!, post_logout_redirect_uri: `${callbackBase}/signed-out`, state: "bye" })
+    const logout = oidc.buildEndSessionUrl(config, {
+      id_token_hint: refreshed.id_token!,
+      post_logout_redirect_uri: `${callbackBase}/signed-out`,
+      state: "bye",
+    })
     const res = await fetch(logout, { redirect: "manual" })
     expect(res.status).toBe(302)
     expect(res.headers.get("location")).toBe(`${callbackBase}/signed-out?state=bye`)
-    const afterLogout = await oidc.fetchUserInfo(config, refreshed.access_token, claims.sub).then(() => undefined, (e: unknown) => e)
+    const afterLogout = await oidc.fetchUserInfo(config, refreshed.access_token, claims.sub).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect(afterLogout).toBeInstanceOf(oidc.WWWAuthenticateChallengeError)
   })
 
   it("oauth4webapi: discovery -> authorize -> Hosted Login -> code exchange -> ID token -> userinfo -> refresh -> revoke", async () => {
     const insecure = { [oauth.allowInsecureRequests]: true } as const
     const issuer = new URL(b.issuer)
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: "oidc", ...insecure }))
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: "oidc", ...insecure }),
+    )
     const rp: oauth.Client = { client_id: client.client_id }
     const auth = oauth.None()
     const verifier = oauth.generateRandomCodeVerifier()
@@ -126,32 +162,66 @@ describe("relying-party libraries through /oauth2/authorize and Hosted Login", (
     const nonce = oauth.generateRandomNonce()
     const url = new URL(as.authorization_endpoint!)
     for (const [k, v] of Object.entries({
-      client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: "code", scope: SCOPE, state, nonce,
-      code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256",
-    })) url.searchParams.set(k, v)
+      client_id: client.client_id,
+      redirect_uri: client.redirect_uri,
+      response_type: "code",
+      scope: SCOPE,
+      state,
+      nonce,
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
+    }))
+      url.searchParams.set(k, v)
     const email = uniqueEmail("oauth4webapi")
     const callback = await signInOnHostedLogin(url, email)
 
     const params = oauth.validateAuthResponse(as, rp, callback, state)
-    const result = await oauth.processAuthorizationCodeResponse(as, rp,
+    const result = await oauth.processAuthorizationCodeResponse(
+      as,
+      rp,
       await oauth.authorizationCodeGrantRequest(as, rp, auth, params, client.redirect_uri, verifier, insecure),
-      { expectedNonce: nonce, requireIdToken: true })
+      { expectedNonce: nonce, requireIdToken: true },
+    )
     const claims = oauth.getValidatedIdTokenClaims(result)!
     expect(claims).toMatchObject({ iss: b.issuer, aud: client.client_id, nonce, email })
 
-    const access = await oauth.validateJwtAccessToken(as, new Request("http://rs.example/", {
-      headers: { authorization: `Bearer ${result.access_token}` },
-    }), b.issuer, { ...insecure, signingAlgorithms: ["ES256"] })
+    const access = await oauth.validateJwtAccessToken(
+      as,
+      new Request("http://rs.example/", {
+        headers: { authorization: `Bearer ${result.access_token}` },
+      }),
+      b.issuer,
+      { ...insecure, signingAlgorithms: ["ES256"] },
+    )
     expect(access).toMatchObject({ sub: claims.sub, client_id: client.client_id, scope: SCOPE })
 
-    const info = await oauth.processUserInfoResponse(as, rp, claims.sub, await oauth.userInfoRequest(as, rp, result.access_token, insecure))
+    const info = await oauth.processUserInfoResponse(
+      as,
+      rp,
+      claims.sub,
+      await oauth.userInfoRequest(as, rp, result.access_token, insecure),
+    )
     expect(info).toMatchObject({ sub: claims.sub, email })
 
-    const refreshed = await oauth.processRefreshTokenResponse(as, rp, await oauth.refreshTokenGrantRequest(as, rp, auth, result.refresh_token!, insecure))
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      rp,
+      await oauth.refreshTokenGrantRequest(as, rp, auth, result.refresh_token!, insecure),
+    )
     expect(oauth.getValidatedIdTokenClaims(refreshed)).toMatchObject({ sub: claims.sub, amr: ["refresh_token"] })
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, rp, auth, refreshed.refresh_token!, insecure))
-    const refused = await oauth.processRefreshTokenResponse(as, rp,
-      await oauth.refreshTokenGrantRequest(as, rp, auth, refreshed.refresh_token!, insecure)).then(() => undefined, (e: unknown) => e)
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, rp, auth, refreshed.refresh_token!, insecure),
+    )
+    const refused = await oauth
+      .processRefreshTokenResponse(
+        as,
+        rp,
+        await oauth.refreshTokenGrantRequest(as, rp, auth, refreshed.refresh_token!, insecure),
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
     expect((refused as oauth.ResponseBodyError).error).toBe("invalid_grant")
   })
 })

@@ -17,7 +17,9 @@ beforeAll(async () => {
   app = await startApp({ env: { METRICS_TOKEN } })
   env = await app.bootstrap()
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const PATHS = ["/oauth2/jwks", "/.well-known/openid-configuration"]
 /** The headers that must be equal on both paths (date and the request id differ by nature). */
@@ -59,7 +61,7 @@ describe("JWKS and discovery from memory", () => {
       const viaApp = await app.issuer(env.environment_id, `${path}?x=1`, { headers: { "if-none-match": etag } })
       expect(viaApp.status).toBe(304)
       expect(viaApp.headers["etag"]).toBe(etag)
-      const changed = await app.issuer(env.environment_id, path, { headers: { "if-none-match": "\"other\"" } })
+      const changed = await app.issuer(env.environment_id, path, { headers: { "if-none-match": '"other"' } })
       expect(changed.status).toBe(200)
       expect(changed.headers["etag"]).toBe(etag)
       const head = await app.issuer(env.environment_id, path, { method: "HEAD" })
@@ -70,13 +72,22 @@ describe("JWKS and discovery from memory", () => {
   })
 
   it("answers from memory count in the request metrics like any other (surface, method, route template, status)", async () => {
-    const count = async (status: string) => sample((await app.request(app.config.managementHost, "/metrics", {
-      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
-    })).text, "authservice_http_requests_total", { surface: "issuer", method: "GET", route: "/e/{environment_id}/oauth2/jwks", status }) ?? 0
+    const count = async (status: string) =>
+      sample(
+        (
+          await app.request(app.config.managementHost, "/metrics", {
+            headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+          })
+        ).text,
+        "authservice_http_requests_total",
+        { surface: "issuer", method: "GET", route: "/e/{environment_id}/oauth2/jwks", status },
+      ) ?? 0
     const before = { ok: await count("200"), notModified: await count("304") }
     const etag = String((await app.issuer(env.environment_id, "/oauth2/jwks")).headers["etag"])
     for (let i = 0; i < 3; i++) expect((await app.issuer(env.environment_id, "/oauth2/jwks")).status).toBe(200)
-    expect((await app.issuer(env.environment_id, "/oauth2/jwks", { headers: { "if-none-match": etag } })).status).toBe(304)
+    expect((await app.issuer(env.environment_id, "/oauth2/jwks", { headers: { "if-none-match": etag } })).status).toBe(
+      304,
+    )
     expect(await count("200")).toBe(before.ok + 4)
     expect(await count("304")).toBe(before.notModified + 1)
   })
@@ -84,14 +95,21 @@ describe("JWKS and discovery from memory", () => {
   it("a key rotation on this replica is in the very next JWKS answer, with a new ETag", async () => {
     const before = await app.issuer(env.environment_id, "/oauth2/jwks")
     await app.issuer(env.environment_id, "/oauth2/jwks") // from memory
-    const jwk = await app.run(Effect.gen(function* () { return yield* (yield* Keys).rotate(env.environment_id) }))
+    const jwk = await app.run(
+      Effect.gen(function* () {
+        return yield* (yield* Keys).rotate(env.environment_id)
+      }),
+    )
     const after = await app.issuer(env.environment_id, "/oauth2/jwks")
     expect(after.json.keys.map((k: { kid: string }) => k.kid)).toContain(jwk.kid)
     expect(after.headers["etag"]).not.toBe(before.headers["etag"])
   })
 
   it("a change by another replica (row changed behind this one's back) shows within the Environment cache's 5 s plus the memory's lifetime", async () => {
-    const created = await app.management("/v1/environments", { method: "POST", body: { project_id: env.project_id, type: "test", name: "Other replica" } })
+    const created = await app.management("/v1/environments", {
+      method: "POST",
+      body: { project_id: env.project_id, type: "test", name: "Other replica" },
+    })
     expect(created.status).toBe(201)
     const id = created.json.id as string
     expect((await app.issuer(id, "/oauth2/jwks")).status).toBe(200)
@@ -104,7 +122,10 @@ describe("JWKS and discovery from memory", () => {
   })
 
   it("a deletion on this replica is answered 404 at once, from memory or not", async () => {
-    const created = await app.management("/v1/environments", { method: "POST", body: { project_id: env.project_id, type: "test", name: "Delete here" } })
+    const created = await app.management("/v1/environments", {
+      method: "POST",
+      body: { project_id: env.project_id, type: "test", name: "Delete here" },
+    })
     const id = created.json.id as string
     for (const path of PATHS) {
       expect((await app.issuer(id, path)).status).toBe(200)

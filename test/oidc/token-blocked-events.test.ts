@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
-  createClient, createUser, exchangeCode, expectOAuthError, mintCode, queryRows, refresh, type TestClient, type TestUser,
+  createClient,
+  createUser,
+  exchangeCode,
+  expectOAuthError,
+  mintCode,
+  queryRows,
+  refresh,
+  type TestClient,
+  type TestUser,
 } from "./support.js"
 
 // Spec, OAuth error responses: "access_denied 403 blocked user" — with the real block route,
@@ -17,23 +25,38 @@ beforeAll(async () => {
   env = await app.bootstrap()
   spa = await createClient(app, env)
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const login = async (who: TestUser) => {
   const minted = await mintCode(app, env, spa, who)
   const res = await exchangeCode(app, env, spa, minted)
   expect(res.status).toBe(200)
-  return { ...res.json as { access_token: string; refresh_token: string }, sessionId: minted.sessionId }
+  return { ...(res.json as { access_token: string; refresh_token: string }), sessionId: minted.sessionId }
 }
 const block = async (who: TestUser) => {
-  const res = await app.management(`/v1/users/${who.id}/block?environment_id=${env.environment_id}`, { method: "POST", body: {} })
+  const res = await app.management(`/v1/users/${who.id}/block?environment_id=${env.environment_id}`, {
+    method: "POST",
+    body: {},
+  })
   expect(res.status).toBe(200)
 }
 const familyOf = (token: string) => token.slice(3, token.indexOf("."))
-const familyRow = async (token: string) => (await queryRows<{ generation: number; revoked_at: Date | null; revoked_reason: string | null }>(app,
-  "select generation, revoked_at, revoked_reason from refresh_families where id = $1", [familyOf(token)]))[0]!
-const outbox = async (type: string, userId: string) => queryRows<{ envelope: { payload: Record<string, unknown>; actor?: unknown } }>(app,
-  "select envelope from event_outbox where type = $1 and envelope->'payload'->>'userId' = $2 order by occurred_at, id", [type, userId])
+const familyRow = async (token: string) =>
+  (
+    await queryRows<{ generation: number; revoked_at: Date | null; revoked_reason: string | null }>(
+      app,
+      "select generation, revoked_at, revoked_reason from refresh_families where id = $1",
+      [familyOf(token)],
+    )
+  )[0]!
+const outbox = async (type: string, userId: string) =>
+  queryRows<{ envelope: { payload: Record<string, unknown>; actor?: unknown } }>(
+    app,
+    "select envelope from event_outbox where type = $1 and envelope->'payload'->>'userId' = $2 order by occurred_at, id",
+    [type, userId],
+  )
 
 describe("a blocked user's grants answer 403 access_denied", () => {
   it("refresh after POST /users/{id}/block (which revoked the family): 403 access_denied, every generation, nothing changes", async () => {
@@ -70,7 +93,11 @@ describe("a blocked user's grants answer 403 access_denied", () => {
     expect((await exchangeCode(app, env, spa, used)).status).toBe(200)
     await block(who)
     expectOAuthError(await exchangeCode(app, env, spa, minted), 403, "access_denied")
-    const [code] = await queryRows<{ consumed_at: Date | null }>(app, "select consumed_at from authorization_codes where session_id = $1", [minted.sessionId])
+    const [code] = await queryRows<{ consumed_at: Date | null }>(
+      app,
+      "select consumed_at from authorization_codes where session_id = $1",
+      [minted.sessionId],
+    )
     expect(code!.consumed_at).toBeNull()
     const revokedBefore = await outbox("session.revoked", who.id)
     expectOAuthError(await exchangeCode(app, env, spa, used), 403, "access_denied")
@@ -103,7 +130,10 @@ describe("a blocked user's grants answer 403 access_denied", () => {
     const who = await createUser(app, env)
     const first = await login(who)
     await block(who)
-    const res = await app.management(`/v1/users/${who.id}/unblock?environment_id=${env.environment_id}`, { method: "POST", body: {} })
+    const res = await app.management(`/v1/users/${who.id}/unblock?environment_id=${env.environment_id}`, {
+      method: "POST",
+      body: {},
+    })
     expect(res.status).toBe(200)
     expectOAuthError(await refresh(app, env, spa, first.refresh_token), 400, "invalid_grant")
   })
@@ -119,7 +149,12 @@ describe("events of a refresh", () => {
     expect(res.status).toBe(200)
     const logins = await outbox("login.succeeded", who.id)
     expect(logins).toHaveLength(2)
-    expect(logins[1]!.envelope.payload).toMatchObject({ userId: who.id, sessionId: first.sessionId, method: "refresh_token", clientId: spa.id })
+    expect(logins[1]!.envelope.payload).toMatchObject({
+      userId: who.id,
+      sessionId: first.sessionId,
+      method: "refresh_token",
+      clientId: spa.id,
+    })
     expect(logins[1]!.envelope.payload["ipPrefixHash"]).toMatch(/^[0-9a-f]{64}$/)
     expect(logins[1]!.envelope.actor).toEqual({ type: "end_user", id: who.id })
     expect(await outbox("session.created", who.id)).toHaveLength(1)
@@ -132,8 +167,36 @@ describe("events of a refresh", () => {
     const res = await refresh(app, env, spa, first.refresh_token)
     const again = await refresh(app, env, spa, first.refresh_token)
     expect(again.text).toBe(res.text)
-    expectOAuthError(await refresh(app, env, spa, res.json.refresh_token, { scope: "openid admin" }), 400, "invalid_scope")
-    expect((await outbox("login.succeeded", who.id)).map((e) => e.envelope.payload["method"])).toEqual(["email_otp", "refresh_token"])
+    expectOAuthError(
+      await refresh(app, env, spa, res.json.refresh_token, { scope: "openid admin" }),
+      400,
+      "invalid_scope",
+    )
+    expect((await outbox("login.succeeded", who.id)).map((e) => e.envelope.payload["method"])).toEqual([
+      "email_otp",
+      "refresh_token",
+    ])
+  })
+
+  it("a blocked user's refresh emits login.failed with method refresh_token, reason user_blocked; a forged one emits nothing", async () => {
+    const who = await createUser(app, env)
+    const first = await login(who)
+    await block(who)
+    expectOAuthError(await refresh(app, env, spa, first.refresh_token), 403, "access_denied")
+    const failed = await outbox("login.failed", who.id)
+    expect(failed).toHaveLength(1)
+    expect(failed[0]!.envelope.payload).toMatchObject({
+      userId: who.id,
+      method: "refresh_token",
+      reason: "user_blocked",
+      clientId: spa.id,
+    })
+    expect(failed[0]!.envelope.payload["ipPrefixHash"]).toMatch(/^[0-9a-f]{64}$/)
+    expect(failed[0]!.envelope.actor).toEqual({ type: "end_user", id: who.id })
+    const forged = first.refresh_token.replace(/\.[^.]+$/, "." + "A".repeat(43))
+    expectOAuthError(await refresh(app, env, spa, forged), 400, "invalid_grant")
+    expect(await outbox("login.failed", who.id)).toHaveLength(1)
+    expect(await outbox("login.succeeded", who.id)).toHaveLength(1)
   })
 
   it("of concurrent refreshes of one generation exactly one emits", async () => {
@@ -142,6 +205,8 @@ describe("events of a refresh", () => {
     const results = await Promise.all(Array.from({ length: 8 }, () => refresh(app, env, spa, first.refresh_token)))
     expect(results.every((r) => r.status === 200)).toBe(true)
     expect(new Set(results.map((r) => r.text)).size).toBe(1)
-    expect((await outbox("login.succeeded", who.id)).filter((e) => e.envelope.payload["method"] === "refresh_token")).toHaveLength(1)
+    expect(
+      (await outbox("login.succeeded", who.id)).filter((e) => e.envelope.payload["method"] === "refresh_token"),
+    ).toHaveLength(1)
   })
 })

@@ -1,8 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
-  claimsOf, createClient, createUser, exchangeCode, expectOAuthError, mintCode, postForm, queryRows, refresh,
-  type TestClient, type TestUser, userinfo, verifyJwt,
+  claimsOf,
+  createClient,
+  createUser,
+  exchangeCode,
+  expectOAuthError,
+  mintCode,
+  postForm,
+  queryRows,
+  refresh,
+  type TestClient,
+  type TestUser,
+  userinfo,
+  verifyJwt,
 } from "./support.js"
 
 let app: TestApp
@@ -19,20 +30,48 @@ beforeAll(async () => {
   spa = await createClient(app, env, { allowedResources: [API, FILES] })
   user = await createUser(app, env)
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const login = async (options: Parameters<typeof mintCode>[4] = {}, client = spa, who = user) => {
   const minted = await mintCode(app, env, client, who, options)
   const res = await exchangeCode(app, env, client, minted)
   expect(res.status).toBe(200)
-  return { ...res.json as { access_token: string; refresh_token: string; id_token?: string }, sessionId: minted.sessionId }
+  return {
+    ...(res.json as { access_token: string; refresh_token: string; id_token?: string }),
+    sessionId: minted.sessionId,
+  }
 }
 
 const familyOf = (token: string) => token.slice(3, token.indexOf("."))
-const family = async (token: string) => (await queryRows<{ generation: number; revoked_at: Date | null; revoked_reason: string | null; grace_response_sealed: string | null }>(app,
-  "select generation, revoked_at, revoked_reason, grace_response_sealed from refresh_families where id = $1", [familyOf(token)]))[0]!
-const session = async (id: string) => (await queryRows<{ revoked_at: Date | null; revoked_reason: string | null; idle_expires_at: Date; absolute_expires_at: Date; last_active_at: Date }>(app,
-  "select revoked_at, revoked_reason, idle_expires_at, absolute_expires_at, last_active_at from login_sessions where id = $1", [id]))[0]!
+const family = async (token: string) =>
+  (
+    await queryRows<{
+      generation: number
+      revoked_at: Date | null
+      revoked_reason: string | null
+      grace_response_sealed: string | null
+    }>(
+      app,
+      "select generation, revoked_at, revoked_reason, grace_response_sealed from refresh_families where id = $1",
+      [familyOf(token)],
+    )
+  )[0]!
+const session = async (id: string) =>
+  (
+    await queryRows<{
+      revoked_at: Date | null
+      revoked_reason: string | null
+      idle_expires_at: Date
+      absolute_expires_at: Date
+      last_active_at: Date
+    }>(
+      app,
+      "select revoked_at, revoked_reason, idle_expires_at, absolute_expires_at, last_active_at from login_sessions where id = $1",
+      [id],
+    )
+  )[0]!
 
 describe("refresh_token grant: rotation", () => {
   it("returns a new token of the next generation; amr becomes [refresh_token], acr basic, auth_time unchanged, no nonce", async () => {
@@ -42,15 +81,34 @@ describe("refresh_token grant: rotation", () => {
     const res = await refresh(app, env, spa, first.refresh_token)
     expect(res.status).toBe(200)
     expect(res.headers["cache-control"]).toBe("no-store")
-    expect(Object.keys(res.json).sort()).toEqual(["access_token", "expires_in", "id_token", "refresh_token", "scope", "token_type"])
+    expect(Object.keys(res.json).sort()).toEqual([
+      "access_token",
+      "expires_in",
+      "id_token",
+      "refresh_token",
+      "scope",
+      "token_type",
+    ])
     expect(res.json.refresh_token).toMatch(new RegExp(`^rt_${familyOf(first.refresh_token)}\\.2\\.[A-Za-z0-9_-]{43}$`))
     expect(res.json.expires_in).toBe(300)
     expect(res.json.scope).toBe("openid profile email offline_access")
     const at = await verifyJwt(app, env, res.json.access_token, "at+jwt")
-    expect(at.payload).toMatchObject({ amr: ["refresh_token"], acr: "urn:example-auth:loa:basic", auth_time: authTime, sid: first.sessionId, sv: 1 })
+    expect(at.payload).toMatchObject({
+      amr: ["refresh_token"],
+      acr: "urn:example-auth:loa:basic",
+      auth_time: authTime,
+      sid: first.sessionId,
+      sv: 1,
+    })
     expect(at.payload.iat).toBe(Math.floor(app.now() / 1000))
     const id = await verifyJwt(app, env, res.json.id_token, "JWT")
-    expect(id.payload).toMatchObject({ amr: ["refresh_token"], acr: "urn:example-auth:loa:basic", auth_time: authTime, aud: spa.id, sid: first.sessionId })
+    expect(id.payload).toMatchObject({
+      amr: ["refresh_token"],
+      acr: "urn:example-auth:loa:basic",
+      auth_time: authTime,
+      aud: spa.id,
+      sid: first.sessionId,
+    })
     expect(id.payload).not.toHaveProperty("nonce")
     expect((await refresh(app, env, spa, res.json.refresh_token)).status).toBe(200)
     expect((await family(first.refresh_token)).generation).toBe(3)
@@ -74,14 +132,27 @@ describe("refresh_token grant: rotation", () => {
     const won = await refresh(app, env, spa, first.refresh_token)
     await app.advance(5001)
     expectOAuthError(await refresh(app, env, spa, first.refresh_token), 400, "invalid_grant")
-    expect(await family(first.refresh_token)).toMatchObject({ revoked_at: expect.any(Date), revoked_reason: "refresh_token_reuse", grace_response_sealed: null })
+    expect(await family(first.refresh_token)).toMatchObject({
+      revoked_at: expect.any(Date),
+      revoked_reason: "refresh_token_reuse",
+      grace_response_sealed: null,
+    })
     expect(await session(first.sessionId)).toMatchObject({ revoked_reason: "refresh_token_reuse" })
     expectOAuthError(await refresh(app, env, spa, won.json.refresh_token), 400, "invalid_grant")
     expect((await userinfo(app, env, won.json.access_token)).status).toBe(401)
-    const events = await queryRows<{ payload: unknown }>(app,
-      "select envelope->'payload' as payload from event_outbox where type = 'session.revoked' and envelope->'payload'->>'sessionId' = $1", [first.sessionId])
-    expect(events.map((e) => e.payload)).toEqual([{ userId: user.id, sessionId: first.sessionId, reason: "refresh_token_reuse" }])
-    const audit = await queryRows(app, "select 1 from audit_events where action = 'token.refresh_reuse_detected' and subject_id = $1", [first.sessionId])
+    const events = await queryRows<{ payload: unknown }>(
+      app,
+      "select envelope->'payload' as payload from event_outbox where type = 'session.revoked' and envelope->'payload'->>'sessionId' = $1",
+      [first.sessionId],
+    )
+    expect(events.map((e) => e.payload)).toEqual([
+      { userId: user.id, sessionId: first.sessionId, reason: "refresh_token_reuse" },
+    ])
+    const audit = await queryRows(
+      app,
+      "select 1 from audit_events where action = 'token.refresh_reuse_detected' and subject_id = $1",
+      [first.sessionId],
+    )
     expect(audit).toHaveLength(1)
   })
 
@@ -103,7 +174,11 @@ describe("refresh_token grant: rotation", () => {
     }
     const other = await createClient(app, env)
     expectOAuthError(await refresh(app, env, other, first.refresh_token), 400, "invalid_grant")
-    expectOAuthError(await postForm(app, env, "/oauth2/token", { grant_type: "refresh_token", client_id: spa.id }), 400, "invalid_request")
+    expectOAuthError(
+      await postForm(app, env, "/oauth2/token", { grant_type: "refresh_token", client_id: spa.id }),
+      400,
+      "invalid_request",
+    )
     expect(await family(first.refresh_token)).toMatchObject({ generation: 1, revoked_at: null })
     expect((await refresh(app, env, spa, first.refresh_token)).status).toBe(200)
   })
@@ -127,7 +202,11 @@ describe("refresh_token grant: rotation", () => {
     expect(noOpenid.json).not.toHaveProperty("id_token")
     const current = noOpenid.json.refresh_token
     expectOAuthError(await refresh(app, env, spa, current, { scope: "openid admin" }), 400, "invalid_scope")
-    expectOAuthError(await refresh(app, env, spa, current, { resource: "https://evil.example.com" }), 400, "invalid_scope")
+    expectOAuthError(
+      await refresh(app, env, spa, current, { resource: "https://evil.example.com" }),
+      400,
+      "invalid_scope",
+    )
     expect((await family(current)).generation).toBe(4)
     expect((await refresh(app, env, spa, current)).status).toBe(200)
   })
@@ -142,10 +221,17 @@ describe("refresh_token grant: rotation", () => {
     expect((await family(first.refresh_token)).generation).toBe(1)
 
     const second = await login()
-    await queryRows(app, "update login_sessions set revoked_at = $2, revoked_reason = 'admin_revocation' where id = $1", [second.sessionId, new Date(app.now())])
+    await queryRows(
+      app,
+      "update login_sessions set revoked_at = $2, revoked_reason = 'admin_revocation' where id = $1",
+      [second.sessionId, new Date(app.now())],
+    )
     expectOAuthError(await refresh(app, env, spa, second.refresh_token), 400, "invalid_grant")
     const third = await login()
-    await queryRows(app, "update login_sessions set idle_expires_at = $2 where id = $1", [third.sessionId, new Date(app.now())])
+    await queryRows(app, "update login_sessions set idle_expires_at = $2 where id = $1", [
+      third.sessionId,
+      new Date(app.now()),
+    ])
     expectOAuthError(await refresh(app, env, spa, third.refresh_token), 400, "invalid_grant")
   })
 })

@@ -43,7 +43,10 @@ const codeFromDevMailbox = async (email: string) => {
 
 const landOnCallback = async (page: Page) => {
   const notNow = page.getByRole("button", { name: "Not now" })
-  const offered = notNow.waitFor({ state: "visible", timeout: 15_000 }).then(() => true, () => false)
+  const offered = notNow.waitFor({ state: "visible", timeout: 15_000 }).then(
+    () => true,
+    () => false,
+  )
   const landed = page.waitForURL((url) => url.pathname === "/callback", { timeout: 15_000 }).then(() => false)
   if (await Promise.race([offered, landed])) await notNow.click()
   await page.waitForURL((url) => url.pathname === "/callback", { timeout: 15_000 })
@@ -53,17 +56,32 @@ it("`npm run -s cli -- login`: PKCE through the browser and Hosted Login, then o
   const port = await freePort()
   const registered = await app.management("/v1/clients", {
     method: "POST",
-    body: { environment_id: b.environment_id, client_type: "web_spa", name: "CLI", token_endpoint_auth_method: "none", redirect_uris: [`http://127.0.0.1:${port}/callback`] },
+    body: {
+      environment_id: b.environment_id,
+      client_type: "web_spa",
+      name: "CLI",
+      token_endpoint_auth_method: "none",
+      redirect_uris: [`http://127.0.0.1:${port}/callback`],
+    },
   })
   expect(registered.status, registered.text).toBe(201)
 
-  cli = spawn(TSX, ["src/cli.ts", "login", "--issuer", b.issuer, "--client-id", registered.json.id, "--port", String(port)], {
-    env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root" }, stdio: ["ignore", "pipe", "pipe"],
-  })
+  cli = spawn(
+    TSX,
+    ["src/cli.ts", "login", "--issuer", b.issuer, "--client-id", registered.json.id, "--port", String(port)],
+    {
+      env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root" },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  )
   let stdout = ""
   let stderr = ""
-  cli.stdout!.on("data", (c: Buffer) => { stdout += c })
-  cli.stderr!.on("data", (c: Buffer) => { stderr += c })
+  cli.stdout!.on("data", (c: Buffer) => {
+    stdout += c
+  })
+  cli.stderr!.on("data", (c: Buffer) => {
+    stderr += c
+  })
   const exited = new Promise<number | null>((resolve) => cli!.on("exit", resolve))
   const deadline = Date.now() + 30_000
   while (!/https?:\/\/\S+\/oauth2\/authorize\?\S+/.test(stderr)) {
@@ -91,15 +109,24 @@ it("`npm run -s cli -- login`: PKCE through the browser and Hosted Login, then o
   expect(tokens.refresh_token).toMatch(/^rt_/)
   expect(tokens.claims).toMatchObject({ iss: b.issuer, aud: registered.json.id, email, amr: ["email_otp"] })
   // The tokens work: UserInfo answers for this user.
-  const info = await app.issuer(b.environment_id, "/oauth2/userinfo", { headers: { authorization: `Bearer ${tokens.access_token}` } })
+  const info = await app.issuer(b.environment_id, "/oauth2/userinfo", {
+    headers: { authorization: `Bearer ${tokens.access_token}` },
+  })
   expect([info.status, info.json.email]).toEqual([200, email])
 }, 90_000)
 
-it("refuses missing flags with one line of usage", async () => {
-  const child = spawn(TSX, ["src/cli.ts", "login", "--issuer", "not-a-url"], { env: { PATH: process.env["PATH"]! }, stdio: ["ignore", "pipe", "pipe"] })
+it("refuses missing flags with one line of usage, exit 2 (wrong use)", async () => {
+  const child = spawn(TSX, ["src/cli.ts", "login", "--issuer", "not-a-url"], {
+    env: { PATH: process.env["PATH"]! },
+    stdio: ["ignore", "pipe", "pipe"],
+  })
   let stderr = ""
-  child.stderr!.on("data", (c: Buffer) => { stderr += c })
-  expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(1)
+  child.stderr!.on("data", (c: Buffer) => {
+    stderr += c
+  })
+  expect(await new Promise((resolve) => child.on("exit", resolve))).toBe(2)
   expect(stderr.trim().split("\n")).toHaveLength(1)
-  expect(stderr).toContain("usage: npm run -s cli -- login --issuer URL --client-id ID")
+  expect(stderr).toContain(
+    "--issuer (an http(s) URL) and --client-id are required; usage: npm run cli -- login --issuer URL --client-id ID",
+  )
 })

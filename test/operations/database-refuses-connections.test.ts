@@ -1,6 +1,6 @@
 import { inject } from "vitest"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { adminQuery } from "../support/template.js"
+import { allowConnections } from "../support/template.js"
 import type { TestResponse } from "../support/http.js"
 import { publicApi } from "../passkeys/support/flow.js"
 import { introspect, me, signedInUser, tryRefresh, useMeApp, userinfo } from "../me/support.js"
@@ -14,12 +14,14 @@ import { introspect, me, signedInUser, tryRefresh, useMeApp, userinfo } from "..
 const ctx = useMeApp()
 let database: string
 
-const setConnections = (allowed: boolean) => adminQuery(inject("serverUrl"), `alter database "${database}" allow_connections ${allowed}`)
-const cutSessions = () => adminQuery(inject("serverUrl"),
-  `select pg_terminate_backend(pid) from pg_stat_activity where datname = '${database}' and pid <> pg_backend_pid()`)
+const setConnections = (allowed: boolean) => allowConnections(inject("serverUrl"), database, allowed)
 
-beforeAll(() => { database = new URL(ctx.app.databaseUrl).pathname.slice(1) })
-afterAll(async () => { await setConnections(true).catch(() => {}) })
+beforeAll(() => {
+  database = new URL(ctx.app.databaseUrl).pathname.slice(1)
+})
+afterAll(async () => {
+  await setConnections(true).catch(() => {})
+})
 
 const expectProblem503 = (res: TestResponse, code: string) => {
   expect(res.status, res.text).toBe(503)
@@ -39,26 +41,36 @@ describe("the database refuses connections (allow_connections false)", () => {
   it("Management API, token endpoint, Public API, /me, UserInfo, introspection and revocation answer 503 with Retry-After; all recover", async () => {
     const signed = await signedInUser(ctx, "outage")
     const workspace = () => ctx.app.management(`/v1/workspaces/${ctx.b.workspace_id}`, { key: ctx.b.api_key })
-    const createTxn = () => publicApi(ctx.app, ctx.b, "/auth/transactions", {
-      body: {
-        client_id: ctx.client.client_id, redirect_uri: ctx.client.redirect_uri, code_challenge_method: "S256",
-        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", state: "s-1", nonce: "n-1", scope: "openid email",
-      },
-    })
-    const revoke = () => ctx.app.issuer(ctx.b.environment_id, "/oauth2/revoke", {
-      method: "POST", body: new URLSearchParams({ token: signed.tokens.refresh_token }).toString(),
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-    })
+    const createTxn = () =>
+      publicApi(ctx.app, ctx.b, "/auth/transactions", {
+        body: {
+          client_id: ctx.client.client_id,
+          redirect_uri: ctx.client.redirect_uri,
+          code_challenge_method: "S256",
+          code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+          state: "s-1",
+          nonce: "n-1",
+          scope: "openid email",
+        },
+      })
+    const revoke = () =>
+      ctx.app.issuer(ctx.b.environment_id, "/oauth2/revoke", {
+        method: "POST",
+        body: new URLSearchParams({ token: signed.tokens.refresh_token }).toString(),
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      })
     // Healthy first (and every cache that could hide the outage is warm: the Environment, the client).
     expect((await workspace()).status).toBe(200)
     expect((await createTxn()).status).toBe(201)
     expect((await me(ctx, signed.token, "")).status).toBe(200)
 
     await setConnections(false)
-    await cutSessions()
     try {
       expectProblem503(await workspace(), "service_unavailable")
-      expectProblem503(await ctx.app.management("/v1/users?environment_id=" + ctx.b.environment_id, { key: ctx.b.api_key }), "service_unavailable")
+      expectProblem503(
+        await ctx.app.management("/v1/users?environment_id=" + ctx.b.environment_id, { key: ctx.b.api_key }),
+        "service_unavailable",
+      )
       expectOAuth503(await tryRefresh(ctx, signed.tokens.refresh_token))
       expectProblem503(await createTxn(), "service_unavailable")
       expectProblem503(await me(ctx, signed.token, ""), "user_unavailable")

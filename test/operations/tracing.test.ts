@@ -18,8 +18,14 @@ beforeAll(async () => {
   b = await app.bootstrap()
   client = await registerClient(app.request, app.config.managementHost, b)
   exporter.reset()
-  login = await emailOtpLogin(app.request, { interaction: b.interaction_domain, issuer: app.config.canonicalIssuerHost }, b, client,
-    uniqueEmail("traced"), (to) => smtp.waitForCode(to))
+  login = await emailOtpLogin(
+    app.request,
+    { interaction: b.interaction_domain, issuer: app.config.canonicalIssuerHost },
+    b,
+    client,
+    uniqueEmail("traced"),
+    (to) => smtp.waitForCode(to),
+  )
 })
 afterAll(async () => {
   await app?.close()
@@ -41,8 +47,18 @@ const descendants = (root: ReadableSpan): Array<ReadableSpan> => {
   return found
 }
 const serverSpan = (route: string, status: number) => {
-  const found = spans().filter((s) => s.kind === SpanKind.SERVER && s.attributes["http.route"] === route && s.attributes["http.response.status_code"] === status)
-  expect(found, `${route} ${status}: ${spans().map((s) => `${s.name} ${String(s.attributes["http.route"])}`).join(", ")}`).toHaveLength(1)
+  const found = spans().filter(
+    (s) =>
+      s.kind === SpanKind.SERVER &&
+      s.attributes["http.route"] === route &&
+      s.attributes["http.response.status_code"] === status,
+  )
+  expect(
+    found,
+    `${route} ${status}: ${spans()
+      .map((s) => `${s.name} ${String(s.attributes["http.route"])}`)
+      .join(", ")}`,
+  ).toHaveLength(1)
   return found[0]!
 }
 const statementsUnder = (root: ReadableSpan) =>
@@ -50,7 +66,7 @@ const statementsUnder = (root: ReadableSpan) =>
 
 describe("OpenTelemetry spans of one login (in-memory exporter)", () => {
   it("each request is a server span named by method, with its route template, status and request id; its SQL statements are child spans", () => {
-    const verifyRoute = "/v1/auth/transactions/:transactionId/email/verify"
+    const verifyRoute = "/v1/auth/transactions/{transactionId}/email/verify"
     const verified = serverSpan(verifyRoute, 200)
     const refused = serverSpan(verifyRoute, 400)
     // Named when the request arrives, before routing: the method (OpenTelemetry HTTP semantic conventions); the route is an attribute.
@@ -71,15 +87,18 @@ describe("OpenTelemetry spans of one login (in-memory exporter)", () => {
     expect(statementsUnder(token).length).toBeGreaterThan(0)
     // Our own operation spans sit between the request and its statements.
     expect(descendants(token).map((s) => s.name)).toContain("oidc.token")
-    expect(serverSpan("/v1/auth/transactions/:transactionId/complete", 200)).toBeDefined()
+    expect(serverSpan("/v1/auth/transactions/{transactionId}/complete", 200)).toBeDefined()
   })
 
-  it("each job attempt is its own trace: a consumer root span with the job's statements under it", async () => {
+  it("each job attempt is a consumer span in the trace of the request that queued it, with the job's statements under it", async () => {
     const jobs = spans().filter((s) => s.name === "job send_login_code")
     expect(jobs).toHaveLength(1)
     const job = jobs[0]!
     expect(job.kind).toBe(SpanKind.CONSUMER)
-    expect(parentOf(job)).toBeUndefined()
+    // The request that started the Email OTP challenge queued the mail: the job is in its trace, under it.
+    const start = serverSpan("/v1/auth/transactions/{transactionId}/email/start", 202)
+    expect(job.spanContext().traceId).toBe(start.spanContext().traceId)
+    expect(descendants(start)).toContain(job)
     expect(job.attributes["job.task"]).toBe("send_login_code")
     expect(job.attributes["job.attempt"]).toBe(1)
     expect(descendants(job).map((s) => s.name)).toContain("jobs.sendLoginCode")
@@ -87,9 +106,20 @@ describe("OpenTelemetry spans of one login (in-memory exporter)", () => {
   })
 
   it("no span carries the code, a token, the client secret or the email address", () => {
-    const everything = JSON.stringify(spans().map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })))
-    for (const secret of [login.otp, login.authorizationCode, login.verifier, login.tokens.access_token, login.tokens.id_token,
-      login.tokens.refresh_token, client.secret, login.email, b.api_key]) {
+    const everything = JSON.stringify(
+      spans().map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })),
+    )
+    for (const secret of [
+      login.otp,
+      login.authorizationCode,
+      login.verifier,
+      login.tokens.access_token,
+      login.tokens.id_token,
+      login.tokens.refresh_token,
+      client.secret,
+      login.email,
+      b.api_key,
+    ]) {
       expect(everything).not.toContain(secret)
     }
   })

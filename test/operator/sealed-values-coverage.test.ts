@@ -21,8 +21,14 @@ const NOT_MASTER_KEY: Readonly<Record<string, string>> = {
   "operator/master-key/service.ts": "the re-sealing of SEALED_VALUES",
 }
 
-const sourceFiles = (dir: string): Array<string> => readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-  entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : [])
+const sourceFiles = (dir: string): Array<string> =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory()
+      ? sourceFiles(join(dir, entry.name))
+      : entry.name.endsWith(".ts")
+        ? [join(dir, entry.name)]
+        : [],
+  )
 
 interface SealCall {
   readonly file: string
@@ -30,20 +36,28 @@ interface SealCall {
 }
 
 /** Every `.seal(` call in src (but the secret box's definition), with the function its first argument calls. */
-const sealCalls = (): Array<SealCall> => sourceFiles(SRC).flatMap((file) => {
-  const rel = relative(SRC, file)
-  if (rel === "platform/crypto.ts") return []
-  const text = readFileSync(file, "utf8")
-  return [...text.matchAll(/\.seal\(\s*([A-Za-z_$][\w$]*)?(\()?/g)].map((m) => ({ file: rel, builder: m[2] ? m[1] : undefined }))
-})
+const sealCalls = (): Array<SealCall> =>
+  sourceFiles(SRC).flatMap((file) => {
+    const rel = relative(SRC, file)
+    if (rel === "platform/crypto.ts") return []
+    const text = readFileSync(file, "utf8")
+    return [...text.matchAll(/\.seal\(\s*([A-Za-z_$][\w$]*)?(\()?/g)].map((m) => ({
+      file: rel,
+      builder: m[2] ? m[1] : undefined,
+    }))
+  })
 
 /** Where `name` comes from in `file`: an import (module and exported name) or the file itself. */
 const origin = (file: string, name: string) => {
   const text = readFileSync(join(SRC, file), "utf8")
   for (const m of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*"([^"]+)"/g)) {
     for (const part of m[1]!.split(",")) {
-      const [exported, local] = part.trim().replace(/^type\s+/, "").split(/\s+as\s+/)
-      if ((local ?? exported) === name) return { module: resolve(dirname(join(SRC, file)), m[2]!.replace(/\.js$/, ".ts")), exported: exported! }
+      const [exported, local] = part
+        .trim()
+        .replace(/^type\s+/, "")
+        .split(/\s+as\s+/)
+      if ((local ?? exported) === name)
+        return { module: resolve(dirname(join(SRC, file)), m[2]!.replace(/\.js$/, ".ts")), exported: exported! }
     }
   }
   return { module: join(SRC, file), exported: name }
@@ -68,11 +82,14 @@ describe("every value sealed under MASTER_KEY is known to the rotation", () => {
       const { module, exported } = origin(call.file, call.builder)
       const builder = (await import(module))[exported] as ((...args: Array<unknown>) => SealContext) | undefined
       if (typeof builder !== "function") {
-        problems.push(`${call.file}: ${call.builder} is not exported by ${relative(SRC, module)} (the rotation registry must use it)`)
+        problems.push(
+          `${call.file}: ${call.builder} is not exported by ${relative(SRC, module)} (the rotation registry must use it)`,
+        )
         continue
       }
       const ctx = builder(...Array.from({ length: builder.length }, () => "0"))
-      if (!covered(ctx)) problems.push(`${call.file}: purpose ${ctx.purpose} in table ${ctx.table} is not in SEALED_VALUES`)
+      if (!covered(ctx))
+        problems.push(`${call.file}: purpose ${ctx.purpose} in table ${ctx.table} is not in SEALED_VALUES`)
     }
     expect(problems).toEqual([])
   })
@@ -80,8 +97,13 @@ describe("every value sealed under MASTER_KEY is known to the rotation", () => {
   it("the check itself catches a seal call that the registry does not cover", () => {
     expect(covered({ purpose: "email-change-notice", table: "users", rowId: "x" })).toBe(true)
     expect(covered({ purpose: "something-new", table: "users", rowId: "x" })).toBe(false)
-    expect(origin("me/email-change/notice-job.ts", "sealContext")).toEqual({ module: join(SRC, "me/email-change/notice-job.ts"), exported: "sealContext" })
-    expect(origin("operator/master-key/sealed-values.ts", "emailChangeNoticeContext"))
-      .toEqual({ module: join(SRC, "me/email-change/notice-job.ts"), exported: "sealContext" })
+    expect(origin("me/email-change/notice-job.ts", "sealContext")).toEqual({
+      module: join(SRC, "me/email-change/notice-job.ts"),
+      exported: "sealContext",
+    })
+    expect(origin("operator/master-key/sealed-values.ts", "emailChangeNoticeContext")).toEqual({
+      module: join(SRC, "me/email-change/notice-job.ts"),
+      exported: "sealContext",
+    })
   })
 })

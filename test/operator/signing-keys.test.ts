@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { runCliJson, runEntry } from "../support/processes.js"
-import { createClient, createUser, exchangeCode, headerOf, jwksOf, mintCode, type TestClient, verifyJwt } from "../oidc/support.js"
+import {
+  createClient,
+  createUser,
+  exchangeCode,
+  headerOf,
+  jwksOf,
+  mintCode,
+  type TestClient,
+  verifyJwt,
+} from "../oidc/support.js"
 import { sqlRows } from "../webhooks/support.js"
 
 let app: TestApp
@@ -12,9 +21,15 @@ beforeAll(async () => {
   b = await app.bootstrap()
   client = await createClient(app, b, { type: "web_bff" })
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
-const cliEnv = () => ({ DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"), PORT: String(app.port) })
+const cliEnv = () => ({
+  DATABASE_URL: app.databaseUrl,
+  MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
+  PORT: String(app.port),
+})
 const rotate = (extra: ReadonlyArray<string> = [], environment = b.environment_id) =>
   runCliJson(["signing-keys", "rotate", "--environment", environment, ...extra], cliEnv())
 
@@ -25,7 +40,12 @@ const idToken = async () => {
   return res.json.id_token as string
 }
 const kids = async () => (await jwksOf(app, b)).keys.map((k) => k.kid).sort()
-const keyRows = () => sqlRows<{ kid: string; status: string }>(app, "select kid, status from signing_keys where environment_id = $1 order by kid", [b.environment_id])
+const keyRows = () =>
+  sqlRows<{ kid: string; status: string }>(
+    app,
+    "select kid, status from signing_keys where environment_id = $1 order by kid",
+    [b.environment_id],
+  )
 /** Past the server's 10-second key and JWKS caches. */
 const pastCaches = () => app.advance("11 seconds")
 
@@ -46,7 +66,13 @@ describe("cli signing-keys rotate: the next key is published before it signs", (
     expect(runs.map((r) => r.code)).toEqual([0, 0])
     const staged = runs.find((r) => r.json!["action"] === "staged")!.json!
     const waiting = runs.find((r) => r.json!["action"] === "waiting")!.json!
-    expect(staged).toEqual({ environment_id: b.environment_id, action: "staged", active_kid: active, next_kid: expect.any(String), promotable_at: expect.any(String) })
+    expect(staged).toEqual({
+      environment_id: b.environment_id,
+      action: "staged",
+      active_kid: active,
+      next_kid: expect.any(String),
+      promotable_at: expect.any(String),
+    })
     expect(waiting).toEqual({ ...staged, action: "waiting" })
     const next = staged["next_kid"] as string
     expect(Date.parse(staged["promotable_at"]) - Date.now()).toBeGreaterThan(3500_000) // default publish-ahead: one hour
@@ -58,11 +84,19 @@ describe("cli signing-keys rotate: the next key is published before it signs", (
     // Before the publish-ahead period: nothing changes.
     const early = await rotate()
     expect([early.code, early.json!["action"], early.json!["next_kid"]]).toEqual([0, "waiting", next])
-    expect(await keyRows()).toEqual([{ kid: active!, status: "active" }, { kid: next, status: "next" }].sort((x, y) => x.kid < y.kid ? -1 : 1))
+    expect(await keyRows()).toEqual(
+      [
+        { kid: active!, status: "active" },
+        { kid: next, status: "next" },
+      ].sort((x, y) => (x.kid < y.kid ? -1 : 1)),
+    )
 
     // Once it has been published long enough (here: no wait asked), it signs; the old key stays published.
     const promoted = await rotate(["--publish-ahead", "0"])
-    expect([promoted.code, promoted.json]).toEqual([0, { environment_id: b.environment_id, action: "rotated", active_kid: next, next_kid: null, promotable_at: null }])
+    expect([promoted.code, promoted.json]).toEqual([
+      0,
+      { environment_id: b.environment_id, action: "rotated", active_kid: next, next_kid: null, promotable_at: null },
+    ])
     await pastCaches()
     const after = await idToken()
     expect(headerOf(after).kid).toBe(next)
@@ -75,12 +109,26 @@ describe("cli signing-keys rotate: the next key is published before it signs", (
   }, 120_000)
 
   it("an unknown Environment is refused with one line; bad flags are refused with usage", async () => {
-    const unknown = await runEntry("src/cli.ts", ["signing-keys", "rotate", "--environment", "env_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"], cliEnv())
-    expect([unknown.code, unknown.stderr.trim()]).toEqual([1, "authservice cli: No Environment env_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"])
+    const unknown = await runEntry(
+      "src/cli.ts",
+      ["signing-keys", "rotate", "--environment", "env_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],
+      cliEnv(),
+    )
+    expect([unknown.code, unknown.stderr.trim()]).toEqual([
+      1,
+      "authservice cli: No Environment env_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    ])
     const missing = await runEntry("src/cli.ts", ["signing-keys", "rotate"], cliEnv())
-    expect([missing.code, missing.stderr.trim()]).toEqual([1, "authservice cli: --environment is required"])
-    const bad = await runEntry("src/cli.ts", ["signing-keys", "rotate", "--environment", b.environment_id, "--frob"], cliEnv())
-    expect(bad.code).toBe(1)
-    expect(bad.stderr).toContain("unknown argument \"--frob\"")
+    expect([missing.code, missing.stderr.trim()]).toEqual([
+      2,
+      "authservice cli: --environment is required; usage: npm run cli -- signing-keys rotate --environment <env_id> [--publish-ahead <seconds>] [--json] (npm run cli -- signing-keys rotate --help for more)",
+    ])
+    const bad = await runEntry(
+      "src/cli.ts",
+      ["signing-keys", "rotate", "--environment", b.environment_id, "--frob"],
+      cliEnv(),
+    )
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('unknown argument "--frob"')
   }, 60_000)
 })

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http"
 import { launchChromium } from "../support/browser.js"
 import type { AddressInfo } from "node:net"
 import * as oidc from "openid-client"
-import { type Browser } from "playwright-core"
+import type { Browser } from "playwright-core"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { type SmtpSink, startSmtpSink } from "../login/support.js"
@@ -34,9 +34,12 @@ beforeAll(async () => {
   })
   await new Promise<void>((resolve) => callbackServer.listen(0, "127.0.0.1", () => resolve()))
   base = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}`
-  clientId = (await registerClient(app, b, {
-    redirect_uris: [`${base}/callback`], post_logout_redirect_uris: [`${base}/signed-out`],
-  })).client_id
+  clientId = (
+    await registerClient(app, b, {
+      redirect_uris: [`${base}/callback`],
+      post_logout_redirect_uris: [`${base}/signed-out`],
+    })
+  ).client_id
   browser = await launchChromium()
 }, 60_000)
 
@@ -47,17 +50,25 @@ afterAll(async () => {
   await smtp?.close()
 })
 
-it("Email OTP login, create a passkey on the Hosted Login page, sign out, sign in again with the passkey alone", async () => {
-  const config = await oidc.discovery(new URL(b.issuer), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] })
+it("Email OTP login, create a passkey on the Hosted Login page, sign out, sign in again with the passkey alone, then 'Continue as' that user", async () => {
+  const config = await oidc.discovery(new URL(b.issuer), clientId, undefined, oidc.None(), {
+    execute: [oidc.allowInsecureRequests],
+  })
   const context = await browser.newContext()
   const page = await context.newPage()
   const cspViolations: Array<string> = []
-  page.on("console", (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) cspViolations.push(m.text()) })
+  page.on("console", (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) cspViolations.push(m.text())
+  })
   const cdp = await context.newCDPSession(page)
   await cdp.send("WebAuthn.enable", { enableUI: false })
   const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
     options: {
-      protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true,
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
       automaticPresenceSimulation: true,
     },
   })
@@ -68,15 +79,24 @@ it("Email OTP login, create a passkey on the Hosted Login page, sign out, sign i
     const state = oidc.randomState()
     const nonce = oidc.randomNonce()
     const url = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: `${base}/callback`, scope: "openid email", state, nonce,
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256",
+      redirect_uri: `${base}/callback`,
+      scope: "openid email",
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
     })
     await page.goto(url.href)
     expect(page.url()).toBe(`http://${b.interaction_domain}/login`)
     await expect.poll(() => page.getByRole("heading", { name: "Sign in" }).isVisible()).toBe(true)
     await interact()
     await page.waitForURL((u) => u.pathname === "/callback", { timeout: 20_000 })
-    return oidc.authorizationCodeGrant(config, new URL(page.url()), { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true })
+    return oidc.authorizationCodeGrant(config, new URL(page.url()), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
+    })
   }
 
   try {
@@ -91,20 +111,40 @@ it("Email OTP login, create a passkey on the Hosted Login page, sign out, sign i
       await page.getByRole("button", { name: "Create a passkey" }).click()
     })
     const firstClaims = first.claims()!
-    expect(firstClaims).toMatchObject({ iss: b.issuer, aud: clientId, email, amr: ["email_otp"], acr: "urn:example-auth:loa:basic" })
+    expect(firstClaims).toMatchObject({
+      iss: b.issuer,
+      aud: clientId,
+      email,
+      amr: ["email_otp"],
+      acr: "urn:example-auth:loa:basic",
+    })
     const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId })
     expect(credentials).toHaveLength(1)
-    expect(credentials[0]).toMatchObject({ isResidentCredential: true, rpId: b.interaction_domain.replace(/:\d+$/, "") })
-    const rows = await query<{ credential_id: string; user_handle: string; rp_id: string }>(app,
-      "select credential_id, user_handle, rp_id from passkeys where user_id = $1", [firstClaims.sub])
+    expect(credentials[0]).toMatchObject({
+      isResidentCredential: true,
+      rpId: b.interaction_domain.replace(/:\d+$/, ""),
+    })
+    const rows = await query<{ credential_id: string; user_handle: string; rp_id: string }>(
+      app,
+      "select credential_id, user_handle, rp_id from passkeys where user_id = $1",
+      [firstClaims.sub],
+    )
     expect(rows).toHaveLength(1)
     expect(rows[0]!.credential_id).toBe(Buffer.from(credentials[0]!.credentialId, "base64").toString("base64url"))
     expect(Buffer.from(credentials[0]!.userHandle!, "base64").toString("base64url")).toBe(rows[0]!.user_handle)
 
     // 2. Sign out (RP-initiated logout ends the session behind the tokens).
-    await page.goto(oidc.buildEndSessionUrl(config, { id_token_hint: first.id_token!, post_logout_redirect_uri: `${base}/signed-out` }).href)
+    await page.goto(
+      oidc.buildEndSessionUrl(config, {
+        id_token_hint: first.id_token!,
+        post_logout_redirect_uri: `${base}/signed-out`,
+      }).href,
+    )
     await page.waitForURL((u) => u.pathname === "/signed-out")
-    const after = await oidc.fetchUserInfo(config, first.access_token, firstClaims.sub).then(() => "active", (e: unknown) => e)
+    const after = await oidc.fetchUserInfo(config, first.access_token, firstClaims.sub).then(
+      () => "active",
+      (e: unknown) => e,
+    )
     expect(after).not.toBe("active")
 
     // 3. Sign in with the passkey alone: no email typed.
@@ -112,13 +152,35 @@ it("Email OTP login, create a passkey on the Hosted Login page, sign out, sign i
       await page.getByRole("button", { name: "Sign in with a passkey" }).click()
     })
     const claims = second.claims()!
-    expect(claims).toMatchObject({ iss: b.issuer, aud: clientId, sub: firstClaims.sub, amr: ["passkey"], acr: "urn:example-auth:loa:phishing-resistant" })
-    const me = await app.request(b.interaction_domain, "/v1/me/passkeys", { headers: { authorization: `Bearer ${second.access_token}` } })
+    expect(claims).toMatchObject({
+      iss: b.issuer,
+      aud: clientId,
+      sub: firstClaims.sub,
+      amr: ["passkey"],
+      acr: "urn:example-auth:loa:phishing-resistant",
+    })
+    const me = await app.request(b.interaction_domain, "/v1/me/passkeys", {
+      headers: { authorization: `Bearer ${second.access_token}` },
+    })
     expect(me.status, me.text).toBe(200)
     expect(me.json.data).toHaveLength(1)
-    const [used] = await query<{ sign_count: string; last_used_at: Date | null }>(app,
-      "select sign_count::text, last_used_at from passkeys where user_id = $1", [claims.sub])
+    const [used] = await query<{ sign_count: string; last_used_at: Date | null }>(
+      app,
+      "select sign_count::text, last_used_at from passkeys where user_id = $1",
+      [claims.sub],
+    )
     expect(used!.last_used_at).not.toBeNull()
+
+    // 4. The passkey sign-in opened a Hosted Login session (docs/decisions/hosted-login-sso.md):
+    // its cookie is set, and the next authorization from this browser offers "Continue as".
+    const sso = (await context.cookies(`http://${b.interaction_domain}`)).find((c) => c.name === "authservice_sso")
+    expect(sso).toMatchObject({ httpOnly: true, sameSite: "Lax" })
+    const continued = await signIn(async () => {
+      const button = page.getByRole("button", { name: `Continue as ${email.slice(0, 1)}***@e***.com` })
+      await button.waitFor({ state: "visible", timeout: 15_000 })
+      await button.click()
+    })
+    expect(continued.claims()).toMatchObject({ sub: claims.sub, amr: ["passkey"], auth_time: claims.auth_time })
     expect(cspViolations).toEqual([])
   } finally {
     await context.close()

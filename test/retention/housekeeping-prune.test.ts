@@ -6,7 +6,15 @@ import { Events } from "../../src/platform/events/service.js"
 import { WebhookSender } from "../../src/webhooks/delivery/send.js"
 import { deliverAttempt, fanOut } from "../../src/webhooks/tasks.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
-import { countRows, createWebhook, fastSender, type Receiver, sqlRows, startReceiver, WEBHOOK_TEST_ENV } from "../webhooks/support.js"
+import {
+  countRows,
+  createWebhook,
+  fastSender,
+  type Receiver,
+  sqlRows,
+  startReceiver,
+  WEBHOOK_TEST_ENV,
+} from "../webhooks/support.js"
 
 // Housekeeping prunes idempotency records past their 24 hours (each holds a sealed response,
 // here a webhook secret) and outbox events past 30 days, except those that undelivered
@@ -29,17 +37,29 @@ afterAll(async () => {
 })
 
 const runHousekeeping = () => app.run(housekeeping)
-const idempotencyRows = () => sqlRows<{ key: string; response_sealed: string | null }>(app,
-  "select key, response_sealed from idempotency_keys where workspace_id = $1 order by key", [env.workspace_id])
+const idempotencyRows = () =>
+  sqlRows<{ key: string; response_sealed: string | null }>(
+    app,
+    "select key, response_sealed from idempotency_keys where workspace_id = $1 order by key",
+    [env.workspace_id],
+  )
 
 describe("idempotency records", () => {
   it("are deleted 24 hours after the first request, with their sealed responses; younger ones stay and still replay", async () => {
     const body = { environment_id: env.environment_id, url: receiver.url("/old"), event_types: ["passkey.created"] }
-    const first = await app.management("/v1/webhooks", { method: "POST", body, headers: { "idempotency-key": "old-key" } })
+    const first = await app.management("/v1/webhooks", {
+      method: "POST",
+      body,
+      headers: { "idempotency-key": "old-key" },
+    })
     expect(first.status).toBe(201)
     await app.advance("23 hours")
     const youngBody = { ...body, url: receiver.url("/young") }
-    const young = await app.management("/v1/webhooks", { method: "POST", body: youngBody, headers: { "idempotency-key": "young-key" } })
+    const young = await app.management("/v1/webhooks", {
+      method: "POST",
+      body: youngBody,
+      headers: { "idempotency-key": "young-key" },
+    })
     expect(young.status).toBe(201)
     await runHousekeeping() // nothing is due yet
     expect((await idempotencyRows()).map((r) => r.key)).toEqual(["old-key", "young-key"])
@@ -48,11 +68,19 @@ describe("idempotency records", () => {
     await runHousekeeping()
     const rows = await idempotencyRows()
     expect(rows.map((r) => r.key)).toEqual(["young-key"])
-    const replay = await app.management("/v1/webhooks", { method: "POST", body: youngBody, headers: { "idempotency-key": "young-key" } })
+    const replay = await app.management("/v1/webhooks", {
+      method: "POST",
+      body: youngBody,
+      headers: { "idempotency-key": "young-key" },
+    })
     expect(replay.headers["idempotent-replayed"]).toBe("true")
     expect(replay.json.secret).toBe(young.json.secret)
     // The pruned key is simply new again: a fresh webhook with a fresh secret.
-    const again = await app.management("/v1/webhooks", { method: "POST", body, headers: { "idempotency-key": "old-key" } })
+    const again = await app.management("/v1/webhooks", {
+      method: "POST",
+      body,
+      headers: { "idempotency-key": "old-key" },
+    })
     expect(again.status).toBe(201)
     expect(again.headers["idempotent-replayed"]).toBeUndefined()
     expect(again.json.id).not.toBe(first.json.id)
@@ -60,21 +88,44 @@ describe("idempotency records", () => {
 })
 
 describe("event outbox", () => {
-  const emit = (type: "user.created" | "user.deleted", userChar: string) => app.run(Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const events = yield* Events
-    const userId = `usr_${userChar.repeat(32)}`
-    return yield* sql.withTransaction(type === "user.created"
-      ? events.emit({ type, workspaceId: env.workspace_id, environmentId: env.environment_id, payload: { userId, method: "email_otp" } })
-      : events.emit({ type, workspaceId: env.workspace_id, environmentId: env.environment_id, payload: { userId, reason: "admin_action" } }))
-  }))
+  const emit = (type: "user.created" | "user.deleted", userChar: string) =>
+    app.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const events = yield* Events
+        const userId = `usr_${userChar.repeat(32)}`
+        return yield* sql.withTransaction(
+          type === "user.created"
+            ? events.emit({
+                type,
+                workspaceId: env.workspace_id,
+                environmentId: env.environment_id,
+                payload: { userId, method: "email_otp" },
+              })
+            : events.emit({
+                type,
+                workspaceId: env.workspace_id,
+                environmentId: env.environment_id,
+                payload: { userId, reason: "admin_action" },
+              }),
+        )
+      }),
+    )
   /** What the worker does after a task returns: the job row goes (graphile_worker.complete_jobs). */
-  const completeJob = (key: string) => sqlRows(app,
-    "select count(*)::int as n from graphile_worker.complete_jobs(array(select id from graphile_worker.jobs where key = $1))", [key])
+  const completeJob = (key: string) =>
+    sqlRows(
+      app,
+      "select count(*)::int as n from graphile_worker.complete_jobs(array(select id from graphile_worker.jobs where key = $1))",
+      [key],
+    )
   const inOutbox = (eventId: string) => countRows(app, "select 1 from event_outbox where id = $1", [eventId])
 
   it("events older than 30 days go, unless a fan-out job is still queued or an attempt is pending or failed", async () => {
-    await createWebhook(app, { environment_id: env.environment_id, url: receiver.url("/deleted"), event_types: ["user.deleted"] })
+    await createWebhook(app, {
+      environment_id: env.environment_id,
+      url: receiver.url("/deleted"),
+      event_types: ["user.deleted"],
+    })
     const unsubscribed = await emit("user.created", "a") // nobody subscribed: no job, nothing to deliver
     const queued = await emit("user.deleted", "b") // fan-out job never ran (workers down)
     const pending = await emit("user.deleted", "c") // fanned out, attempt still scheduled
@@ -83,8 +134,14 @@ describe("event outbox", () => {
       await app.run(fanOut(e.eventId))
       await completeJob(`webhooks.fanout:${e.eventId}`)
     }
-    const [deliveredAttempt] = await sqlRows<{ id: string }>(app, "select id from webhook_deliveries where event_id = $1", [delivered.eventId])
-    const report = await app.run(deliverAttempt(deliveredAttempt!.id).pipe(Effect.provideService(WebhookSender, sender)))
+    const [deliveredAttempt] = await sqlRows<{ id: string }>(
+      app,
+      "select id from webhook_deliveries where event_id = $1",
+      [delivered.eventId],
+    )
+    const report = await app.run(
+      deliverAttempt(deliveredAttempt!.id).pipe(Effect.provideService(WebhookSender, sender)),
+    )
     expect(report.verdict.status).toBe("delivered")
     await completeJob(`webhooks.deliver:${deliveredAttempt!.id}`)
 
@@ -108,8 +165,12 @@ describe("event outbox", () => {
     await app.run(fanOut(queued.eventId))
     await completeJob(`webhooks.fanout:${queued.eventId}`)
     for (const e of [queued, pending]) {
-      const [a] = await sqlRows<{ id: string }>(app, "select id from webhook_deliveries where event_id = $1", [e.eventId])
-      expect((await app.run(deliverAttempt(a!.id).pipe(Effect.provideService(WebhookSender, sender)))).verdict.status).toBe("delivered")
+      const [a] = await sqlRows<{ id: string }>(app, "select id from webhook_deliveries where event_id = $1", [
+        e.eventId,
+      ])
+      expect(
+        (await app.run(deliverAttempt(a!.id).pipe(Effect.provideService(WebhookSender, sender)))).verdict.status,
+      ).toBe("delivered")
       await completeJob(`webhooks.deliver:${a!.id}`)
     }
     await runHousekeeping()

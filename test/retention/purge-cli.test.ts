@@ -10,16 +10,34 @@ import { parsePurgeArgs } from "../../src/operator/purge-deleted-users.js"
 
 const TSX = join(process.cwd(), "node_modules/.bin/tsx")
 
-interface Outcome { code: number | null; stdout: string; stderr: string }
-const cli = (args: ReadonlyArray<string>, env: Record<string, string>) => new Promise<Outcome>((resolve, reject) => {
-  const child = spawn(TSX, ["src/cli.ts", ...args], { env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root", ...env }, stdio: ["ignore", "pipe", "pipe"] })
-  let stdout = ""
-  let stderr = ""
-  child.stdout.on("data", (c: Buffer) => { stdout += c })
-  child.stderr.on("data", (c: Buffer) => { stderr += c })
-  const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error(`timeout: ${stdout} ${stderr}`)) }, 60_000)
-  child.on("exit", (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }) })
-})
+interface Outcome {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+const cli = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  new Promise<Outcome>((resolve, reject) => {
+    const child = spawn(TSX, ["src/cli.ts", ...args], {
+      env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c
+    })
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c
+    })
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      reject(new Error(`timeout: ${stdout} ${stderr}`))
+    }, 60_000)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
 
 let app: TestApp
 let env: Bootstrapped
@@ -32,11 +50,20 @@ beforeAll(async () => {
   other = await app.bootstrap()
   processEnv = { DATABASE_URL: app.databaseUrl, MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url") }
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const deletedUser = async (b: Bootstrapped) => {
   const user = await createUser(app, b)
-  expect((await app.management(`/v1/users/${user.id}?environment_id=${b.environment_id}`, { method: "DELETE", key: b.api_key })).status).toBe(200)
+  expect(
+    (
+      await app.management(`/v1/users/${user.id}?environment_id=${b.environment_id}`, {
+        method: "DELETE",
+        key: b.api_key,
+      })
+    ).status,
+  ).toBe(200)
   return user
 }
 const exists = async (id: string) => (await queryRows(app, "select 1 from users where id = $1", [id])).length === 1
@@ -54,18 +81,31 @@ describe("npm run cli -- purge-deleted-users", () => {
 
   it("option rules (parsed before anything touches the database)", () => {
     expect(parsePurgeArgs([])).toEqual({ environmentId: undefined, olderThanMs: 0, dryRun: false })
-    expect(parsePurgeArgs(["--older-than", "30d", "--dry-run", `--environment-id=env_${"a".repeat(32)}`]))
-      .toEqual({ environmentId: `env_${"a".repeat(32)}`, olderThanMs: 30 * 86_400_000, dryRun: true })
+    expect(parsePurgeArgs(["--older-than", "30d", "--dry-run", `--environment-id=env_${"a".repeat(32)}`])).toEqual({
+      environmentId: `env_${"a".repeat(32)}`,
+      olderThanMs: 30 * 86_400_000,
+      dryRun: true,
+    })
     expect(parsePurgeArgs(["--older-than=2h"]).olderThanMs).toBe(7_200_000)
     expect(parsePurgeArgs(["--older-than", "15m"]).olderThanMs).toBe(900_000)
-    for (const args of [["--older-than", "30"], ["--older-than", "-1d"], ["--older-than"], ["--environment-id", "prod"], ["--frobnicate"], ["--dry-run=yes"]]) {
+    for (const args of [
+      ["--older-than", "30"],
+      ["--older-than", "-1d"],
+      ["--older-than"],
+      ["--environment-id", "prod"],
+      ["--frobnicate"],
+      ["--dry-run=yes"],
+    ]) {
       expect(() => parsePurgeArgs(args), args.join(" ")).toThrow(/usage: npm run cli -- purge-deleted-users/)
     }
   })
 
-  it("refuses a bad option (exit 1, one message, before touching the database) and an unknown Environment", async () => {
-    const out = await cli(["purge-deleted-users", "--older-than", "30"], { DATABASE_URL: "postgres://postgres@127.0.0.1:1/nowhere", MASTER_KEY: processEnv["MASTER_KEY"]! })
-    expect(out.code).toBe(1)
+  it("refuses a bad option (exit 2, one message, before touching the database) and an unknown Environment", async () => {
+    const out = await cli(["purge-deleted-users", "--older-than", "30"], {
+      DATABASE_URL: "postgres://postgres@127.0.0.1:1/nowhere",
+      MASTER_KEY: processEnv["MASTER_KEY"]!,
+    })
+    expect(out.code).toBe(2)
     expect(out.stderr).toMatch(/^authservice cli: --older-than must be/)
     expect(out.stdout).toBe("")
     const unknownEnv = await cli(["purge-deleted-users", "--environment-id", `env_${"a".repeat(32)}`], processEnv)
@@ -80,7 +120,12 @@ describe("npm run cli -- purge-deleted-users", () => {
     const dry = await cli(["purge-deleted-users", "--environment-id", env.environment_id, "--dry-run"], processEnv)
     expect(dry.code, dry.stderr).toBe(0)
     const dryReport = JSON.parse(dry.stdout)
-    expect(dryReport).toMatchObject({ purged: 0, user_ids: [mine.id], environment_id: env.environment_id, dry_run: true })
+    expect(dryReport).toMatchObject({
+      purged: 0,
+      user_ids: [mine.id],
+      environment_id: env.environment_id,
+      dry_run: true,
+    })
     expect(await exists(mine.id)).toBe(true)
 
     const tooYoung = JSON.parse((await cli(["purge-deleted-users", "--older-than", "1d"], processEnv)).stdout)

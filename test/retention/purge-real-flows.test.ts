@@ -34,9 +34,13 @@ const distinctEmail = () => {
 
 /** Runs the queued mail job of a challenge (the worker's task) and returns the code it mailed. */
 const mailedCode = async (challengeId: string) => {
-  const [job] = await query<{ payload: unknown }>(ctx.app, `select j.payload from graphile_worker._private_jobs j
+  const [job] = await query<{ payload: unknown }>(
+    ctx.app,
+    `select j.payload from graphile_worker._private_jobs j
     join graphile_worker._private_tasks t on t.id = j.task_id
-    where t.identifier = 'send_login_code' and j.payload->>'challenge_id' = $1`, [challengeId])
+    where t.identifier = 'send_login_code' and j.payload->>'challenge_id' = $1`,
+    [challengeId],
+  )
   expect(job, `mail job of ${challengeId}`).toBeDefined()
   await ctx.app.run(sendLoginCode(job!.payload))
   const sent = await ctx.app.run(Mailer.use((m) => Effect.succeed(m.sent())))
@@ -50,22 +54,31 @@ const startChange = async (token: string, newEmail: string) => {
   return res.json.challenge_id as string
 }
 const verifyOld = async (token: string, challengeId: string) => {
-  const res = await meCall(token, "/email/change/verify-old", { challenge_id: challengeId, code: await mailedCode(challengeId) })
+  const res = await meCall(token, "/email/change/verify-old", {
+    challenge_id: challengeId,
+    code: await mailedCode(challengeId),
+  })
   expect(res.status, res.text).toBe(202)
   return res.json.challenge_id as string
 }
 const verifyNew = async (token: string, challengeId: string) => {
-  const res = await meCall(token, "/email/change/verify-new", { challenge_id: challengeId, code: await mailedCode(challengeId) })
+  const res = await meCall(token, "/email/change/verify-new", {
+    challenge_id: challengeId,
+    code: await mailedCode(challengeId),
+  })
   expect(res.status, res.text).toBe(200)
 }
 const managementDelete = async (userId: string) => {
-  const res = await ctx.app.management(`/v1/users/${userId}?environment_id=${ctx.b.environment_id}`, { method: "DELETE" })
+  const res = await ctx.app.management(`/v1/users/${userId}?environment_id=${ctx.b.environment_id}`, {
+    method: "DELETE",
+  })
   expect(res.status, res.text).toBe(200)
 }
 const count = async (text: string, params: ReadonlyArray<unknown>) =>
   (await query<{ n: number }>(ctx.app, `select count(*)::int as n from (${text}) q`, params))[0]!.n
 const runPurgeTask = () => ctx.app.run(tasks["users_purge_deleted"]!(null))
-const auditText = async () => JSON.stringify(await query(ctx.app, "select * from audit_events where environment_id = $1", [ctx.b.environment_id]))
+const auditText = async () =>
+  JSON.stringify(await query(ctx.app, "select * from audit_events where environment_id = $1", [ctx.b.environment_id]))
 
 describe("purge after real email changes", () => {
   it("users who started, half-did or completed an email change are purged by the worker task, with the others of their batch", async () => {
@@ -79,7 +92,9 @@ describe("purge after real email changes", () => {
     const changedToken = (await signIn(ctx, changed)).tokens.access_token
     const changedNew = distinctEmail()
     await verifyNew(changedToken, await verifyOld(changedToken, await startChange(changedToken, changedNew)))
-    expect((await query<{ email: string }>(ctx.app, "select email from users where id = $1", [changed.id]))[0]!.email).toBe(changedNew)
+    expect(
+      (await query<{ email: string }>(ctx.app, "select email from users where id = $1", [changed.id]))[0]!.email,
+    ).toBe(changedNew)
     // only started
     const started = await createUser(ctx.app, ctx.b, distinctEmail())
     const startedToken = (await signIn(ctx, started)).tokens.access_token
@@ -98,12 +113,17 @@ describe("purge after real email changes", () => {
 
     expect(await count("select 1 from users where id = any($1)", [ids])).toBe(0)
     expect(await count("select 1 from email_challenges where user_id = any($1)", [ids])).toBe(0)
-    expect(await count("select 1 from audit_events where action = 'user.purged' and subject_id = any($1)", [ids])).toBe(4)
+    expect(await count("select 1 from audit_events where action = 'user.purged' and subject_id = any($1)", [ids])).toBe(
+      4,
+    )
     expect(await count("select 1 from users where id = $1", [keeper.id])).toBe(1)
     // the masked addresses of the changes (masked_old_email, masked_new_email) are redacted too
     const audit = await auditText()
-    for (const address of [halfway.email, halfwayNew, changed.email, changedNew]) expect(audit).not.toContain(maskEmail(address))
-    expect(await count("select 1 from audit_events where subject_id = $1 and action = 'user.email_changed'", [changed.id])).toBe(1)
+    for (const address of [halfway.email, halfwayNew, changed.email, changedNew])
+      expect(audit).not.toContain(maskEmail(address))
+    expect(
+      await count("select 1 from audit_events where subject_id = $1 and action = 'user.email_changed'", [changed.id]),
+    ).toBe(1)
     expect((await ctx.app.run(purgeDeletedUsers())).userIds).toEqual([])
   })
 
@@ -136,14 +156,27 @@ describe("audit records written before the user existed", () => {
       body: { challenge_id: challenge, code: code === "000000" ? "111111" : "000000" },
     })
     expect(wrong.status, wrong.text).toBe(400)
-    const right = await publicApi(ctx.app, ctx.b, `/auth/transactions/${txn.id}/email/verify`, { body: { challenge_id: challenge, code } })
+    const right = await publicApi(ctx.app, ctx.b, `/auth/transactions/${txn.id}/email/verify`, {
+      body: { challenge_id: challenge, code },
+    })
     expect(right.status, right.text).toBe(200)
     const { tokens, access } = await completeAndExchange(ctx.app, ctx.b, ctx.client, txn)
     const userId = access["sub"] as string
     // written while no user had the address: no user id on them, and no masked address either
-    const before = await query<{ id: string; action: string; actor_id: string | null; details: Record<string, unknown> }>(ctx.app,
-      "select id, action, actor_id, details from audit_events where subject_id = $1 and action in ('login.email_otp_sent', 'login.failed') order by action", [txn.id])
-    expect(before.map((r) => [r.action, r.actor_id])).toEqual([["login.email_otp_sent", null], ["login.failed", null]])
+    const before = await query<{
+      id: string
+      action: string
+      actor_id: string | null
+      details: Record<string, unknown>
+    }>(
+      ctx.app,
+      "select id, action, actor_id, details from audit_events where subject_id = $1 and action in ('login.email_otp_sent', 'login.failed') order by action",
+      [txn.id],
+    )
+    expect(before.map((r) => [r.action, r.actor_id])).toEqual([
+      ["login.email_otp_sent", null],
+      ["login.failed", null],
+    ])
     for (const row of before) {
       expect(row.details).not.toHaveProperty("masked_email")
       expect(row.details).toMatchObject({ challenge_id: challenge })
@@ -157,24 +190,63 @@ describe("audit records written before the user existed", () => {
     expect(await count("select 1 from email_challenges where id = $1", [challenge])).toBe(0)
     await runPurgeTask()
     expect(await count("select 1 from users where id = $1", [userId])).toBe(0)
-    const after = await query<{ id: string }>(ctx.app, "select id from audit_events where id = any($1)", [before.map((r) => r.id)])
+    const after = await query<{ id: string }>(ctx.app, "select id from audit_events where id = any($1)", [
+      before.map((r) => r.id),
+    ])
     expect(after).toHaveLength(2)
     expect(await auditText()).not.toContain(maskEmail(email))
   })
 
   it("records written before this change lose their masked address (sql/0161); records with a user keep it until the purge", async () => {
-    const insert = (actorId: string | null, details: Record<string, unknown>) => query<{ id: string }>(ctx.app, `insert into audit_events
+    const insert = (actorId: string | null, details: Record<string, unknown>) =>
+      query<{ id: string }>(
+        ctx.app,
+        `insert into audit_events
         (id, workspace_id, environment_id, actor_type, actor_id, action, subject_type, subject_id, result, details, created_at)
       values ($1, $2, $3, 'end_user', $4, 'login.email_otp_sent', 'auth_transaction', $5, 'success', $6::jsonb, $7) returning id`,
-      [randomId("aud"), ctx.b.workspace_id, ctx.b.environment_id, actorId, randomId("txn"), JSON.stringify(details), new Date(ctx.app.now())])
+        [
+          randomId("aud"),
+          ctx.b.workspace_id,
+          ctx.b.environment_id,
+          actorId,
+          randomId("txn"),
+          JSON.stringify(details),
+          new Date(ctx.app.now()),
+        ],
+      )
     const user = await createUser(ctx.app, ctx.b, distinctEmail())
-    const [anonymous] = await insert(null, { challenge_id: "chl_legacy", masked_email: "q***@w***.test", delivered: true })
-    const [known] = await insert(user.id, { challenge_id: "chl_known", masked_email: maskEmail(user.email), delivered: true })
-    const migration = readFileSync(join(import.meta.dirname, "../../sql/0161_audit_anonymous_masked_emails.sql"), "utf8")
-    await ctx.app.run(SqlClient.SqlClient.use((sql) => sql.withTransaction(
-      Effect.forEach(splitStatements(migration), (statement) => sql.unsafe(statement), { discard: true }))))
-    const details = async (id: string) => (await query<{ details: unknown }>(ctx.app, "select details from audit_events where id = $1", [id]))[0]!.details
-    expect(await details(anonymous!.id)).toEqual({ challenge_id: "chl_legacy", delivered: true, personal_data_redacted: true })
-    expect(await details(known!.id)).toEqual({ challenge_id: "chl_known", masked_email: maskEmail(user.email), delivered: true })
+    const [anonymous] = await insert(null, {
+      challenge_id: "chl_legacy",
+      masked_email: "q***@w***.test",
+      delivered: true,
+    })
+    const [known] = await insert(user.id, {
+      challenge_id: "chl_known",
+      masked_email: maskEmail(user.email),
+      delivered: true,
+    })
+    const migration = readFileSync(
+      join(import.meta.dirname, "../../sql/0161_audit_anonymous_masked_emails.sql"),
+      "utf8",
+    )
+    await ctx.app.run(
+      SqlClient.SqlClient.use((sql) =>
+        sql.withTransaction(
+          Effect.forEach(splitStatements(migration), (statement) => sql.unsafe(statement), { discard: true }),
+        ),
+      ),
+    )
+    const details = async (id: string) =>
+      (await query<{ details: unknown }>(ctx.app, "select details from audit_events where id = $1", [id]))[0]!.details
+    expect(await details(anonymous!.id)).toEqual({
+      challenge_id: "chl_legacy",
+      delivered: true,
+      personal_data_redacted: true,
+    })
+    expect(await details(known!.id)).toEqual({
+      challenge_id: "chl_known",
+      masked_email: maskEmail(user.email),
+      delivered: true,
+    })
   })
 })

@@ -15,7 +15,10 @@ import { type Harness, listen, signInOnHostedLogin, startHarness } from "./suppo
 
 // The package's own browser bundle (global `oidc`), found next to its package.json.
 const require = createRequire(import.meta.url)
-const BUNDLE = readFileSync(join(dirname(require.resolve("oidc-client-ts/package.json")), "dist/browser/oidc-client-ts.min.js"), "utf8")
+const BUNDLE = readFileSync(
+  join(dirname(require.resolve("oidc-client-ts/package.json")), "dist/browser/oidc-client-ts.min.js"),
+  "utf8",
+)
 
 // The app's script: one UserManager per page load, as a SPA would create it.
 const APP_JS = `
@@ -46,7 +49,8 @@ beforeAll(async () => {
     const send = (type: string, body: string) => res.writeHead(200, { "content-type": type }).end(body)
     if (path === "/oidc-client-ts.js") return send("text/javascript", BUNDLE)
     if (path === "/app.js") return send("text/javascript", APP_JS)
-    if (path === "/settings.js") return send("text/javascript", `window.SETTINGS = ${JSON.stringify({ issuer: h.env.issuer, clientId: spa.id })}`)
+    if (path === "/settings.js")
+      return send("text/javascript", `window.SETTINGS = ${JSON.stringify({ issuer: h.env.issuer, clientId: spa.id })}`)
     return send("text/html; charset=utf-8", PAGE)
   })
   spa = await createClient(h.app, h.env, { redirectUris: [`${site.base}/callback`], allowedOrigins: [site.base] })
@@ -59,7 +63,9 @@ afterAll(async () => {
 /** Starts signinRedirect on the app's page; the browser then leaves for /oauth2/authorize. */
 const startSignin = async (page: Page, args: { nonce?: string }) => {
   await page.goto(`${site.base}/`)
-  await page.evaluate((a) => { void (window as any).makeManager().signinRedirect(a) }, args)
+  await page.evaluate((a) => {
+    void (window as any).makeManager().signinRedirect(a)
+  }, args)
 }
 
 describe("oidc-client-ts in Chromium", () => {
@@ -84,17 +90,33 @@ describe("oidc-client-ts in Chromium", () => {
     const page = await context.newPage()
     try {
       await startSignin(page, { nonce: "spa-nonce-1" })
-      const email = await signInOnHostedLogin(h, page, (url) => url.origin === site.base && url.pathname === "/callback", "oidc-client-ts")
+      const email = await signInOnHostedLogin(
+        h,
+        page,
+        (url) => url.origin === site.base && url.pathname === "/callback",
+        "oidc-client-ts",
+      )
       expect(new URL(page.url()).searchParams.get("iss")).toBe(h.env.issuer)
       const user = await page.evaluate(async () => {
         const u = await (window as any).makeManager().signinCallback()
-        return { profile: u.profile, scope: u.scope, idToken: u.id_token, accessToken: u.access_token, hasRefresh: typeof u.refresh_token === "string" }
+        return {
+          profile: u.profile,
+          scope: u.scope,
+          idToken: u.id_token,
+          accessToken: u.access_token,
+          hasRefresh: typeof u.refresh_token === "string",
+        }
       })
       // profile = ID token claims (protocol claims such as amr filtered out by the library) + UserInfo
       expect(user.profile).toMatchObject({ sub: expect.any(String), email, email_verified: true })
       expect(user.scope).toBe("openid profile email offline_access")
       expect(user.hasRefresh).toBe(true)
-      expect(decodeJwt(user.idToken)).toMatchObject({ nonce: "spa-nonce-1", aud: spa.id, iss: h.env.issuer, amr: ["email_otp"] })
+      expect(decodeJwt(user.idToken)).toMatchObject({
+        nonce: "spa-nonce-1",
+        aud: spa.id,
+        iss: h.env.issuer,
+        amr: ["email_otp"],
+      })
 
       const refreshed = await page.evaluate(async () => {
         const u = await (window as any).makeManager().signinSilent()
@@ -103,10 +125,20 @@ describe("oidc-client-ts in Chromium", () => {
       expect(refreshed.accessToken).not.toBe(user.accessToken)
       const refreshedId = decodeJwt(refreshed.idToken)
       // After a refresh amr/acr say how THIS token was obtained; auth_time stays the first login's.
-      expect(refreshedId).toMatchObject({ amr: ["refresh_token"], acr: "urn:example-auth:loa:basic", auth_time: decodeJwt(user.idToken).auth_time })
+      expect(refreshedId).toMatchObject({
+        amr: ["refresh_token"],
+        acr: "urn:example-auth:loa:basic",
+        auth_time: decodeJwt(user.idToken).auth_time,
+      })
 
-      await page.evaluate(async () => { await (window as any).makeManager().revokeTokens(["refresh_token"]) })
-      const after = await postForm(h.app, h.env, "/oauth2/token", { grant_type: "refresh_token", refresh_token: refreshed.refreshToken, client_id: spa.id })
+      await page.evaluate(async () => {
+        await (window as any).makeManager().revokeTokens(["refresh_token"])
+      })
+      const after = await postForm(h.app, h.env, "/oauth2/token", {
+        grant_type: "refresh_token",
+        refresh_token: refreshed.refreshToken,
+        client_id: spa.id,
+      })
       expect(after.status).toBe(400)
       expect(after.json.error).toBe("invalid_grant")
     } finally {
@@ -119,7 +151,9 @@ describe("oidc-client-ts in Chromium", () => {
     const page = await context.newPage()
     try {
       await startSignin(page, {})
-      await page.waitForURL((url) => url.host === h.env.interaction_domain && url.pathname === "/login/error", { timeout: 15_000 })
+      await page.waitForURL((url) => url.host === h.env.interaction_domain && url.pathname === "/login/error", {
+        timeout: 15_000,
+      })
       await expect.poll(() => page.locator("#rule").innerText()).toContain("must send a nonce with scope openid")
       await page.getByRole("link", { name: /Return to/ }).click()
       await page.waitForURL((url) => url.origin === site.base && url.pathname === "/callback", { timeout: 15_000 })
@@ -134,7 +168,11 @@ describe("oidc-client-ts in Chromium", () => {
           return { name: (e as any).name, error: (e as any).error, description: (e as any).error_description }
         }
       })
-      expect(refused).toEqual({ name: "ErrorResponse", error: "invalid_request", description: "nonce is required when the openid scope is requested" })
+      expect(refused).toEqual({
+        name: "ErrorResponse",
+        error: "invalid_request",
+        description: "nonce is required when the openid scope is requested",
+      })
     } finally {
       await context.close()
     }

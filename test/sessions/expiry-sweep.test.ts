@@ -11,19 +11,32 @@ beforeAll(async () => {
   app = await startApp()
   env = await app.bootstrap()
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
-const sessionRow = (id: string) => app.run(Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const [row] = yield* sql<{ revoked_at: Date | null; revoked_reason: string | null }>`select revoked_at, revoked_reason from login_sessions where id = ${id}`
-  return row!
-}))
+const sessionRow = (id: string) =>
+  app.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const [row] = yield* sql<{
+        revoked_at: Date | null
+        revoked_reason: string | null
+      }>`select revoked_at, revoked_reason from login_sessions where id = ${id}`
+      return row!
+    }),
+  )
 
-const revokedEvents = (sessionId: string) => app.run(Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  return yield* sql<{ envelope: { payload: Record<string, unknown>; actor?: unknown } }>`select envelope from event_outbox
+const revokedEvents = (sessionId: string) =>
+  app.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      return yield* sql<{
+        envelope: { payload: Record<string, unknown>; actor?: unknown }
+      }>`select envelope from event_outbox
     where type = 'session.revoked' and envelope->'payload'->>'sessionId' = ${sessionId}`
-}))
+    }),
+  )
 
 it("housekeeping ends sessions past their 7-day idle expiry with session.revoked reason session_expired, once", async () => {
   const client = await createClient(app, env)

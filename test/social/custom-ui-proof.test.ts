@@ -1,7 +1,15 @@
 import { decodeJwt } from "jose"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
-import { countRows, createClient, type LoginClientInfo, pkce, query, transactionBody, uniqueEmail } from "../login/support.js"
+import {
+  countRows,
+  createClient,
+  type LoginClientInfo,
+  pkce,
+  query,
+  transactionBody,
+  uniqueEmail,
+} from "../login/support.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { connectFake, requestUrl, socialEnv, startSocial, transactionView } from "./support.js"
 
@@ -27,7 +35,11 @@ beforeAll(async () => {
   app = await startApp({ env: socialEnv(fake) })
   b = await app.bootstrap()
   spa = await createClient(app, b, { redirect_uris: [SPA_RETURN] })
-  native = await createClient(app, b, { client_type: "react_native", redirect_uris: [NATIVE_RETURN], allowed_origins: [] })
+  native = await createClient(app, b, {
+    client_type: "react_native",
+    redirect_uris: [NATIVE_RETURN],
+    allowed_origins: [],
+  })
   await connectFake(app, b, fake, "google")
   await connectFake(app, b, fake, "microsoft")
 })
@@ -39,7 +51,9 @@ afterAll(async () => {
 /** Whoever creates it keeps the PKCE verifier; the public client's id and redirect URI are public. */
 const newTransaction = async (client: LoginClientInfo, overrides: Record<string, unknown> = {}) => {
   const { verifier, challenge } = pkce()
-  const res = await app.request(b.interaction_domain, "/v1/auth/transactions", { body: transactionBody(client, { code_challenge: challenge, ...overrides }) })
+  const res = await app.request(b.interaction_domain, "/v1/auth/transactions", {
+    body: transactionBody(client, { code_challenge: challenge, ...overrides }),
+  })
   expect(res.status, res.text).toBe(201)
   return { id: res.json.transaction_id as string, verifier }
 }
@@ -70,12 +84,23 @@ const browserThroughProvider = async (authorizationUrl: string) => {
 }
 
 const complete = (id: string, body?: unknown) =>
-  app.request(b.interaction_domain, `/v1/auth/transactions/${id}/complete`, { method: "POST", ...(body === undefined ? {} : { body }) })
+  app.request(b.interaction_domain, `/v1/auth/transactions/${id}/complete`, {
+    method: "POST",
+    ...(body === undefined ? {} : { body }),
+  })
 
-const exchange = (client: LoginClientInfo, code: string, verifier: string) => app.issuer(b.environment_id, "/oauth2/token", {
-  method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" },
-  body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }).toString(),
-})
+const exchange = (client: LoginClientInfo, code: string, verifier: string) =>
+  app.issuer(b.environment_id, "/oauth2/token", {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: client.redirect_uri,
+      code_verifier: verifier,
+      client_id: client.client_id,
+    }).toString(),
+  })
 
 const codesOf = (transactionId: string) => countRows(app, "authorization_codes", "transaction_id = $1", [transactionId])
 
@@ -118,11 +143,17 @@ describe("the exploit: an attacker's transaction completed by a victim's browser
     expect((await transactionView(app, b, attacker.id)).status).toBe("authenticated")
     expect(await codesOf(attacker.id)).toBe(0)
     // Nor can the attacker enrol its own passkey on the victim's account through the transaction.
-    const passkey = await app.request(b.interaction_domain, `/v1/auth/transactions/${attacker.id}/passkeys/registration/options`, { method: "POST", body: {} })
+    const passkey = await app.request(
+      b.interaction_domain,
+      `/v1/auth/transactions/${attacker.id}/passkeys/registration/options`,
+      { method: "POST", body: {} },
+    )
     expect([passkey.status, passkey.json.code]).toEqual([400, "invalid_social_proof"])
     expect(await countRows(app, "webauthn_challenges", "user_id = $1", [victim.userId])).toBe(0)
     // The refusals are audited (a signal of the attack).
-    expect(await countRows(app, "audit_events", "subject_id = $1 and action = 'login.social_proof_refused'", [attacker.id])).toBe(5)
+    expect(
+      await countRows(app, "audit_events", "subject_id = $1 and action = 'login.social_proof_refused'", [attacker.id]),
+    ).toBe(5)
   })
 
   it("native_return: the same; the proof reaches only the app the victim's browser returns to", async () => {
@@ -154,9 +185,15 @@ describe("the legitimate flow carries the proof", () => {
     const returned = await requestUrl(app, toReturn.href)
     expect(returned.status).toBe(302)
     const proof = toReturn.searchParams.get("social_proof")!
-    expect(returned.headers["location"]).toBe(`${SPA_RETURN}?tx=${txn.id}&state=app-state-1&social=completed&social_proof=${proof}`)
+    expect(returned.headers["location"]).toBe(
+      `${SPA_RETURN}?tx=${txn.id}&state=app-state-1&social=completed&social_proof=${proof}`,
+    )
     // only the hash is kept
-    const [row] = await query<{ social_proof_hash: string }>(app, "select social_proof_hash from auth_transactions where id = $1", [txn.id])
+    const [row] = await query<{ social_proof_hash: string }>(
+      app,
+      "select social_proof_hash from auth_transactions where id = $1",
+      [txn.id],
+    )
     expect(row!.social_proof_hash).toMatch(/^[0-9a-f]{64}$/)
     expect(row!.social_proof_hash).not.toContain(proof)
 
@@ -175,7 +212,9 @@ describe("the legitimate flow carries the proof", () => {
     const callback = await requestUrl(app, (await fake.visit(start.json.authorization_url)).location!)
     const landed = new URL(callback.headers["location"] as string)
     const proof = landed.searchParams.get("social_proof")!
-    expect(callback.headers["location"]).toBe(`${NATIVE_RETURN}?tx=${txn.id}&state=native-state&social=completed&social_proof=${proof}`)
+    expect(callback.headers["location"]).toBe(
+      `${NATIVE_RETURN}?tx=${txn.id}&state=native-state&social=completed&social_proof=${proof}`,
+    )
     const done = await complete(txn.id, { social_proof: proof })
     expect(done.status, done.text).toBe(200)
     expect((await exchange(native, done.json.authorization_code, txn.verifier)).status).toBe(200)
@@ -185,8 +224,14 @@ describe("the legitimate flow carries the proof", () => {
     fake.refuseNext("google")
     const txn = await newTransaction(spa, { state: "failed-state" })
     const start = await startSocial(app, b, txn.id, "google")
-    expect(await browserThroughProvider(start.json.authorization_url)).toBe(`${SPA_RETURN}?tx=${txn.id}&state=failed-state&social=failed`)
-    const [row] = await query<{ social_proof_hash: string | null }>(app, "select social_proof_hash from auth_transactions where id = $1", [txn.id])
+    expect(await browserThroughProvider(start.json.authorization_url)).toBe(
+      `${SPA_RETURN}?tx=${txn.id}&state=failed-state&social=failed`,
+    )
+    const [row] = await query<{ social_proof_hash: string | null }>(
+      app,
+      "select social_proof_hash from auth_transactions where id = $1",
+      [txn.id],
+    )
     expect(row!.social_proof_hash).toBeNull()
   })
 
@@ -198,7 +243,9 @@ describe("the legitimate flow carries the proof", () => {
     expect((await complete(txn.id, { social_proof: proof })).status).toBe(200)
     const again = await complete(txn.id, { social_proof: proof })
     expect([again.status, again.json.code]).toEqual([409, "transaction_not_authenticated"])
-    expect(await query(app, "select social_proof_hash from auth_transactions where id = $1", [txn.id])).toEqual([{ social_proof_hash: null }])
+    expect(await query(app, "select social_proof_hash from auth_transactions where id = $1", [txn.id])).toEqual([
+      { social_proof_hash: null },
+    ])
     expect(await codesOf(txn.id)).toBe(1)
   })
 
@@ -207,7 +254,10 @@ describe("the legitimate flow carries the proof", () => {
     const txn = await newTransaction(spa)
     const start = await startSocial(app, b, txn.id, "google")
     const proof = new URL(await browserThroughProvider(start.json.authorization_url)).searchParams.get("social_proof")!
-    const answers = await Promise.all([complete(txn.id, { social_proof: proof }), complete(txn.id, { social_proof: proof })])
+    const answers = await Promise.all([
+      complete(txn.id, { social_proof: proof }),
+      complete(txn.id, { social_proof: proof }),
+    ])
     expect(answers.map((r) => r.status).sort()).toEqual([200, 409])
     expect(await codesOf(txn.id)).toBe(1)
   })
@@ -215,10 +265,14 @@ describe("the legitimate flow carries the proof", () => {
   it("the proof of another transaction is refused; the right one still works", async () => {
     fake.setUser("google", { sub: "g-other-a", email: uniqueEmail("other-a"), email_verified: true })
     const a = await newTransaction(spa)
-    const proofA = new URL(await browserThroughProvider((await startSocial(app, b, a.id, "google")).json.authorization_url)).searchParams.get("social_proof")!
+    const proofA = new URL(
+      await browserThroughProvider((await startSocial(app, b, a.id, "google")).json.authorization_url),
+    ).searchParams.get("social_proof")!
     fake.setUser("google", { sub: "g-other-b", email: uniqueEmail("other-b"), email_verified: true })
     const other = await newTransaction(spa)
-    const proofB = new URL(await browserThroughProvider((await startSocial(app, b, other.id, "google")).json.authorization_url)).searchParams.get("social_proof")!
+    const proofB = new URL(
+      await browserThroughProvider((await startSocial(app, b, other.id, "google")).json.authorization_url),
+    ).searchParams.get("social_proof")!
     const refused = await complete(other.id, { social_proof: proofA })
     expect([refused.status, refused.json.code]).toEqual([400, "invalid_social_proof"])
     expect((await transactionView(app, b, other.id)).status).toBe("authenticated")
@@ -229,7 +283,9 @@ describe("the legitimate flow carries the proof", () => {
   it("a wrongly shaped complete body is 400 invalid_request_body; other methods still complete without a body", async () => {
     fake.setUser("google", { sub: "g-shape", email: uniqueEmail("shape"), email_verified: true })
     const txn = await newTransaction(spa)
-    const proof = new URL(await browserThroughProvider((await startSocial(app, b, txn.id, "google")).json.authorization_url)).searchParams.get("social_proof")!
+    const proof = new URL(
+      await browserThroughProvider((await startSocial(app, b, txn.id, "google")).json.authorization_url),
+    ).searchParams.get("social_proof")!
     for (const body of [{ social_proof: 7 }, { social_proof: proof, extra: true }, [proof]]) {
       const res = await complete(txn.id, body)
       expect([res.status, res.json.code], JSON.stringify(body)).toEqual([400, "invalid_request_body"])
@@ -237,21 +293,39 @@ describe("the legitimate flow carries the proof", () => {
     expect((await transactionView(app, b, txn.id)).status).toBe("authenticated")
     // an Email OTP transaction (here marked authenticated directly) needs no proof
     const otp = await newTransaction(spa)
-    await query(app, "update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = (select user_id from auth_transactions where id = $2), authenticated_at = $3 where id = $1",
-      [otp.id, txn.id, new Date(app.now())])
+    await query(
+      app,
+      "update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = (select user_id from auth_transactions where id = $2), authenticated_at = $3 where id = $1",
+      [otp.id, txn.id, new Date(app.now())],
+    )
     expect((await complete(otp.id)).status).toBe(200)
   })
 
   it("passkey registration on a social transaction needs the proof too (options and verify)", async () => {
     fake.setUser("google", { sub: "g-passkey", email: uniqueEmail("passkey"), email_verified: true })
     const txn = await newTransaction(spa)
-    const proof = new URL(await browserThroughProvider((await startSocial(app, b, txn.id, "google")).json.authorization_url)).searchParams.get("social_proof")!
+    const proof = new URL(
+      await browserThroughProvider((await startSocial(app, b, txn.id, "google")).json.authorization_url),
+    ).searchParams.get("social_proof")!
     const path = `/v1/auth/transactions/${txn.id}/passkeys/registration`
     const without = await app.request(b.interaction_domain, `${path}/options`, { method: "POST" })
     expect([without.status, without.json.code]).toEqual([400, "invalid_social_proof"])
-    const verifyWithout = await app.request(b.interaction_domain, `${path}/verify`, { method: "POST", body: { credential: { id: "x", rawId: "x", type: "public-key", response: { clientDataJSON: "x", attestationObject: "x" } } } })
+    const verifyWithout = await app.request(b.interaction_domain, `${path}/verify`, {
+      method: "POST",
+      body: {
+        credential: {
+          id: "x",
+          rawId: "x",
+          type: "public-key",
+          response: { clientDataJSON: "x", attestationObject: "x" },
+        },
+      },
+    })
     expect([verifyWithout.status, verifyWithout.json.code]).toEqual([400, "invalid_social_proof"])
-    const withProof = await app.request(b.interaction_domain, `${path}/options`, { method: "POST", body: { social_proof: proof } })
+    const withProof = await app.request(b.interaction_domain, `${path}/options`, {
+      method: "POST",
+      body: { social_proof: proof },
+    })
     expect(withProof.status, withProof.text).toBe(200)
     expect(withProof.json.challenge).toEqual(expect.any(String))
   })
@@ -265,7 +339,10 @@ describe("the return page on the Interaction Domain", () => {
     const callback = await requestUrl(app, (await fake.visit(start.json.authorization_url)).location!)
     const toReturn = new URL(callback.headers["location"] as string)
     const base = `http://${b.interaction_domain}/login/social/return`
-    const forged = await app.request(b.interaction_domain, `/login/social/return?tx=${txn.id}&social=completed&social_proof=forged`)
+    const forged = await app.request(
+      b.interaction_domain,
+      `/login/social/return?tx=${txn.id}&social=completed&social_proof=forged`,
+    )
     expect(forged.status).toBe(302)
     expect(forged.headers["location"]).toBe(`${SPA_RETURN}?tx=${txn.id}&state=return-state&social=completed`)
     // an unknown transaction (or none): the static page, no redirect
@@ -273,7 +350,9 @@ describe("the return page on the Interaction Domain", () => {
     expect(unknown.status).toBe(200)
     expect(unknown.text).toContain('data-social="failed"')
     // the real one still forwards the proof
-    expect((await requestUrl(app, toReturn.href)).headers["location"]).toContain(`&social_proof=${toReturn.searchParams.get("social_proof")}`)
+    expect((await requestUrl(app, toReturn.href)).headers["location"]).toContain(
+      `&social_proof=${toReturn.searchParams.get("social_proof")}`,
+    )
   })
 })
 

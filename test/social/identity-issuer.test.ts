@@ -1,12 +1,36 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
-import { countRows, createClient, createTransaction, type LoginClientInfo, pkce, publicApi, query, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
-import { createClient as createOidcClient, createUser as createOidcUser, exchangeCode, mintCode } from "../oidc/support.js"
+import {
+  countRows,
+  createClient,
+  createTransaction,
+  type LoginClientInfo,
+  pkce,
+  publicApi,
+  query,
+  type SmtpSink,
+  startSmtpSink,
+  uniqueEmail,
+} from "../login/support.js"
+import {
+  createClient as createOidcClient,
+  createUser as createOidcUser,
+  exchangeCode,
+  mintCode,
+} from "../oidc/support.js"
 import { randomId } from "../passkeys/support/helpers.js"
 import { makeEnvironment, makeKey } from "../support/tenancy.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { type OpAccount, startOidcProvider, throughProvider } from "./oidc-provider.js"
-import { connectFake, createConnection, eventsOf, requestUrl, socialEnv, startSocial, transactionView } from "./support.js"
+import {
+  connectFake,
+  createConnection,
+  eventsOf,
+  requestUrl,
+  socialEnv,
+  startSocial,
+  transactionView,
+} from "./support.js"
 
 // Identities are matched on issuer + subject claim + subject (docs/decisions/social-login.md, Social login:
 // "Identities carry their issuer"; OIDC Core 1.0 section 2). The threat: a Management API key
@@ -51,14 +75,27 @@ interface Env {
 /** An Environment of its own with a confirmed generic OIDC connection to op1 (its callback registered at both IdPs). */
 const freshEnvironment = async (): Promise<Env> => {
   const id = await makeEnvironment(app, b.workspace_id, b.project_id)
-  const env: Bootstrapped = { ...b, environment_id: id, interaction_domain: `env-${id.slice(4)}.login.localhost:${app.port}`, issuer: `http://localhost:${app.port}/e/${id}` }
+  const env: Bootstrapped = {
+    ...b,
+    environment_id: id,
+    interaction_domain: `env-${id.slice(4)}.login.localhost:${app.port}`,
+    issuer: `http://localhost:${app.port}/e/${id}`,
+  }
   const client = await createClient(app, env)
   const connection = await createConnection(app, env, {
-    provider: "generic_oidc", provider_key: "corp-sso", provider_client_id: "authservice-rp", provider_client_secret: "op-client-secret", issuer: op1.issuer,
+    provider: "generic_oidc",
+    provider_key: "corp-sso",
+    provider_client_id: "authservice-rp",
+    provider_client_secret: "op-client-secret",
+    issuer: op1.issuer,
   })
   op1.addRedirectUri(connection.callback_url)
   op2.addRedirectUri(connection.callback_url)
-  const writeOnlyKey = await makeKey(app, { workspaceId: b.workspace_id, environmentId: id, scopes: ["connections:write"] })
+  const writeOnlyKey = await makeKey(app, {
+    workspaceId: b.workspace_id,
+    environmentId: id,
+    scopes: ["connections:write"],
+  })
   return { b: env, client, connectionId: connection.id, writeOnlyKey }
 }
 
@@ -72,29 +109,45 @@ const socialLogin = async (e: Env, op: Op, account: OpAccount) => {
   const txn = await createTransaction(app, e.b, e.client, { code_challenge: challenge })
   const start = await startSocial(app, e.b, txn, "generic_oidc")
   expect(start.status, start.text).toBe(200)
-  const back = await requestUrl(app, await throughProvider(start.json.authorization_url, `http://${e.b.interaction_domain}`))
+  const back = await requestUrl(
+    app,
+    await throughProvider(start.json.authorization_url, `http://${e.b.interaction_domain}`),
+  )
   expect(back.status, back.text).toBe(302)
   const proof = new URL(back.headers["location"] as string).searchParams.get("social_proof") ?? undefined
   return { txn, verifier, proof, view: await transactionView(app, e.b, txn) }
 }
 
-const userIdOf = async (e: Env, txn: string) =>
-  (await query<{ user_id: string | null }>(app, "select user_id from auth_transactions where id = $1", [txn]))[0]?.user_id ?? null
+const userIdOf = async (_e: Env, txn: string) =>
+  (await query<{ user_id: string | null }>(app, "select user_id from auth_transactions where id = $1", [txn]))[0]
+    ?.user_id ?? null
 
 /** The victim: an account made by a first login at the real IdP (op1). */
 const victimAt = async (e: Env) => {
-  const account: OpAccount = { sub: `op-victim-${Math.random().toString(36).slice(2, 10)}`, email: uniqueEmail("victim"), email_verified: true, name: "Victim" }
+  const account: OpAccount = {
+    sub: `op-victim-${Math.random().toString(36).slice(2, 10)}`,
+    email: uniqueEmail("victim"),
+    email_verified: true,
+    name: "Victim",
+  }
   const first = await socialLogin(e, op1, account)
   expect(first.view.status).toBe("authenticated")
   const userId = (await userIdOf(e, first.txn))!
-  const [identity] = await query<{ id: string; provider_issuer: string; subject_claim: string }>(app,
-    "select id, provider_issuer, subject_claim from identities where user_id = $1", [userId])
+  const [identity] = await query<{ id: string; provider_issuer: string; subject_claim: string }>(
+    app,
+    "select id, provider_issuer, subject_claim from identities where user_id = $1",
+    [userId],
+  )
   expect(identity).toMatchObject({ provider_issuer: op1.issuer, subject_claim: "sub" })
   return { account, userId, identityId: identity!.id }
 }
 
-const identitiesOf = (userId: string) => query<{ id: string; provider_issuer: string | null; subject_claim: string; provider_subject: string }>(app,
-  "select id, provider_issuer, subject_claim, provider_subject from identities where user_id = $1 order by linked_at", [userId])
+const identitiesOf = (userId: string) =>
+  query<{ id: string; provider_issuer: string | null; subject_claim: string; provider_subject: string }>(
+    app,
+    "select id, provider_issuer, subject_claim, provider_subject from identities where user_id = $1 order by linked_at",
+    [userId],
+  )
 
 describe("a re-pointed issuer or a remapped subject claim never signs in as an existing user", () => {
   it("issuer re-pointed (and confirmed in the same PATCH) to an IdP issuing the victim's sub: link_required, not the victim", async () => {
@@ -104,21 +157,43 @@ describe("a re-pointed issuer or a remapped subject claim never signs in as an e
     expect(moved.status, moved.text).toBe(200)
     expect(moved.json).toMatchObject({ issuer: op2.issuer, owner_confirmed: true })
     // The attacker's IdP says: the victim's sub, the victim's (verified) address.
-    const attempt = await socialLogin(e, op2, { sub: victim.account.sub, email: victim.account.email, email_verified: true })
+    const attempt = await socialLogin(e, op2, {
+      sub: victim.account.sub,
+      email: victim.account.email,
+      email_verified: true,
+    })
     expect(attempt.view.status).toBe("link_required")
-    expect(attempt.view.pending_link).toMatchObject({ provider: "corp-sso", reason: "existing_account", proof_methods: ["email_otp", "passkey"] })
+    expect(attempt.view.pending_link).toMatchObject({
+      provider: "corp-sso",
+      reason: "existing_account",
+      proof_methods: ["email_otp", "passkey"],
+    })
     expect(await userIdOf(e, attempt.txn)).toBeNull()
-    const complete = await publicApi(app, e.b, `/auth/transactions/${attempt.txn}/complete`, { method: "POST", body: { social_proof: attempt.proof } })
+    const complete = await publicApi(app, e.b, `/auth/transactions/${attempt.txn}/complete`, {
+      method: "POST",
+      body: { social_proof: attempt.proof },
+    })
     expect([complete.status, complete.json.code]).toEqual([409, "transaction_not_authenticated"])
     // The victim's identity is untouched (it is stale now: it matches nothing).
-    expect(await identitiesOf(victim.userId)).toEqual([{ id: victim.identityId, provider_issuer: op1.issuer, subject_claim: "sub", provider_subject: victim.account.sub }])
+    expect(await identitiesOf(victim.userId)).toEqual([
+      {
+        id: victim.identityId,
+        provider_issuer: op1.issuer,
+        subject_claim: "sub",
+        provider_subject: victim.account.sub,
+      },
+    ])
   })
 
   it("issuer re-pointed, the same sub with another address: a new account, never the victim's", async () => {
     const e = await freshEnvironment()
     const victim = await victimAt(e)
     expect((await patchConnection(e, { issuer: op2.issuer, owner_confirmed: true })).status).toBe(200)
-    const attempt = await socialLogin(e, op2, { sub: victim.account.sub, email: uniqueEmail("attacker"), email_verified: true })
+    const attempt = await socialLogin(e, op2, {
+      sub: victim.account.sub,
+      email: uniqueEmail("attacker"),
+      email_verified: true,
+    })
     expect(attempt.view.status).toBe("authenticated")
     const signedIn = await userIdOf(e, attempt.txn)
     expect(signedIn).not.toBeNull()
@@ -133,7 +208,12 @@ describe("a re-pointed issuer or a remapped subject claim never signs in as an e
     expect(remapped.status, remapped.text).toBe(200)
     expect(remapped.json).toMatchObject({ profile_mapping: { sub: "name" }, owner_confirmed: true })
     // An account of the same IdP whose display name is the victim's subject.
-    const attempt = await socialLogin(e, op1, { sub: `op-attacker-${Math.random().toString(36).slice(2, 8)}`, name: victim.account.sub, email: victim.account.email, email_verified: true })
+    const attempt = await socialLogin(e, op1, {
+      sub: `op-attacker-${Math.random().toString(36).slice(2, 8)}`,
+      name: victim.account.sub,
+      email: victim.account.email,
+      email_verified: true,
+    })
     expect(attempt.view.status).toBe("link_required")
     expect(await userIdOf(e, attempt.txn)).toBeNull()
     expect(await identitiesOf(victim.userId)).toHaveLength(1)
@@ -145,25 +225,48 @@ describe("the legitimate re-link after a proof", () => {
     const e = await freshEnvironment()
     const victim = await victimAt(e)
     expect((await patchConnection(e, { issuer: op2.issuer, owner_confirmed: true }, b.api_key)).status).toBe(200)
-    const newAccount: OpAccount = { sub: `op2-${victim.account.sub}`, email: victim.account.email, email_verified: true }
+    const newAccount: OpAccount = {
+      sub: `op2-${victim.account.sub}`,
+      email: victim.account.email,
+      email_verified: true,
+    }
     const attempt = await socialLogin(e, op2, newAccount)
     expect(attempt.view.status).toBe("link_required")
-    const started = await publicApi(app, e.b, `/auth/transactions/${attempt.txn}/email/start`, { body: { email: victim.account.email } })
+    const started = await publicApi(app, e.b, `/auth/transactions/${attempt.txn}/email/start`, {
+      body: { email: victim.account.email },
+    })
     expect(started.status, started.text).toBe(202)
-    const verified = await publicApi(app, e.b, `/auth/transactions/${attempt.txn}/email/verify`,
-      { body: { challenge_id: started.json.challenge_id, code: await smtp.waitForCode(victim.account.email) } })
+    const verified = await publicApi(app, e.b, `/auth/transactions/${attempt.txn}/email/verify`, {
+      body: { challenge_id: started.json.challenge_id, code: await smtp.waitForCode(victim.account.email) },
+    })
     expect(verified.status, verified.text).toBe(200)
     expect(await userIdOf(e, attempt.txn)).toBe(victim.userId)
     // one identity: the new issuer's; the stale one is gone
     const after = await identitiesOf(victim.userId)
     expect(after.map((i) => [i.provider_issuer, i.provider_subject])).toEqual([[op2.issuer, newAccount.sub]])
-    const unlinked = (await eventsOf(app, e.b.environment_id, "identity.unlinked")).filter((ev) => ev.payload.userId === victim.userId)
-    expect(unlinked.map((ev) => ev.payload)).toEqual([{ userId: victim.userId, identityId: victim.identityId, provider: "corp-sso" }])
-    const linked = (await eventsOf(app, e.b.environment_id, "identity.linked")).filter((ev) => ev.payload.userId === victim.userId)
+    const unlinked = (await eventsOf(app, e.b.environment_id, "identity.unlinked")).filter(
+      (ev) => ev.payload.userId === victim.userId,
+    )
+    expect(unlinked.map((ev) => ev.payload)).toEqual([
+      { userId: victim.userId, identityId: victim.identityId, provider: "corp-sso" },
+    ])
+    const linked = (await eventsOf(app, e.b.environment_id, "identity.linked")).filter(
+      (ev) => ev.payload.userId === victim.userId,
+    )
     expect(linked.map((ev) => ev.payload.identityId)).toEqual([victim.identityId, after[0]!.id])
-    expect(await countRows(app, "audit_events", "action = 'identity.unlinked' and subject_id = $1 and details->>'reason' = 'replaced_stale'", [victim.identityId])).toBe(1)
+    expect(
+      await countRows(
+        app,
+        "audit_events",
+        "action = 'identity.unlinked' and subject_id = $1 and details->>'reason' = 'replaced_stale'",
+        [victim.identityId],
+      ),
+    ).toBe(1)
     // complete with the browser's proof
-    const done = await publicApi(app, e.b, `/auth/transactions/${attempt.txn}/complete`, { method: "POST", body: { social_proof: attempt.proof } })
+    const done = await publicApi(app, e.b, `/auth/transactions/${attempt.txn}/complete`, {
+      method: "POST",
+      body: { social_proof: attempt.proof },
+    })
     expect(done.status, done.text).toBe(200)
     // the next login at the new IdP signs in at once
     const next = await socialLogin(e, op2, newAccount)
@@ -178,27 +281,39 @@ describe("the legitimate re-link after a proof", () => {
     const user = await createOidcUser(app, e.b)
     // An identity of the IdP the connection named before (as the migration's backfill or an earlier login left it).
     const stale = randomId("idn")
-    await query(app, `insert into identities (id, workspace_id, environment_id, user_id, connection_id, provider, provider_issuer, subject_claim, provider_subject, linked_at)
+    await query(
+      app,
+      `insert into identities (id, workspace_id, environment_id, user_id, connection_id, provider, provider_issuer, subject_claim, provider_subject, linked_at)
       values ($1, $2, $3, $4, $5, 'corp-sso', 'https://old-idp.example.com', 'sub', 'old-sub', now())`,
-    [stale, e.b.workspace_id, e.b.environment_id, user.id, e.connectionId])
+      [stale, e.b.workspace_id, e.b.environment_id, user.id, e.connectionId],
+    )
     const tokens = await exchangeCode(app, e.b, client, await mintCode(app, e.b, client, user))
     expect(tokens.status, tokens.text).toBe(200)
     const token = tokens.json.access_token as string
     const started = await app.request(e.b.interaction_domain, "/v1/me/identities/generic_oidc/link", {
-      method: "POST", body: { redirect_uri: APP_RETURN }, headers: { authorization: `Bearer ${token}` },
+      method: "POST",
+      body: { redirect_uri: APP_RETURN },
+      headers: { authorization: `Bearer ${token}` },
     })
     expect(started.status, started.text).toBe(200)
     op1.setAccount({ sub: "me-link-new-sub", email: uniqueEmail("me-link"), email_verified: true })
-    const back = await requestUrl(app, await throughProvider(started.json.authorization_url, `http://${e.b.interaction_domain}`))
+    const back = await requestUrl(
+      app,
+      await throughProvider(started.json.authorization_url, `http://${e.b.interaction_domain}`),
+    )
     const code = new URL(back.headers["location"] as string).searchParams.get("link_code")!
     const confirmed = await app.request(e.b.interaction_domain, "/v1/me/identities/generic_oidc/link/confirm", {
-      method: "POST", body: { link_code: code }, headers: { authorization: `Bearer ${token}` },
+      method: "POST",
+      body: { link_code: code },
+      headers: { authorization: `Bearer ${token}` },
     })
     expect(confirmed.status, confirmed.text).toBe(200)
     const [linked] = await identitiesOf(user.id)
     expect([linked!.provider_issuer, linked!.provider_subject]).toEqual([op1.issuer, "me-link-new-sub"])
     expect(confirmed.json).toEqual({ identity_id: linked!.id, provider: "corp-sso", linked: true })
-    const unlinked = (await eventsOf(app, e.b.environment_id, "identity.unlinked")).filter((ev) => ev.payload.userId === user.id)
+    const unlinked = (await eventsOf(app, e.b.environment_id, "identity.unlinked")).filter(
+      (ev) => ev.payload.userId === user.id,
+    )
     expect(unlinked.map((ev) => ev.payload)).toEqual([{ userId: user.id, identityId: stale, provider: "corp-sso" }])
   })
 })
@@ -207,23 +322,54 @@ describe("profile_mapping.sub on the Management API", () => {
   it("may be set only for generic_oidc connections (POST and PATCH): 400 invalid_request naming the rule; nothing changes", async () => {
     const e = await freshEnvironment()
     const body = (provider: string, extra: Record<string, unknown> = {}) => ({
-      environment_id: e.b.environment_id, mode: "byo", provider, provider_key: provider, provider_client_id: "id", provider_client_secret: "secret", ...extra,
+      environment_id: e.b.environment_id,
+      mode: "byo",
+      provider,
+      provider_key: provider,
+      provider_client_id: "id",
+      provider_client_secret: "secret",
+      ...extra,
     })
-    for (const [provider, claim] of [["google", "email"], ["github", "login"], ["microsoft", "preferred_username"], ["apple", "email"]] as const) {
-      const refused = await app.management("/v1/connections", { method: "POST", body: body(provider, { profile_mapping: { sub: claim } }) })
+    for (const [provider, claim] of [
+      ["google", "email"],
+      ["github", "login"],
+      ["microsoft", "preferred_username"],
+      ["apple", "email"],
+    ] as const) {
+      const refused = await app.management("/v1/connections", {
+        method: "POST",
+        body: body(provider, { profile_mapping: { sub: claim } }),
+      })
       expect([refused.status, refused.json.code], provider).toEqual([400, "invalid_request"])
       expect(refused.json.detail).toContain("profile_mapping.sub may be set only for generic_oidc")
     }
-    expect(await countRows(app, "connections", "environment_id = $1 and provider <> 'generic_oidc'", [e.b.environment_id])).toBe(0)
-    const github = await app.management("/v1/connections", { method: "POST", body: body("github", { profile_mapping: { name: "login" } }) })
+    expect(
+      await countRows(app, "connections", "environment_id = $1 and provider <> 'generic_oidc'", [e.b.environment_id]),
+    ).toBe(0)
+    const github = await app.management("/v1/connections", {
+      method: "POST",
+      body: body("github", { profile_mapping: { name: "login" } }),
+    })
     expect(github.status, github.text).toBe(201)
-    const refused = await app.management(`/v1/connections/${github.json.id}`, { method: "PATCH", body: { profile_mapping: { sub: "login" } } })
+    const refused = await app.management(`/v1/connections/${github.json.id}`, {
+      method: "PATCH",
+      body: { profile_mapping: { sub: "login" } },
+    })
     expect([refused.status, refused.json.code]).toEqual([400, "invalid_request"])
     expect((await app.management(`/v1/connections/${github.json.id}`)).json.profile_mapping).toEqual({ name: "login" })
     // other mapping fields stay allowed
-    expect((await app.management(`/v1/connections/${github.json.id}`, { method: "PATCH", body: { profile_mapping: { name: "name" } } })).status).toBe(200)
+    expect(
+      (
+        await app.management(`/v1/connections/${github.json.id}`, {
+          method: "PATCH",
+          body: { profile_mapping: { name: "name" } },
+        })
+      ).status,
+    ).toBe(200)
     // generic OIDC may name the subject's claim
-    expect((await patchConnection(e, { profile_mapping: { sub: "oid" }, owner_confirmed: true })).json.profile_mapping).toEqual({ sub: "oid" })
+    expect(
+      (await patchConnection(e, { profile_mapping: { sub: "oid" }, owner_confirmed: true })).json.profile_mapping,
+    ).toEqual({ sub: "oid" })
   })
 
   it("a change of the subject claim clears owner_confirmed like an issuer change (unless confirmed in the same PATCH), and is audited", async () => {
@@ -243,11 +389,18 @@ describe("profile_mapping.sub on the Management API", () => {
     expect(await step({ profile_mapping: { email: "mail" } })).toBe(false)
     // changed and confirmed in one PATCH
     expect(await step({ profile_mapping: { sub: "upn" }, owner_confirmed: true })).toBe(true)
-    const audit = await query<{ action: string; details: any }>(app,
-      "select action, details from audit_events where subject_id = $1 and action like 'connection.%' order by created_at, id", [e.connectionId])
-    expect(audit.filter((a) => a.action === "connection.owner_confirmation_cleared").map((a) => a.details.reason)).toEqual(["subject_claim_changed", "subject_claim_changed"])
+    const audit = await query<{ action: string; details: any }>(
+      app,
+      "select action, details from audit_events where subject_id = $1 and action like 'connection.%' order by created_at, id",
+      [e.connectionId],
+    )
+    expect(
+      audit.filter((a) => a.action === "connection.owner_confirmation_cleared").map((a) => a.details.reason),
+    ).toEqual(["subject_claim_changed", "subject_claim_changed"])
     expect(audit.filter((a) => a.details.subject_claim !== undefined).map((a) => a.details.subject_claim)).toEqual([
-      { from: "sub", to: "oid" }, { from: "oid", to: "sub" }, { from: "sub", to: "upn" },
+      { from: "sub", to: "oid" },
+      { from: "oid", to: "sub" },
+      { from: "sub", to: "upn" },
     ])
   })
 })
@@ -258,9 +411,12 @@ describe("Microsoft identities stored before issuers were kept", () => {
     const client = await createClient(app, b)
     const user = await createOidcUser(app, b)
     const legacy = randomId("idn")
-    await query(app, `insert into identities (id, workspace_id, environment_id, user_id, connection_id, provider, provider_subject, linked_at)
+    await query(
+      app,
+      `insert into identities (id, workspace_id, environment_id, user_id, connection_id, provider, provider_subject, linked_at)
       values ($1, $2, $3, $4, $5, 'microsoft', 'ms-legacy-1', now())`,
-    [legacy, b.workspace_id, b.environment_id, user.id, connection.id])
+      [legacy, b.workspace_id, b.environment_id, user.id, connection.id],
+    )
     const login = async (tid: string, email: string) => {
       fake.setUser("microsoft", { sub: "ms-legacy-1", email, tid })
       const txn = await createTransaction(app, b, client)

@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { countRows, query, type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
 import { SoftwareAuthenticator } from "../passkeys/support/authenticator.js"
-import { completeAndExchange, type FlowClient, passkeyCall, publicApi, registerClient, startTransaction, type Transaction } from "../passkeys/support/flow.js"
+import {
+  completeAndExchange,
+  type FlowClient,
+  passkeyCall,
+  publicApi,
+  registerClient,
+  startTransaction,
+  type Transaction,
+} from "../passkeys/support/flow.js"
 import { createUser } from "../passkeys/support/helpers.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { connectFake, eventsOf, requestUrl, socialEnv, socialProofOf, startSocial } from "./support.js"
@@ -45,7 +53,9 @@ const reachLinkRequired = async (sub: string) => {
   const callback = await requestUrl(app, visit.location!)
   expect(callback.status).toBe(302)
   const proof = socialProofOf(callback)
-  expect(callback.headers["location"]).toBe(`${origin}/login/social/return?tx=${txn.id}&social=link_required&social_proof=${proof}`)
+  expect(callback.headers["location"]).toBe(
+    `${origin}/login/social/return?tx=${txn.id}&social=link_required&social_proof=${proof}`,
+  )
   return { email, user, txn, proof }
 }
 const view = async (txn: Transaction) => (await publicApi(app, b, `/auth/transactions/${txn.id}`)).json
@@ -56,33 +66,52 @@ describe("link_required", () => {
     const { txn } = await reachLinkRequired("link-1")
     const v = await view(txn)
     expect(v.status).toBe("link_required")
-    expect(v.pending_link).toEqual({ provider: "google", masked_email: expect.stringMatching(/^e\*\*\*@e\*\*\*\.com$/), email_verified_by_provider: true, reason: "existing_account", proof_methods: ["email_otp", "passkey"] })
+    expect(v.pending_link).toEqual({
+      provider: "google",
+      masked_email: expect.stringMatching(/^e\*\*\*@e\*\*\*\.com$/),
+      email_verified_by_provider: true,
+      reason: "existing_account",
+      proof_methods: ["email_otp", "passkey"],
+    })
     expect(v.method).toBeUndefined()
     const complete = await publicApi(app, b, `/auth/transactions/${txn.id}/complete`, { method: "POST" })
     expect([complete.status, complete.json.code]).toEqual([409, "transaction_not_authenticated"])
     expect(await identities("link-1")).toBe(0)
-    expect((await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.provider === "google")).toHaveLength(0)
+    expect(
+      (await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.provider === "google"),
+    ).toHaveLength(0)
   })
 
   it("Email OTP to the account's address proves it: identity.linked, authenticated with method social, tokens amr social", async () => {
     const { email, user, txn, proof } = await reachLinkRequired("link-2")
     // another address cannot be used for the proof
-    const other = await publicApi(app, b, `/auth/transactions/${txn.id}/email/start`, { body: { email: uniqueEmail("attacker") } })
+    const other = await publicApi(app, b, `/auth/transactions/${txn.id}/email/start`, {
+      body: { email: uniqueEmail("attacker") },
+    })
     expect([other.status, other.json.code]).toEqual([400, "invalid_request"])
     const started = await publicApi(app, b, `/auth/transactions/${txn.id}/email/start`, { body: { email } })
     expect(started.status, started.text).toBe(202)
     expect((await view(txn)).status).toBe("link_required")
     const code = await smtp.waitForCode(email)
-    const wrong = await publicApi(app, b, `/auth/transactions/${txn.id}/email/verify`, { body: { challenge_id: started.json.challenge_id, code: code === "000000" ? "111111" : "000000" } })
+    const wrong = await publicApi(app, b, `/auth/transactions/${txn.id}/email/verify`, {
+      body: { challenge_id: started.json.challenge_id, code: code === "000000" ? "111111" : "000000" },
+    })
     expect([wrong.status, wrong.json.code]).toEqual([400, "invalid_code"])
     expect(await identities("link-2")).toBe(0)
-    const verified = await publicApi(app, b, `/auth/transactions/${txn.id}/email/verify`, { body: { challenge_id: started.json.challenge_id, code } })
+    const verified = await publicApi(app, b, `/auth/transactions/${txn.id}/email/verify`, {
+      body: { challenge_id: started.json.challenge_id, code },
+    })
     expect(verified.status, verified.text).toBe(200)
     const v = await view(txn)
     expect([v.status, v.method, v.pending_link]).toEqual(["authenticated", "social", undefined])
-    const [identity] = await query<{ id: string; user_id: string; provider: string }>(app, "select id, user_id, provider from identities where provider_subject = 'link-2'")
+    const [identity] = await query<{ id: string; user_id: string; provider: string }>(
+      app,
+      "select id, user_id, provider from identities where provider_subject = 'link-2'",
+    )
     expect(identity).toMatchObject({ user_id: user.id, provider: "google" })
-    const linked = (await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === user.id)
+    const linked = (await eventsOf(app, b.environment_id, "identity.linked")).filter(
+      (e) => e.payload.userId === user.id,
+    )
     expect(linked.map((e) => e.payload)).toEqual([{ userId: user.id, identityId: identity!.id, provider: "google" }])
     // The account is proven, but the transaction is still the one whose provider answer came
     // back to a browser: complete needs that browser's completion proof too.
@@ -103,29 +132,51 @@ describe("link_required", () => {
     const { user, txn } = await reachLinkRequired("link-3")
     const owner = new SoftwareAuthenticator()
     const enrolTxn = await startTransaction(app, b, client)
-    await query(app, "update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3 where id = $1",
-      [enrolTxn.id, user.id, new Date(app.now())])
+    await query(
+      app,
+      "update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3 where id = $1",
+      [enrolTxn.id, user.id, new Date(app.now())],
+    )
     const regOptions = await passkeyCall(app, b, enrolTxn.id, "registration/options", {})
-    expect((await passkeyCall(app, b, enrolTxn.id, "registration/verify", { credential: owner.create(regOptions.json, { origin }) })).status).toBe(200)
+    expect(
+      (
+        await passkeyCall(app, b, enrolTxn.id, "registration/verify", {
+          credential: owner.create(regOptions.json, { origin }),
+        })
+      ).status,
+    ).toBe(200)
     // someone else's passkey
     const stranger = await createUser(app, b, uniqueEmail("stranger"))
     const strangerKey = new SoftwareAuthenticator()
     const strangerTxn = await startTransaction(app, b, client)
-    await query(app, "update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3 where id = $1",
-      [strangerTxn.id, stranger.id, new Date(app.now())])
+    await query(
+      app,
+      "update auth_transactions set status = 'authenticated', method = 'email_otp', user_id = $2, authenticated_at = $3 where id = $1",
+      [strangerTxn.id, stranger.id, new Date(app.now())],
+    )
     const strangerOptions = await passkeyCall(app, b, strangerTxn.id, "registration/options", {})
-    expect((await passkeyCall(app, b, strangerTxn.id, "registration/verify", { credential: strangerKey.create(strangerOptions.json, { origin }) })).status).toBe(200)
+    expect(
+      (
+        await passkeyCall(app, b, strangerTxn.id, "registration/verify", {
+          credential: strangerKey.create(strangerOptions.json, { origin }),
+        })
+      ).status,
+    ).toBe(200)
 
     const options1 = await passkeyCall(app, b, txn.id, "authentication/options", {})
     expect(options1.status, options1.text).toBe(200)
     expect((await view(txn)).status).toBe("link_required")
-    const refused = await passkeyCall(app, b, txn.id, "authentication/verify", { credential: strangerKey.get(options1.json, { origin }) })
+    const refused = await passkeyCall(app, b, txn.id, "authentication/verify", {
+      credential: strangerKey.get(options1.json, { origin }),
+    })
     expect([refused.status, refused.json.code]).toEqual([400, "webauthn_verification_failed"])
     expect((await view(txn)).status).toBe("link_required")
     expect(await identities("link-3")).toBe(0)
 
     const options2 = await passkeyCall(app, b, txn.id, "authentication/options", {})
-    const ok = await passkeyCall(app, b, txn.id, "authentication/verify", { credential: owner.get(options2.json, { origin }) })
+    const ok = await passkeyCall(app, b, txn.id, "authentication/verify", {
+      credential: owner.get(options2.json, { origin }),
+    })
     expect(ok.status, ok.text).toBe(200)
     const v = await view(txn)
     expect([v.status, v.method]).toEqual(["authenticated", "social"])

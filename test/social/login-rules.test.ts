@@ -1,7 +1,15 @@
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
-import { countRows, createClient, createTransaction, type LoginClientInfo, query, transactionStatus, uniqueEmail } from "../login/support.js"
+import {
+  countRows,
+  createClient,
+  createTransaction,
+  type LoginClientInfo,
+  query,
+  transactionStatus,
+  uniqueEmail,
+} from "../login/support.js"
 import { makeEnvironment } from "../support/tenancy.js"
 import { housekeeping } from "../../src/jobs/housekeeping.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
@@ -21,7 +29,11 @@ beforeAll(async () => {
   app = await startApp({ env: socialEnv(fake) })
   b = await app.bootstrap()
   client = await createClient(app, b)
-  nativeClient = await createClient(app, b, { client_type: "react_native", redirect_uris: ["com.example.app:/oauth/callback"], allowed_origins: [] })
+  nativeClient = await createClient(app, b, {
+    client_type: "react_native",
+    redirect_uris: ["com.example.app:/oauth/callback"],
+    allowed_origins: [],
+  })
   await connectFake(app, b, fake, "google")
 })
 afterAll(async () => {
@@ -64,8 +76,25 @@ describe("POST /auth/transactions/{id}/social/{provider}/start", () => {
     expect([none.status, none.json.code]).toEqual([404, "connection_not_found"])
     expect(none.json.authorization_url).toBeUndefined()
     // a disabled connection, and a generic OIDC connection the Owner has not confirmed
-    await createConnection(app, b, { provider: "microsoft", provider_key: "microsoft", provider_client_id: "x", provider_client_secret: "y", status: "disabled" })
-    await createConnection(app, b, { provider: "generic_oidc", provider_key: "corp", provider_client_id: "x", provider_client_secret: "y", issuer: "https://idp.example.com" }, false)
+    await createConnection(app, b, {
+      provider: "microsoft",
+      provider_key: "microsoft",
+      provider_client_id: "x",
+      provider_client_secret: "y",
+      status: "disabled",
+    })
+    await createConnection(
+      app,
+      b,
+      {
+        provider: "generic_oidc",
+        provider_key: "corp",
+        provider_client_id: "x",
+        provider_client_secret: "y",
+        issuer: "https://idp.example.com",
+      },
+      false,
+    )
     for (const provider of ["microsoft", "generic_oidc"]) {
       const res = await startSocial(app, b, id, provider)
       expect([res.status, res.json.code]).toEqual([404, "connection_not_found"])
@@ -78,7 +107,13 @@ describe("POST /auth/transactions/{id}/social/{provider}/start", () => {
     const env2 = await makeEnvironment(app, b.workspace_id, b.project_id)
     const b2 = { ...b, environment_id: env2, interaction_domain: `env-${env2.slice(4)}.login.localhost:${app.port}` }
     const client2 = await createClient(app, b2)
-    await createConnection(app, b2, { provider: "generic_oidc", provider_key: "down", provider_client_id: "x", provider_client_secret: "y", issuer: "https://127.0.0.1:1" })
+    await createConnection(app, b2, {
+      provider: "generic_oidc",
+      provider_key: "down",
+      provider_client_id: "x",
+      provider_client_secret: "y",
+      issuer: "https://127.0.0.1:1",
+    })
     const id = await createTransaction(app, b2, client2)
     const res = await startSocial(app, b2, id, "generic_oidc")
     expect([res.status, res.json.code]).toEqual([503, "provider_unavailable"])
@@ -102,7 +137,8 @@ describe("callback state", () => {
     const url = new URL(location)
     const state = url.searchParams.get("state")!
     const variants = [
-      "", "garbage",
+      "",
+      "garbage",
       `${state.slice(0, -1)}${state.endsWith("A") ? "B" : "A"}`, // MAC changed
       state.replace(/\.(\d+)\./, (_m, exp: string) => `.${Number(exp) + 3600}.`), // expiry extended
       `${state.slice(0, 5)}${state[5] === "a" ? "b" : "a"}${state.slice(6)}`, // reference changed
@@ -140,7 +176,10 @@ describe("callback state", () => {
     const otherProvider = new URL(location.href.replace("/social/google/", "/social/github/"))
     expect((await requestUrl(app, otherProvider.href)).json.code).toBe("state_mismatch")
     const env2 = await makeEnvironment(app, b.workspace_id, b.project_id)
-    const otherEnv = await app.request(`env-${env2.slice(4)}.login.localhost:${app.port}`, `${location.pathname}${location.search}`)
+    const otherEnv = await app.request(
+      `env-${env2.slice(4)}.login.localhost:${app.port}`,
+      `${location.pathname}${location.search}`,
+    )
     expect([otherEnv.status, otherEnv.json.code]).toEqual([400, "state_mismatch"])
     expect(await transactionStatus(app, id)).toBe("challenge_issued")
   })
@@ -160,7 +199,11 @@ describe("callback state", () => {
     const id = await createTransaction(app, b, client)
     const location = new URL(await toCallback(id))
     for (const body of ["{not json", JSON.stringify(["a"]), JSON.stringify({ state: 1 })]) {
-      const res = await app.request(location.host, location.pathname, { method: "POST", body, headers: { "content-type": "application/json" } })
+      const res = await app.request(location.host, location.pathname, {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/json" },
+      })
       expect([res.status, res.json.code], body).toEqual([400, "invalid_request_body"])
     }
     expect((await requestUrl(app, location.href)).status).toBe(302)
@@ -172,12 +215,18 @@ describe("callback state", () => {
     const id = await createTransaction(app, b, client)
     const location = new URL(await toCallback(id))
     const state = location.searchParams.get("state")!
-    for (const body of [{ state, error: "\u0000" }, { state, code: "a\u0000b" }, { state, error: "access_denied", error_description: "x\u0000" }]) {
+    for (const body of [
+      { state, error: "\u0000" },
+      { state, code: "a\u0000b" },
+      { state, error: "access_denied", error_description: "x\u0000" },
+    ]) {
       const res = await app.request(location.host, location.pathname, { method: "POST", body })
       expect([res.status, res.json.code], JSON.stringify(body)).toEqual([400, "invalid_request"])
     }
     const form = await app.request(location.host, location.pathname, {
-      method: "POST", body: `state=${encodeURIComponent(state)}&error=%00`, headers: { "content-type": "application/x-www-form-urlencoded" },
+      method: "POST",
+      body: `state=${encodeURIComponent(state)}&error=%00`,
+      headers: { "content-type": "application/x-www-form-urlencoded" },
     })
     expect([form.status, form.json.code]).toEqual([400, "invalid_request"])
     expect(await transactionStatus(app, id)).toBe("challenge_issued")
@@ -232,12 +281,23 @@ describe("races", () => {
     const userCreated = await eventsOf(app, b.environment_id, "user.created")
     const linked = await eventsOf(app, b.environment_id, "identity.linked")
     for (const pair of pairs) {
-      expect(await Promise.all(pair.transactions.map((t) => transactionStatus(app, t)))).toEqual(["authenticated", "authenticated"])
+      expect(await Promise.all(pair.transactions.map((t) => transactionStatus(app, t)))).toEqual([
+        "authenticated",
+        "authenticated",
+      ])
       const users = await query<{ id: string }>(app, "select id from users where email_normalized = $1", [pair.email])
       expect(users).toHaveLength(1)
-      const identities = await query<{ user_id: string }>(app, "select user_id from identities where provider_subject = $1", [pair.subject])
+      const identities = await query<{ user_id: string }>(
+        app,
+        "select user_id from identities where provider_subject = $1",
+        [pair.subject],
+      )
       expect(identities.map((row) => row.user_id)).toEqual([users[0]!.id])
-      const signedIn = await query<{ user_id: string }>(app, "select user_id from auth_transactions where id = any($1)", [pair.transactions])
+      const signedIn = await query<{ user_id: string }>(
+        app,
+        "select user_id from auth_transactions where id = any($1)",
+        [pair.transactions],
+      )
       expect(signedIn.map((row) => row.user_id)).toEqual([users[0]!.id, users[0]!.id])
       expect(linked.filter((e) => e.payload.userId === users[0]!.id)).toHaveLength(1)
       expect(userCreated.filter((e) => e.payload.userId === users[0]!.id)).toHaveLength(1)
@@ -257,15 +317,20 @@ describe("races, interleaved on purpose", () => {
     try {
       const userId = `usr_race${Date.now()}${Math.random().toString(36).slice(2, 8)}`
       await db.query("begin")
-      await db.query(`insert into users (id, workspace_id, environment_id, email, email_normalized, email_verified, user_handle, created_at, updated_at)
-        values ($1, $2, $3, $4, lower($4), true, $1, now(), now())`, [userId, b.workspace_id, b.environment_id, email])
+      await db.query(
+        `insert into users (id, workspace_id, environment_id, email, email_normalized, email_verified, user_handle, created_at, updated_at)
+        values ($1, $2, $3, $4, lower($4), true, $1, now(), now())`,
+        [userId, b.workspace_id, b.environment_id, email],
+      )
       if (subject !== undefined) {
-        await db.query(`insert into identities (id, workspace_id, environment_id, user_id, connection_id, provider, provider_issuer, provider_subject, email, linked_at)
+        await db.query(
+          `insert into identities (id, workspace_id, environment_id, user_id, connection_id, provider, provider_issuer, provider_subject, email, linked_at)
           select 'idn_' || $1, $2, $3, $1, id, 'google', 'https://accounts.google.com', $4, $5, now() from connections where environment_id = $3 and provider_key = 'google' and deleted_at is null`,
-          [userId, b.workspace_id, b.environment_id, subject, email])
+          [userId, b.workspace_id, b.environment_id, subject, email],
+        )
       }
       const response = requestUrl(app, callback)
-      for (let waiting = false; !waiting;) {
+      for (let waiting = false; !waiting; ) {
         // pg_stat_activity is a snapshot kept for the reader's transaction: clear it each time
         await db.query("select pg_stat_clear_snapshot()")
         const rows = await db.query(`select 1 from pg_stat_activity
@@ -297,7 +362,9 @@ describe("races, interleaved on purpose", () => {
     const { userId, response } = await whileRegistering(email, undefined, await toCallback(id))
     expect(response.status, response.text).toBe(302)
     expect(await transactionStatus(app, id)).toBe("link_required")
-    expect(await query(app, "select user_id from social_pending_links where transaction_id = $1", [id])).toEqual([{ user_id: userId }])
+    expect(await query(app, "select user_id from social_pending_links where transaction_id = $1", [id])).toEqual([
+      { user_id: userId },
+    ])
     expect(await countRows(app, "identities", "provider_subject = 'held-2'")).toBe(0)
   })
 })
@@ -308,13 +375,22 @@ describe("outcomes", () => {
     const id = await createTransaction(app, b, nativeClient, { response_mode: "native_return", state: "app-state-xyz" })
     const res = await requestUrl(app, await toCallback(id))
     expect(res.status).toBe(302)
-    expect(res.headers["location"]).toMatch(new RegExp(`^com\\.example\\.app:/oauth/callback\\?tx=${id}&state=app-state-xyz&social=completed&social_proof=[A-Za-z0-9_-]{43}$`))
+    expect(res.headers["location"]).toMatch(
+      new RegExp(
+        `^com\\.example\\.app:/oauth/callback\\?tx=${id}&state=app-state-xyz&social=completed&social_proof=[A-Za-z0-9_-]{43}$`,
+      ),
+    )
     expect(res.headers["cache-control"]).toBe("no-store")
     // a refusal comes back the same way, with social=failed
     fake.refuseNext("google")
-    const refused = await createTransaction(app, b, nativeClient, { response_mode: "native_return", state: "app-state-2" })
+    const refused = await createTransaction(app, b, nativeClient, {
+      response_mode: "native_return",
+      state: "app-state-2",
+    })
     const back = await requestUrl(app, await toCallback(refused))
-    expect(back.headers["location"]).toBe(`com.example.app:/oauth/callback?tx=${refused}&state=app-state-2&social=failed`)
+    expect(back.headers["location"]).toBe(
+      `com.example.app:/oauth/callback?tx=${refused}&state=app-state-2&social=failed`,
+    )
   })
 
   it("a blocked user's identity: the transaction fails with login.failed user_blocked", async () => {
@@ -323,18 +399,30 @@ describe("outcomes", () => {
     const first = await createTransaction(app, b, client)
     await requestUrl(app, await toCallback(first))
     const [user] = await query<{ id: string }>(app, "select id from users where email_normalized = $1", [email])
-    const blocked = await app.management(`/v1/users/${user!.id}/block?environment_id=${b.environment_id}`, { method: "POST" })
+    const blocked = await app.management(`/v1/users/${user!.id}/block?environment_id=${b.environment_id}`, {
+      method: "POST",
+    })
     expect(blocked.status, blocked.text).toBe(200)
     const id = await createTransaction(app, b, client)
     expect((await requestUrl(app, await toCallback(id))).status).toBe(302)
     expect(await transactionStatus(app, id)).toBe("failed")
     const failed = (await eventsOf(app, b.environment_id, "login.failed")).filter((e) => e.payload.userId === user!.id)
-    expect(failed.map((e) => e.payload)).toEqual([{ userId: user!.id, method: "social", reason: "user_blocked", clientId: client.client_id, ipPrefixHash: expect.any(String) }])
+    expect(failed.map((e) => e.payload)).toEqual([
+      {
+        userId: user!.id,
+        method: "social",
+        reason: "user_blocked",
+        clientId: client.client_id,
+        ipPrefixHash: expect.any(String),
+      },
+    ])
   })
 
   it("new users blocked in the Environment: the transaction fails, nobody is created", async () => {
     const settings = `/v1/environments/${b.environment_id}/settings`
-    expect((await app.management(settings, { method: "PATCH", body: { new_user_creation_blocked: true } })).status).toBe(200)
+    expect(
+      (await app.management(settings, { method: "PATCH", body: { new_user_creation_blocked: true } })).status,
+    ).toBe(200)
     try {
       fake.setUser("google", { sub: "gate-1", email: uniqueEmail("gate"), email_verified: true })
       const users = await countRows(app, "users")

@@ -2,7 +2,15 @@ import { decodeJwt } from "jose"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, startApp, type TestApp } from "../support/app.js"
 import { countRows, query, uniqueEmail } from "../login/support.js"
-import { createClient, createUser, exchangeCode, mintCode, refresh, type TestClient, type TestUser } from "../oidc/support.js"
+import {
+  createClient,
+  createUser,
+  exchangeCode,
+  mintCode,
+  refresh,
+  type TestClient,
+  type TestUser,
+} from "../oidc/support.js"
 import { type FakeProviders, startFakeProviders } from "./fake-providers.js"
 import { connectFake, eventsOf, requestUrl, socialEnv } from "./support.js"
 
@@ -39,7 +47,9 @@ const tokenFor = async (user: TestUser, c: TestClient = client) => {
 }
 const link = (token: string | undefined, provider: string, body: unknown) =>
   app.request(b.interaction_domain, `/v1/me/identities/${provider}/link`, {
-    method: "POST", body, headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    method: "POST",
+    body,
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
   })
 /** Link start and the provider's consent: the browser at our callback (not yet followed). */
 const toLinkCallback = async (token: string, provider = "github") => {
@@ -64,12 +74,16 @@ const linkCodeOf = (location: string) => {
 }
 const confirm = (token: string | undefined, provider: string, body: unknown) =>
   app.request(b.interaction_domain, `/v1/me/identities/${provider}/link/confirm`, {
-    method: "POST", body, headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    method: "POST",
+    body,
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
   })
 /** The whole legitimate link: start, provider, callback, confirm by the same token. */
-const linkAndConfirm = async (token: string) => confirm(token, "github", { link_code: linkCodeOf(await linkRoundTrip(token)) })
+const linkAndConfirm = async (token: string) =>
+  confirm(token, "github", { link_code: linkCodeOf(await linkRoundTrip(token)) })
 const identitiesOf = (userId: string) => countRows(app, "identities", "user_id = $1", [userId])
-const linkedEvents = async (userId: string) => (await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === userId)
+const linkedEvents = async (userId: string) =>
+  (await eventsOf(app, b.environment_id, "identity.linked")).filter((e) => e.payload.userId === userId)
 
 describe("POST /me/identities/{provider}/link and .../link/confirm", () => {
   it("the callback only hands a one-time link_code to the redirect URI; the confirm by the same session links", async () => {
@@ -81,11 +95,19 @@ describe("POST /me/identities/{provider}/link and .../link/confirm", () => {
     expect(await identitiesOf(user.id)).toBe(0)
     const confirmed = await confirm(token, "github", { link_code: code })
     expect(confirmed.status, confirmed.text).toBe(200)
-    const [identity] = await query<{ id: string; provider_issuer: string; subject_claim: string }>(app,
-      "select id, provider_issuer, subject_claim from identities where user_id = $1 and provider = 'github' and provider_subject = '777001'", [user.id])
+    const [identity] = await query<{ id: string; provider_issuer: string; subject_claim: string }>(
+      app,
+      "select id, provider_issuer, subject_claim from identities where user_id = $1 and provider = 'github' and provider_subject = '777001'",
+      [user.id],
+    )
     expect(confirmed.json).toEqual({ identity_id: identity!.id, provider: "github", linked: true })
     expect(identity).toMatchObject({ provider_issuer: "https://github.com", subject_claim: "sub" })
-    expect((await linkedEvents(user.id)).map((e) => [e.payload, e.actor])).toEqual([[{ userId: user.id, identityId: identity!.id, provider: "github" }, { type: "end_user", id: user.id }]])
+    expect((await linkedEvents(user.id)).map((e) => [e.payload, e.actor])).toEqual([
+      [
+        { userId: user.id, identityId: identity!.id, provider: "github" },
+        { type: "end_user", id: user.id },
+      ],
+    ])
     // only hashes are kept
     expect(await countRows(app, "social_states", "link_code_hash = $1", [code])).toBe(0)
   })
@@ -114,7 +136,14 @@ describe("POST /me/identities/{provider}/link and .../link/confirm", () => {
     expect(await identitiesOf(attacker.id)).toBe(0)
     expect(await linkedEvents(attacker.id)).toEqual([])
     // every refused confirm is audited
-    expect(await countRows(app, "audit_events", "action = 'identity.link_failed' and subject_id = $1 and details->>'reason' = 'invalid_code'", [attacker.id])).toBe(3)
+    expect(
+      await countRows(
+        app,
+        "audit_events",
+        "action = 'identity.link_failed' and subject_id = $1 and details->>'reason' = 'invalid_code'",
+        [attacker.id],
+      ),
+    ).toBe(3)
   })
 
   it("only the session that started the link may confirm it: another session or client of the same user is refused", async () => {
@@ -170,7 +199,9 @@ describe("POST /me/identities/{provider}/link and .../link/confirm", () => {
     fake.setUser("github", { sub: "777102", emails: [] })
     const refused = await linkAndConfirm(await tokenFor(user))
     expect([refused.status, refused.json.code]).toEqual([409, "provider_already_linked"])
-    expect(await query(app, "select provider_subject from identities where user_id = $1", [user.id])).toEqual([{ provider_subject: "777101" }])
+    expect(await query(app, "select provider_subject from identities where user_id = $1", [user.id])).toEqual([
+      { provider_subject: "777101" },
+    ])
     expect(await linkedEvents(user.id)).toHaveLength(1)
   })
 
@@ -187,7 +218,10 @@ describe("POST /me/identities/{provider}/link and .../link/confirm", () => {
   })
 
   it("a user blocked (or pending deletion) before the confirm is refused as on every /me route; nothing linked", async () => {
-    for (const [status, sub] of [["blocked", "777301"], ["pending_deletion", "777302"]] as const) {
+    for (const [status, sub] of [
+      ["blocked", "777301"],
+      ["pending_deletion", "777302"],
+    ] as const) {
       const user = await createUser(app, b)
       const token = await tokenFor(user)
       fake.setUser("github", { sub, emails: [] })
@@ -235,7 +269,12 @@ describe("POST /me/identities/{provider}/link and .../link/confirm", () => {
     const token = await tokenFor(user)
     // registered, but for another client than the token's
     await createClient(app, b, { redirectUris: ["https://other.example.com/cb"] })
-    for (const redirect_uri of [`${APP_RETURN}#x`, "https://app.example.com/settings/identities?tab=linked&x=1", "https://APP.example.com/settings/identities?tab=linked", "https://other.example.com/cb"]) {
+    for (const redirect_uri of [
+      `${APP_RETURN}#x`,
+      "https://app.example.com/settings/identities?tab=linked&x=1",
+      "https://APP.example.com/settings/identities?tab=linked",
+      "https://other.example.com/cb",
+    ]) {
       const res = await link(token, "github", { redirect_uri })
       expect([res.status, res.json.code], redirect_uri).toEqual([400, "invalid_redirect_uri"])
     }
@@ -257,8 +296,14 @@ describe("POST /me/identities/{provider}/link and .../link/confirm", () => {
     const user = await createUser(app, b)
     // A live access token of a session signed in 6 minutes ago (a refresh keeps auth_time).
     const minted = await mintCode(app, b, client, user)
-    await query(app, "update login_sessions set auth_time = auth_time - interval '6 minutes' where id = $1", [minted.sessionId])
-    await query(app, "update authorization_codes set auth_time = auth_time - interval '6 minutes' where session_id = $1", [minted.sessionId])
+    await query(app, "update login_sessions set auth_time = auth_time - interval '6 minutes' where id = $1", [
+      minted.sessionId,
+    ])
+    await query(
+      app,
+      "update authorization_codes set auth_time = auth_time - interval '6 minutes' where session_id = $1",
+      [minted.sessionId],
+    )
     const res = await exchangeCode(app, b, client, minted)
     expect(res.status, res.text).toBe(200)
     const refused = await link(res.json.access_token, "github", { redirect_uri: APP_RETURN })
@@ -312,7 +357,10 @@ describe("POST /me/identities/{provider}/link and .../link/confirm", () => {
       const first = await exchangeCode(app, b, client, await mintCode(app, b, client, user))
       expect(first.status, first.text).toBe(200)
       fake.setUser("github", { sub: `77740${i}`, emails: [] })
-      sessions.push({ refresh: first.json.refresh_token, code: linkCodeOf(await linkRoundTrip(first.json.access_token)) })
+      sessions.push({
+        refresh: first.json.refresh_token,
+        code: linkCodeOf(await linkRoundTrip(first.json.access_token)),
+      })
     }
     /** A live access token of the same session (a refresh keeps `sid`). */
     const liveToken = async (i: number) => {

@@ -18,7 +18,9 @@ export interface OpAccount {
 
 export const startOidcProvider = async (options: { readonly clientId: string; readonly clientSecret: string }) => {
   const tls = inject("testTls")
-  const { default: Provider } = (await import("oidc-provider" as string)) as { default: new (issuer: string, config: unknown) => any }
+  const { default: Provider } = (await import("oidc-provider" as string)) as {
+    default: new (issuer: string, config: unknown) => any
+  }
   const accounts = new Map<string, OpAccount>()
   let nextAccount: string | undefined
   const redirectUris: Array<string> = []
@@ -38,8 +40,15 @@ export const startOidcProvider = async (options: { readonly clientId: string; re
       const grant = new provider.Grant({ accountId, clientId: details.params.client_id })
       grant.addOIDCScope(String(details.params.scope ?? "openid"))
       const grantId = await grant.save()
-      await provider.interactionFinished(req, res, { login: { accountId }, consent: { grantId } }, { mergeWithLastSubmission: false })
-    })().catch((e: unknown) => { res.writeHead(500).end(String(e)) })
+      await provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId }, consent: { grantId } },
+        { mergeWithLastSubmission: false },
+      )
+    })().catch((e: unknown) => {
+      res.writeHead(500).end(String(e))
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
   const port = (server.address() as AddressInfo).port
@@ -47,10 +56,16 @@ export const startOidcProvider = async (options: { readonly clientId: string; re
   const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
   const build = () => {
     provider = new Provider(issuer, {
-      clients: [{
-        client_id: options.clientId, client_secret: options.clientSecret, redirect_uris: redirectUris,
-        grant_types: ["authorization_code"], response_types: ["code"], token_endpoint_auth_method: "client_secret_post",
-      }],
+      clients: [
+        {
+          client_id: options.clientId,
+          client_secret: options.clientSecret,
+          redirect_uris: redirectUris,
+          grant_types: ["authorization_code"],
+          response_types: ["code"],
+          token_endpoint_auth_method: "client_secret_post",
+        },
+      ],
       jwks: { keys: [{ ...privateKey.export({ format: "jwk" }), kid: "op-1", alg: "RS256", use: "sig" }] },
       findAccount: async (_ctx: unknown, id: string) => {
         const account = accounts.get(id)
@@ -71,7 +86,9 @@ export const startOidcProvider = async (options: { readonly clientId: string; re
     issuer,
     port,
     requests,
-    setDown: (value: boolean) => { down = value },
+    setDown: (value: boolean) => {
+      down = value
+    },
     /** Registers our callback URL (the connection's callback_url) at the provider's client. */
     addRedirectUri: (uri: string) => {
       redirectUris.push(uri)
@@ -91,7 +108,10 @@ export const throughProvider = async (authorizationUrl: string, ourOrigin: strin
   let url = authorizationUrl
   for (let hop = 0; hop < 10; hop++) {
     if (url.startsWith(ourOrigin)) return url
-    const res = await fetch(url, { redirect: "manual", headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join("; ") } })
+    const res = await fetch(url, {
+      redirect: "manual",
+      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join("; ") },
+    })
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(";")
       const eq = pair!.indexOf("=")

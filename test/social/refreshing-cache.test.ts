@@ -4,16 +4,27 @@ import { type CachePolicy, makeRefreshingCache, maxAgeOf } from "../../src/socia
 // The per-process cache behind provider discovery (src/social/providers/refreshing-cache.ts):
 // time is passed in (the callers pass Effect Clock time), so expiry needs no waiting.
 
-const POLICY: CachePolicy = { defaultTtlMs: 3600_000, minTtlMs: 300_000, maxTtlMs: 86_400_000, retryAfterFailureMs: 60_000, maxEntries: 3 }
+const POLICY: CachePolicy = {
+  defaultTtlMs: 3600_000,
+  minTtlMs: 300_000,
+  maxTtlMs: 86_400_000,
+  retryAfterFailureMs: 60_000,
+  maxEntries: 3,
+}
 
 /** A load that counts its calls and answers what the test says. */
 const source = () => {
   let calls = 0
   let next: () => Promise<{ value: string; maxAgeMs?: number }> = async () => ({ value: `v${calls}` })
   return {
-    load: () => { calls++; return next() },
+    load: () => {
+      calls++
+      return next()
+    },
     calls: () => calls,
-    answer: (f: typeof next) => { next = f },
+    answer: (f: typeof next) => {
+      next = f
+    },
   }
 }
 
@@ -22,7 +33,12 @@ describe("refreshing cache", () => {
     const cache = makeRefreshingCache<string>(POLICY)
     const s = source()
     let release!: () => void
-    s.answer(() => new Promise((resolve) => { release = () => resolve({ value: "doc" }) }))
+    s.answer(
+      () =>
+        new Promise((resolve) => {
+          release = () => resolve({ value: "doc" })
+        }),
+    )
     const all = Promise.all(Array.from({ length: 5 }, () => cache.get("k", 0, s.load)))
     release()
     expect(await all).toEqual(Array(5).fill("doc"))
@@ -33,7 +49,9 @@ describe("refreshing cache", () => {
   it("a failure is not cached: the next call loads again, and a concurrent caller shares the failure", async () => {
     const cache = makeRefreshingCache<string>(POLICY)
     const s = source()
-    s.answer(async () => { throw new Error("down") })
+    s.answer(async () => {
+      throw new Error("down")
+    })
     const [a, b] = await Promise.allSettled([cache.get("k", 0, s.load), cache.get("k", 0, s.load)])
     expect([a.status, b.status]).toEqual(["rejected", "rejected"])
     expect(s.calls()).toBe(1)
@@ -48,7 +66,9 @@ describe("refreshing cache", () => {
     const s = source()
     s.answer(async () => ({ value: "good" }))
     await cache.get("k", 0, s.load)
-    s.answer(async () => { throw new Error("down") })
+    s.answer(async () => {
+      throw new Error("down")
+    })
     expect(await cache.get("k", 3600_000, s.load)).toBe("good")
     expect(s.calls()).toBe(2)
     expect(await cache.get("k", 3659_999, s.load)).toBe("good")
@@ -61,7 +81,11 @@ describe("refreshing cache", () => {
   it("the source's max-age counts within bounds: at least 5 minutes, at most 24 hours", async () => {
     const cache = makeRefreshingCache<string>(POLICY)
     const cases: ReadonlyArray<readonly [string, number | undefined, number]> = [
-      ["short", 10_000, 300_000], ["zero", 0, 300_000], ["in bounds", 7200_000, 7200_000], ["long", 30 * 86_400_000, 86_400_000], ["none", undefined, 3600_000],
+      ["short", 10_000, 300_000],
+      ["zero", 0, 300_000],
+      ["in bounds", 7200_000, 7200_000],
+      ["long", 30 * 86_400_000, 86_400_000],
+      ["none", undefined, 3600_000],
     ]
     for (const [key, maxAgeMs, lifetime] of cases) {
       const s = source()
@@ -88,7 +112,7 @@ describe("refreshing cache", () => {
   it("reads max-age from Cache-Control; no-store and no-cache count as 0", () => {
     expect(maxAgeOf(null)).toBeUndefined()
     expect(maxAgeOf("public, max-age=3600")).toBe(3600_000)
-    expect(maxAgeOf("Public, Max-Age=\"120\", must-revalidate")).toBe(120_000)
+    expect(maxAgeOf('Public, Max-Age="120", must-revalidate')).toBe(120_000)
     expect(maxAgeOf("private")).toBeUndefined()
     expect(maxAgeOf("no-store")).toBe(0)
     expect(maxAgeOf("max-age=600, no-cache")).toBe(0)

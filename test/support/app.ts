@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Clock, Duration, Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
+import { Clock, type Duration, Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { inject } from "vitest"
@@ -62,7 +62,10 @@ export interface StartOptions {
  * template. Time is a TestClock (set to the wall clock at start) that tests advance.
  */
 export const startApp = async (options: StartOptions = {}): Promise<TestApp> => {
-  const database = options.databaseUrl !== undefined ? { url: options.databaseUrl } : await cloneDatabase(inject("serverUrl"), inject("templateDb"))
+  const database =
+    options.databaseUrl !== undefined
+      ? { url: options.databaseUrl }
+      : await cloneDatabase(inject("serverUrl"), inject("templateDb"))
   const port = await freePort()
   // MASTER_KEY / MASTER_KEY_PREVIOUS in options.env replace the random key (rotation tests).
   const masterKey = randomBytes(32).toString("base64url")
@@ -79,7 +82,10 @@ export const startApp = async (options: StartOptions = {}): Promise<TestApp> => 
   const testClock = await Effect.runPromise(Scope.provide(TestClock.make(), scope))
   await Effect.runPromise(testClock.setTime(Date.now()))
   const clockLayer = Layer.succeed(Clock.Clock, testClock)
-  const app = AppLayer(config, database.url, keyring, { maxConnections: 6, ...(options.spanProcessor ? { spanProcessor: options.spanProcessor } : {}) })
+  const app = AppLayer(config, database.url, keyring, {
+    maxConnections: 6,
+    ...(options.spanProcessor ? { spanProcessor: options.spanProcessor } : {}),
+  })
   const processLayer = options.worker
     ? Layer.mergeAll(HttpServerLive(port, config.listenHost), WorkerLive({ concurrency: 2, pollInterval: 100 }))
     : HttpServerLive(port, config.listenHost)
@@ -98,7 +104,8 @@ export const startApp = async (options: StartOptions = {}): Promise<TestApp> => 
     run,
     advance: (duration) => Effect.runPromise(testClock.adjust(duration)),
     now: () => testClock.currentTimeMillisUnsafe(),
-    catchUpWithWallClock: () => Effect.runPromise(testClock.adjust(Math.max(0, Date.now() - testClock.currentTimeMillisUnsafe()))),
+    catchUpWithWallClock: () =>
+      Effect.runPromise(testClock.adjust(Math.max(0, Date.now() - testClock.currentTimeMillisUnsafe()))),
     request,
     management: (path, opts = {}) => {
       const key = opts.key ?? defaultKey
@@ -109,11 +116,13 @@ export const startApp = async (options: StartOptions = {}): Promise<TestApp> => 
     },
     issuer: (environmentId, path, opts) => request(config.canonicalIssuerHost, `/e/${environmentId}${path}`, opts),
     bootstrap: async () => {
-      const result = await run(Effect.gen(function* () {
-        const { SqlClient } = yield* Effect.promise(() => import("effect/sql"))
-        const sql = yield* SqlClient.SqlClient
-        return yield* sql.withTransaction(bootstrap)
-      }))
+      const result = await run(
+        Effect.gen(function* () {
+          const { SqlClient } = yield* Effect.promise(() => import("effect/sql"))
+          const sql = yield* SqlClient.SqlClient
+          return yield* sql.withTransaction(bootstrap)
+        }),
+      )
       defaultKey ??= result.api_key
       return result
     },

@@ -24,8 +24,20 @@ export const launchOptions = (binary: BrowserBinary) => ({
   headless: true,
   ...(binary.libraryPath === undefined
     ? {}
-    : { env: { ...process.env, LD_LIBRARY_PATH: [process.env["LD_LIBRARY_PATH"], binary.libraryPath].filter(Boolean).join(":") } }),
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    : {
+        env: {
+          ...process.env,
+          LD_LIBRARY_PATH: [process.env["LD_LIBRARY_PATH"], binary.libraryPath].filter(Boolean).join(":"),
+        },
+      }),
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+  ],
 })
 
 /** A browser is usable when it launches and opens a page, not when a file merely exists. */
@@ -85,7 +97,9 @@ export const resolveBrowserBinary = async (options: ResolveOptions = {}): Promis
   if (fromEnv) {
     const binary = { executablePath: fromEnv, libraryPath: undefined }
     if (await attempt("CHROMIUM_PATH", binary)) return binary
-    return { error: `CHROMIUM_PATH does not launch: ${tried.join("; ")}. Point it at a Chromium or Chrome executable, or unset it.` }
+    return {
+      error: `CHROMIUM_PATH does not launch: ${tried.join("; ")}. Point it at a Chromium or Chrome executable, or unset it.`,
+    }
   }
   const platform = options.platform ?? process.platform
   const arch = options.arch ?? process.arch
@@ -110,7 +124,8 @@ export const resolveBrowserBinary = async (options: ResolveOptions = {}): Promis
   }
   tried.push(`no ${SYSTEM_BROWSERS.join(", ")} on PATH`)
   return {
-    error: `No browser for the browser tests. Tried: ${tried.join("; ")}. ` +
+    error:
+      `No browser for the browser tests. Tried: ${tried.join("; ")}. ` +
       "Install Chromium or Google Chrome (Debian/Ubuntu: apt-get install chromium; macOS: install Google Chrome and set CHROMIUM_PATH) " +
       "so that one of those names is on PATH, or set CHROMIUM_PATH to its executable.",
   }

@@ -42,8 +42,11 @@ export const verifyUnpacked = (folder: string): boolean => {
   try {
     const manifest = JSON.parse(readFileSync(join(folder, MANIFEST), "utf8")) as Record<string, number>
     const entries = Object.entries(manifest)
-    return entries.length > 0 && manifest["chromium"] !== undefined &&
+    return (
+      entries.length > 0 &&
+      manifest["chromium"] !== undefined &&
       entries.every(([file, size]) => statSync(join(folder, file)).size === size)
+    )
   } catch {
     return false
   }
@@ -92,7 +95,8 @@ export const unpackPackagedChromium = async (cacheRoot = defaultCacheRoot()): Pr
   // Staging folders of runs that died before their rename.
   for (const entry of readdirSync(cacheRoot)) {
     const pid = Number(/^(.+)\.partial-(\d+)-[0-9a-f]+$/.exec(entry)?.[2])
-    if (entry.startsWith(`${name}.partial-`) && pid && !alive(pid)) rmSync(join(cacheRoot, entry), { recursive: true, force: true })
+    if (entry.startsWith(`${name}.partial-`) && pid && !alive(pid))
+      rmSync(join(cacheRoot, entry), { recursive: true, force: true })
   }
   const staging = join(cacheRoot, `${name}.partial-${process.pid}-${randomBytes(4).toString("hex")}`)
   mkdirSync(staging)

@@ -46,7 +46,10 @@ export default async function setup(project: TestProject) {
   return async () => {
     const admin = new pg.Client({ connectionString: serverUrl })
     await admin.connect()
-    const dbs = await admin.query<{ datname: string }>(`select datname from pg_database where datname like 'authservice_t_${process.pid}_%' or datname = $1`, [templateDb])
+    const dbs = await admin.query<{ datname: string }>(
+      `select datname from pg_database where datname like 'authservice_t_${process.pid}_%' or datname = $1`,
+      [templateDb],
+    )
     for (const { datname } of dbs.rows) await admin.query(`drop database if exists "${datname}" with (force)`)
     await admin.end()
     await stop?.()

@@ -20,24 +20,33 @@ export interface RequestOptions {
  */
 export const send = (port: number, host: string, path: string, options: RequestOptions = {}) =>
   new Promise<TestResponse>((resolve, reject) => {
-    const body = options.body === undefined ? undefined : typeof options.body === "string" ? options.body : JSON.stringify(options.body)
+    const body =
+      options.body === undefined
+        ? undefined
+        : typeof options.body === "string"
+          ? options.body
+          : JSON.stringify(options.body)
     const headers: Record<string, string> = { host, ...options.headers }
-    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json"
+    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type"))
+      headers["content-type"] = "application/json"
     if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body))
-    const req = httpRequest({ host: "127.0.0.1", port, path, method: options.method ?? (body === undefined ? "GET" : "POST"), headers }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (c: Buffer) => chunks.push(c))
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8")
-        let json: unknown
-        try {
-          json = text === "" ? undefined : JSON.parse(text)
-        } catch {
-          json = undefined
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json })
-      })
-    })
+    const req = httpRequest(
+      { host: "127.0.0.1", port, path, method: options.method ?? (body === undefined ? "GET" : "POST"), headers },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (c: Buffer) => chunks.push(c))
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8")
+          let json: unknown
+          try {
+            json = text === "" ? undefined : JSON.parse(text)
+          } catch {
+            json = undefined
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json })
+        })
+      },
+    )
     req.on("error", reject)
     if (body !== undefined) req.write(body)
     req.end()

@@ -21,15 +21,32 @@ export const adminQuery = async (serverUrl: string, text: string) => {
   }
 }
 
+/**
+ * Makes Postgres refuse (or accept again) new connections to `database`; refusing also ends its
+ * open sessions, so the next statement of a pool must reconnect and fails (SQLSTATE 55000).
+ */
+export const allowConnections = async (serverUrl: string, database: string, allowed: boolean) => {
+  await adminQuery(serverUrl, `alter database "${database}" allow_connections ${allowed}`)
+  if (!allowed)
+    await adminQuery(
+      serverUrl,
+      `select pg_terminate_backend(pid) from pg_stat_activity where datname = '${database}' and pid <> pg_backend_pid()`,
+    )
+}
+
 /** Creates the template database with our migrations and graphile-worker's schema. */
 export const prepareTemplate = async (serverUrl: string, templateDb: string) => {
   await adminQuery(serverUrl, `drop database if exists "${templateDb}" with (force)`)
   await adminQuery(serverUrl, `create database "${templateDb}"`)
   const url = databaseUrl(serverUrl, templateDb)
-  await Effect.runPromise(runMigrations.pipe(
-    Effect.provide(SqlLive({ maxConnections: 1, statementTimeoutMs: 60_000 }).pipe(Layer.provide(Layer.succeed(DatabaseUrl, url)))),
-    Effect.scoped,
-  ))
+  await Effect.runPromise(
+    runMigrations.pipe(
+      Effect.provide(
+        SqlLive({ maxConnections: 1, statementTimeoutMs: 60_000 }).pipe(Layer.provide(Layer.succeed(DatabaseUrl, url))),
+      ),
+      Effect.scoped,
+    ),
+  )
   await Effect.runPromise(installWorkerSchema(url))
 }
 

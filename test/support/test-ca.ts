@@ -14,8 +14,14 @@ import { join } from "node:path"
  * start: Node trusts it by itself.
  */
 export const PROVIDER_HOST_NAMES = [
-  "accounts.google.com", "oauth2.googleapis.com", "www.googleapis.com", "openidconnect.googleapis.com",
-  "login.microsoftonline.com", "github.com", "api.github.com", "appleid.apple.com",
+  "accounts.google.com",
+  "oauth2.googleapis.com",
+  "www.googleapis.com",
+  "openidconnect.googleapis.com",
+  "login.microsoftonline.com",
+  "github.com",
+  "api.github.com",
+  "appleid.apple.com",
 ] as const
 
 export interface TestTls {
@@ -36,7 +42,10 @@ export const makeTestTls = async (): Promise<TestTls> => {
   const validity = { notBefore: new Date(now - DAY_MS), notAfter: new Date(now + 2 * DAY_MS) }
   const caKeys = await crypto.subtle.generateKey(P256, true, ["sign", "verify"])
   const ca = await x509.X509CertificateGenerator.createSelfSigned({
-    name: "CN=authservice test CA", keys: caKeys, signingAlgorithm: P256, ...validity,
+    name: "CN=authservice test CA",
+    keys: caKeys,
+    signingAlgorithm: P256,
+    ...validity,
     extensions: [
       new x509.BasicConstraintsExtension(true, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
@@ -45,10 +54,17 @@ export const makeTestTls = async (): Promise<TestTls> => {
   })
   const serverKeys = await crypto.subtle.generateKey(P256, true, ["sign", "verify"])
   const names: Array<x509.JsonGeneralName> = [
-    { type: "dns", value: "localhost" }, { type: "ip", value: "127.0.0.1" }, ...PROVIDER_HOST_NAMES.map((value) => ({ type: "dns" as const, value })),
+    { type: "dns", value: "localhost" },
+    { type: "ip", value: "127.0.0.1" },
+    ...PROVIDER_HOST_NAMES.map((value) => ({ type: "dns" as const, value })),
   ]
   const server = await x509.X509CertificateGenerator.create({
-    subject: "CN=localhost", issuer: ca.subject, publicKey: serverKeys.publicKey, signingKey: caKeys.privateKey, signingAlgorithm: P256, ...validity,
+    subject: "CN=localhost",
+    issuer: ca.subject,
+    publicKey: serverKeys.publicKey,
+    signingKey: caKeys.privateKey,
+    signingAlgorithm: P256,
+    ...validity,
     extensions: [
       new x509.BasicConstraintsExtension(false),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),

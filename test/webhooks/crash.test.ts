@@ -58,8 +58,12 @@ const startWorker = (name: string) => {
   })
   children.push(child)
   let output = ""
-  child.stdout!.on("data", (c: Buffer) => { output += c.toString() })
-  child.stderr!.on("data", (c: Buffer) => { output += c.toString() })
+  child.stdout!.on("data", (c: Buffer) => {
+    output += c.toString()
+  })
+  child.stderr!.on("data", (c: Buffer) => {
+    output += c.toString()
+  })
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()))
   return { child, output: () => output, exited }
 }
@@ -75,36 +79,59 @@ const until = async <T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 it("a SIGKILLed worker's in-flight attempt is completed by another worker after the heartbeat-based release; no event is lost", async () => {
-  const webhook = await createWebhook(app, { environment_id: b.environment_id, url: receiver.url(), event_types: ["user.created"] })
-  const eventIds = await app.run(Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const events = yield* Events
-    const ids: Array<string> = []
-    for (const c of ["a", "b", "c"]) {
-      const envelope = yield* sql.withTransaction(events.emit({
-        type: "user.created", workspaceId: b.workspace_id, environmentId: b.environment_id,
-        payload: { userId: `usr_${c.repeat(32)}`, method: "email_otp" },
-      }))
-      ids.push(envelope.eventId)
-    }
-    return ids
-  }))
+  const webhook = await createWebhook(app, {
+    environment_id: b.environment_id,
+    url: receiver.url(),
+    event_types: ["user.created"],
+  })
+  const eventIds = await app.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const events = yield* Events
+      const ids: Array<string> = []
+      for (const c of ["a", "b", "c"]) {
+        const envelope = yield* sql.withTransaction(
+          events.emit({
+            type: "user.created",
+            workspaceId: b.workspace_id,
+            environmentId: b.environment_id,
+            payload: { userId: `usr_${c.repeat(32)}`, method: "email_otp" },
+          }),
+        )
+        ids.push(envelope.eventId)
+      }
+      return ids
+    }),
+  )
 
   const first = startWorker("a")
-  const held = await until("the first delivery to reach the receiver", async () => receiver.received[0], 60_000).catch(async (e) => {
-    console.log("diagnostics: first worker output:", first.output())
-    console.log(await sqlRows(app, "select id, key, task_identifier, locked_by, attempts, run_at, last_error from graphile_worker.jobs"))
-    throw e
-  })
+  const held = await until("the first delivery to reach the receiver", async () => receiver.received[0], 60_000).catch(
+    async (e) => {
+      console.log("diagnostics: first worker output:", first.output())
+      console.log(
+        await sqlRows(
+          app,
+          "select id, key, task_identifier, locked_by, attempts, run_at, last_error from graphile_worker.jobs",
+        ),
+      )
+      throw e
+    },
+  )
   const heldEventId = held.headers["x-auth-event-id"] as string
   expect(eventIds).toContain(heldEventId)
   // The attempt is in flight: recorded pending, sent by its event's fan-out job, which is
   // locked by the worker about to die.
-  const [inFlight] = await sqlRows<{ id: string; status: string }>(app,
-    "select id, status from webhook_deliveries where event_id = $1", [heldEventId])
+  const [inFlight] = await sqlRows<{ id: string; status: string }>(
+    app,
+    "select id, status from webhook_deliveries where event_id = $1",
+    [heldEventId],
+  )
   expect(inFlight!.status).toBe("pending")
-  const [lock] = await sqlRows<{ locked_by: string | null; attempts: number }>(app,
-    "select locked_by, attempts from graphile_worker.jobs where key = $1", [`webhooks.fanout:${heldEventId}`])
+  const [lock] = await sqlRows<{ locked_by: string | null; attempts: number }>(
+    app,
+    "select locked_by, attempts from graphile_worker.jobs where key = $1",
+    [`webhooks.fanout:${heldEventId}`],
+  )
   expect(lock!.locked_by).not.toBeNull()
 
   killGroup(first.child, "SIGKILL")
@@ -112,29 +139,53 @@ it("a SIGKILLed worker's in-flight attempt is completed by another worker after 
 
   const second = startWorker("b")
   try {
-    await until("every event to be delivered", async () => {
-      const rows = await sqlRows<{ event_id: string }>(app,
-        "select event_id from webhook_deliveries where webhook_id = $1 and status = 'delivered'", [webhook.id])
-      return rows.length === 3 ? rows : undefined
-    }, 60_000)
+    await until(
+      "every event to be delivered",
+      async () => {
+        const rows = await sqlRows<{ event_id: string }>(
+          app,
+          "select event_id from webhook_deliveries where webhook_id = $1 and status = 'delivered'",
+          [webhook.id],
+        )
+        return rows.length === 3 ? rows : undefined
+      },
+      60_000,
+    )
   } catch (e) {
     console.log("diagnostics: first worker output:", first.output(), "second worker output:", second.output())
     console.log(await sqlRows(app, "select * from webhook_deliveries"))
     console.log(await sqlRows(app, "select * from worker_heartbeats"))
-    console.log(await sqlRows(app, "select id, key, task_identifier, locked_by, attempts, run_at, last_error from graphile_worker.jobs"))
+    console.log(
+      await sqlRows(
+        app,
+        "select id, key, task_identifier, locked_by, attempts, run_at, last_error from graphile_worker.jobs",
+      ),
+    )
     throw e
   }
 
   // Exactly one attempt record per event (the killed attempt was retried as itself), all delivered.
-  const records = await sqlRows<{ event_id: string; attempt: number; status: string; response_status_code: number }>(app,
-    "select event_id, attempt, status, response_status_code from webhook_deliveries where webhook_id = $1 order by event_id", [webhook.id])
-  expect(records).toEqual([...eventIds].sort().map((event_id) => ({ event_id, attempt: 1, status: "delivered", response_status_code: 200 })))
+  const records = await sqlRows<{ event_id: string; attempt: number; status: string; response_status_code: number }>(
+    app,
+    "select event_id, attempt, status, response_status_code from webhook_deliveries where webhook_id = $1 order by event_id",
+    [webhook.id],
+  )
+  expect(records).toEqual(
+    [...eventIds].sort().map((event_id) => ({ event_id, attempt: 1, status: "delivered", response_status_code: 200 })),
+  )
   // The held event reached the receiver twice (at least once), every event at least once, each signed.
   const seen = receiver.received.map((r) => r.headers["x-auth-event-id"])
   expect(seen.filter((id) => id === heldEventId).length).toBeGreaterThanOrEqual(2)
   for (const id of eventIds) expect(seen).toContain(id)
   for (const r of receiver.received) {
-    expect(verifyWebhook({ headers: r.headers, rawBody: r.rawBody, secrets: webhook.secret, now: Number(r.headers["x-auth-timestamp"]) * 1000 }).ok).toBe(true)
+    expect(
+      verifyWebhook({
+        headers: r.headers,
+        rawBody: r.rawBody,
+        secrets: webhook.secret,
+        now: Number(r.headers["x-auth-timestamp"]) * 1000,
+      }).ok,
+    ).toBe(true)
   }
   // Released through the heartbeat sweep, not graphile-worker's 4-hour timeout.
   expect(second.output()).toContain("released the jobs of workers that stopped beating")
@@ -144,6 +195,9 @@ it("a SIGKILLed worker's in-flight attempt is completed by another worker after 
   // A clean stop removes the process's row (the group's exit is signalled before the worker's own cleanup ends: poll).
   killGroup(second.child, "SIGTERM")
   await second.exited
-  await until("the stopped worker to remove its heartbeat", async () =>
-    (await sqlRows(app, "select 1 from worker_heartbeats")).length === 0 ? true : undefined, 20_000)
+  await until(
+    "the stopped worker to remove its heartbeat",
+    async () => ((await sqlRows(app, "select 1 from worker_heartbeats")).length === 0 ? true : undefined),
+    20_000,
+  )
 }, 150_000)

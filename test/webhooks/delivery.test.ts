@@ -11,7 +11,17 @@ import { RETRY_GAP_BASES_MS } from "../../src/webhooks/schedule.js"
 import { type AttemptReport, deliverAttempt, fanOut } from "../../src/webhooks/tasks.js"
 import { verifyWebhook } from "../../src/webhooks/verifier.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
-import { type Behaviour, countRows, createWebhook, fastSender, type Receiver, type Received, sqlRows, startReceiver, WEBHOOK_TEST_ENV } from "./support.js"
+import {
+  type Behaviour,
+  countRows,
+  createWebhook,
+  fastSender,
+  type Receiver,
+  type Received,
+  sqlRows,
+  startReceiver,
+  WEBHOOK_TEST_ENV,
+} from "./support.js"
 
 // End to end against a real HTTP receiver on loopback (WEBHOOK_ALLOW_PRIVATE_TARGETS=true).
 // graphile-worker picks due jobs by database time, so each attempt is run directly (its
@@ -27,7 +37,9 @@ beforeAll(async () => {
 afterEach(async () => {
   for (const r of receivers.splice(0)) await r.close()
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const receiver = async (script: ReadonlyArray<Behaviour>) => {
   const r = await startReceiver(script)
@@ -39,26 +51,46 @@ const { sender, close: closeSender } = fastSender(1_000)
 afterAll(() => closeSender())
 
 /** Each test gets its own Environment, so its fan-outs reach only its own webhooks. */
-const freshEnvironment = () => app.run(Effect.gen(function* () {
-  const tenancy = yield* Tenancy
-  const sql = yield* SqlClient.SqlClient
-  return (yield* sql.withTransaction(tenancy.createEnvironment({ workspaceId: b.workspace_id, projectId: b.project_id, type: "test", name: "hooks" }))).id
-}))
+const freshEnvironment = () =>
+  app.run(
+    Effect.gen(function* () {
+      const tenancy = yield* Tenancy
+      const sql = yield* SqlClient.SqlClient
+      return (yield* sql.withTransaction(
+        tenancy.createEnvironment({
+          workspaceId: b.workspace_id,
+          projectId: b.project_id,
+          type: "test",
+          name: "hooks",
+        }),
+      )).id
+    }),
+  )
 
-const emitUserCreated = (environmentId: string, userChar = "a") => app.run(Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const events = yield* Events
-  return yield* sql.withTransaction(events.emit({
-    type: "user.created", workspaceId: b.workspace_id, environmentId, actor: { type: "api_key", id: "mky_x" },
-    payload: { userId: `usr_${userChar.repeat(32)}`, method: "passkey", maskedEmail: "z***@e***.org" },
-  }))
-}))
+const emitUserCreated = (environmentId: string, userChar = "a") =>
+  app.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const events = yield* Events
+      return yield* sql.withTransaction(
+        events.emit({
+          type: "user.created",
+          workspaceId: b.workspace_id,
+          environmentId,
+          actor: { type: "api_key", id: "mky_x" },
+          payload: { userId: `usr_${userChar.repeat(32)}`, method: "passkey", maskedEmail: "z***@e***.org" },
+        }),
+      )
+    }),
+  )
 
 const attempt = (deliveryId: string) =>
   app.run(deliverAttempt(deliveryId).pipe(Effect.provideService(WebhookSender, sender))) as Promise<AttemptReport>
 
 const jobRunAt = async (deliveryId: string) => {
-  const rows = await sqlRows<{ run_at: Date }>(app, "select run_at from graphile_worker.jobs where key = $1", [`webhooks.deliver:${deliveryId}`])
+  const rows = await sqlRows<{ run_at: Date }>(app, "select run_at from graphile_worker.jobs where key = $1", [
+    `webhooks.deliver:${deliveryId}`,
+  ])
   expect(rows).toHaveLength(1)
   return rows[0]!.run_at.getTime()
 }
@@ -71,7 +103,11 @@ const expectSigned = (r: Received, secret: string, eventId: string, sentAtMs: nu
   expect(r.headers["x-auth-timestamp"]).toBe(String(ts))
   const independent = `v1=${createHmac("sha256", secret).update(`${ts}.${r.rawBody}`, "utf8").digest("hex")}`
   expect(r.headers["x-auth-signature"]).toBe(independent)
-  expect(verifyWebhook({ headers: r.headers, rawBody: r.rawBody, secrets: secret, now: sentAtMs })).toEqual({ ok: true, eventId, timestampSeconds: ts })
+  expect(verifyWebhook({ headers: r.headers, rawBody: r.rawBody, secrets: secret, now: sentAtMs })).toEqual({
+    ok: true,
+    eventId,
+    timestampSeconds: ts,
+  })
   // The body is the envelope with keys sorted recursively.
   expect(r.rawBody).toBe(canonicalJson(JSON.parse(r.rawBody)))
 }
@@ -122,7 +158,14 @@ const scenario = async (script: ReadonlyArray<Behaviour>): Promise<Run> => {
 const history = async (webhookId: string) => {
   const res = await app.management(`/v1/webhooks/${webhookId}/deliveries?limit=100`)
   expect(res.status).toBe(200)
-  return [...res.json.data].reverse() as Array<{ attempt: number; status: string; response_status_code: number | null; occurred_at: string; event_id: string; duration_ms: number | null }>
+  return [...res.json.data].reverse() as Array<{
+    attempt: number
+    status: string
+    response_status_code: number | null
+    occurred_at: string
+    event_id: string
+    duration_ms: number | null
+  }>
 }
 
 describe("retry scenarios (one scripted receiver each)", () => {
@@ -131,7 +174,11 @@ describe("retry scenarios (one scripted receiver each)", () => {
     expect(run.receiver.received).toHaveLength(3)
     expect(run.reports.map((r) => r.verdict.status)).toEqual(["failed", "failed", "delivered"])
     const h = await history(run.webhook.id)
-    expect(h.map((d) => [d.attempt, d.status, d.response_status_code])).toEqual([[1, "failed", 500], [2, "failed", null], [3, "delivered", 200]])
+    expect(h.map((d) => [d.attempt, d.status, d.response_status_code])).toEqual([
+      [1, "failed", 500],
+      [2, "failed", null],
+      [3, "delivered", 200],
+    ])
     expect(h.map((d) => Date.parse(d.occurred_at))).toEqual(run.sentAt)
     expect(h.every((d) => d.event_id === run.eventId && typeof d.duration_ms === "number")).toBe(true)
     expect(run.gaps).toHaveLength(2)
@@ -141,7 +188,11 @@ describe("retry scenarios (one scripted receiver each)", () => {
     const run = await scenario([{ status: 400 }])
     expect(run.receiver.received).toHaveLength(3)
     const h = await history(run.webhook.id)
-    expect(h.map((d) => [d.attempt, d.status, d.response_status_code])).toEqual([[1, "failed", 400], [2, "failed", 400], [3, "exhausted", 400]])
+    expect(h.map((d) => [d.attempt, d.status, d.response_status_code])).toEqual([
+      [1, "failed", 400],
+      [2, "failed", 400],
+      [3, "exhausted", 400],
+    ])
   })
 
   it("410: exhausted at send 1", async () => {
@@ -149,7 +200,13 @@ describe("retry scenarios (one scripted receiver each)", () => {
     expect(run.receiver.received).toHaveLength(1)
     const h = await history(run.webhook.id)
     expect(h.map((d) => [d.attempt, d.status, d.response_status_code])).toEqual([[1, "exhausted", 410]])
-    expect(await countRows(app, "select 1 from graphile_worker.jobs where task_identifier = 'webhooks.deliver' and key in (select 'webhooks.deliver:' || id from webhook_deliveries where webhook_id = $1 and attempt > 1)", [run.webhook.id])).toBe(0)
+    expect(
+      await countRows(
+        app,
+        "select 1 from graphile_worker.jobs where task_identifier = 'webhooks.deliver' and key in (select 'webhooks.deliver:' || id from webhook_deliveries where webhook_id = $1 and attempt > 1)",
+        [run.webhook.id],
+      ),
+    ).toBe(0)
   })
 
   it("429 x 8: exhausted after 8 sends, with the 7 gaps 30 s ... 6 h each within 50-100 % of its base", async () => {
@@ -181,7 +238,10 @@ describe("delivery rules", () => {
     const second = await attempt(report.nextDeliveryId!)
     expect(second.verdict).toEqual({ status: "exhausted", why: "webhook_disabled" })
     expect(r.received).toHaveLength(1)
-    expect((await history(w.id)).map((d) => [d.attempt, d.status])).toEqual([[1, "failed"], [2, "exhausted"]])
+    expect((await history(w.id)).map((d) => [d.attempt, d.status])).toEqual([
+      [1, "failed"],
+      [2, "exhausted"],
+    ])
     // while disabled, new events are not fanned out to it
     expect(await app.run(fanOut((await emitUserCreated(env, "c")).eventId))).toEqual([])
     await app.management(`/v1/webhooks/${w.id}`, { method: "PATCH", body: { status: "active" } })
@@ -209,10 +269,23 @@ describe("delivery rules", () => {
     const w = await createWebhook(app, { environment_id: env, url: r.url(), event_types: ["user.created"] })
     const [first] = await app.run(fanOut((await emitUserCreated(env, "f")).eventId))
     const reports = await Promise.all([attempt(first!), attempt(first!)])
-    const rows = await sqlRows<{ attempt: number; status: string }>(app, "select attempt, status from webhook_deliveries where webhook_id = $1 order by attempt", [w.id])
-    expect(rows).toEqual([{ attempt: 1, status: "failed" }, { attempt: 2, status: "pending" }])
+    const rows = await sqlRows<{ attempt: number; status: string }>(
+      app,
+      "select attempt, status from webhook_deliveries where webhook_id = $1 order by attempt",
+      [w.id],
+    )
+    expect(rows).toEqual([
+      { attempt: 1, status: "failed" },
+      { attempt: 2, status: "pending" },
+    ])
     expect(reports.filter((x) => x.nextDeliveryId !== undefined)).toHaveLength(1)
-    expect(await countRows(app, "select 1 from graphile_worker.jobs where key in (select 'webhooks.deliver:' || id from webhook_deliveries where webhook_id = $1 and attempt = 2)", [w.id])).toBe(1)
+    expect(
+      await countRows(
+        app,
+        "select 1 from graphile_worker.jobs where key in (select 'webhooks.deliver:' || id from webhook_deliveries where webhook_id = $1 and attempt = 2)",
+        [w.id],
+      ),
+    ).toBe(1)
     // at least once: both runs may have sent; a settled attempt run again sends nothing
     const sends = r.received.length
     expect(sends).toBeGreaterThanOrEqual(1)
@@ -234,9 +307,14 @@ describe("delivery rules", () => {
     await attempt(id!)
     const req = r.received[1]!
     expectSigned(req, rotated.secret, envelope.eventId, app.now())
-    expect(verifyWebhook({ headers: req.headers, rawBody: req.rawBody, secrets: [w.secret, rotated.secret], now: app.now() }).ok).toBe(true)
-    expect(verifyWebhook({ headers: req.headers, rawBody: req.rawBody, secrets: [w.secret], now: app.now() }))
-      .toEqual({ ok: false, reason: "signature_mismatch" })
+    expect(
+      verifyWebhook({ headers: req.headers, rawBody: req.rawBody, secrets: [w.secret, rotated.secret], now: app.now() })
+        .ok,
+    ).toBe(true)
+    expect(verifyWebhook({ headers: req.headers, rawBody: req.rawBody, secrets: [w.secret], now: app.now() })).toEqual({
+      ok: false,
+      reason: "signature_mismatch",
+    })
   })
 
   it("delivery records older than 90 days are removed by housekeeping; younger ones stay", async () => {
@@ -260,13 +338,37 @@ describe("POST /v1/webhooks/{id}/test against a real receiver", () => {
     const r = await receiver([{ status: 202 }])
     const env = await freshEnvironment()
     const w = await createWebhook(app, { environment_id: env, url: r.url(), event_types: ["user.created"] })
-    const res = await app.management(`/v1/webhooks/${w.id}/test`, { method: "POST", body: { event_type: "user.created" } })
+    const res = await app.management(`/v1/webhooks/${w.id}/test`, {
+      method: "POST",
+      body: { event_type: "user.created" },
+    })
     expect(res.status).toBe(200)
-    expect(res.json).toEqual({ delivered: true, response_status: 202, response_time_ms: expect.any(Number), requested_at: new Date(app.now()).toISOString() })
+    expect(res.json).toEqual({
+      delivered: true,
+      response_status: 202,
+      response_time_ms: expect.any(Number),
+      requested_at: new Date(app.now()).toISOString(),
+    })
     expect(r.received).toHaveLength(1)
     const body = JSON.parse(r.received[0]!.rawBody)
-    expect(body).toMatchObject({ type: "webhook.test", version: 1, workspaceId: b.workspace_id, environmentId: env, payload: { webhookId: w.id, eventType: "user.created" } })
-    expect(Object.keys(body).sort()).toEqual(["actor", "environmentId", "eventId", "occurredAt", "payload", "trace", "type", "version", "workspaceId"])
+    expect(body).toMatchObject({
+      type: "webhook.test",
+      version: 1,
+      workspaceId: b.workspace_id,
+      environmentId: env,
+      payload: { webhookId: w.id, eventType: "user.created" },
+    })
+    expect(Object.keys(body).sort()).toEqual([
+      "actor",
+      "environmentId",
+      "eventId",
+      "occurredAt",
+      "payload",
+      "trace",
+      "type",
+      "version",
+      "workspaceId",
+    ])
     expectSigned(r.received[0]!, w.secret, body.eventId, app.now())
     expect(await countRows(app, "select 1 from webhook_deliveries where webhook_id = $1", [w.id])).toBe(0)
     expect(await countRows(app, "select 1 from event_outbox where id = $1", [body.eventId])).toBe(0)
@@ -281,7 +383,13 @@ describe("POST /v1/webhooks/{id}/test against a real receiver", () => {
     expect(res.json).toMatchObject({ delivered: false, response_status: 500 })
     expect(r.received).toHaveLength(1)
     expect(JSON.parse(r.received[0]!.rawBody).payload).toEqual({ webhookId: w.id })
-    expect(await countRows(app, "select 1 from graphile_worker.jobs where task_identifier = 'webhooks.deliver' and key in (select 'webhooks.deliver:' || id from webhook_deliveries where webhook_id = $1)", [w.id])).toBe(0)
+    expect(
+      await countRows(
+        app,
+        "select 1 from graphile_worker.jobs where task_identifier = 'webhooks.deliver' and key in (select 'webhooks.deliver:' || id from webhook_deliveries where webhook_id = $1)",
+        [w.id],
+      ),
+    ).toBe(0)
   })
 
   it("no response (connection refused): delivered false, nulls, still HTTP 200", async () => {
@@ -292,6 +400,11 @@ describe("POST /v1/webhooks/{id}/test against a real receiver", () => {
     const w = await createWebhook(app, { environment_id: await freshEnvironment(), url, event_types: ["user.created"] })
     const res = await app.management(`/v1/webhooks/${w.id}/test`, { method: "POST", body: {} })
     expect(res.status).toBe(200)
-    expect(res.json).toEqual({ delivered: false, response_status: null, response_time_ms: null, requested_at: new Date(app.now()).toISOString() })
+    expect(res.json).toEqual({
+      delivered: false,
+      response_status: null,
+      response_time_ms: null,
+      requested_at: new Date(app.now()).toISOString(),
+    })
   })
 })

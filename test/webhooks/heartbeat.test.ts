@@ -13,28 +13,49 @@ import { sqlRows } from "./support.js"
 // here a process falls silent by having its last beat aged in the database.
 
 let app: TestApp
-beforeAll(async () => { app = await startApp() })
-afterAll(async () => { await app?.close() })
+beforeAll(async () => {
+  app = await startApp()
+})
+afterAll(async () => {
+  await app?.close()
+})
 
 const lockedBy = async (jobId: string) =>
-  (await sqlRows<{ locked_by: string | null }>(app, "select locked_by from graphile_worker.jobs where id = $1::bigint", [jobId]))[0]!.locked_by
+  (
+    await sqlRows<{ locked_by: string | null }>(
+      app,
+      "select locked_by from graphile_worker.jobs where id = $1::bigint",
+      [jobId],
+    )
+  )[0]!.locked_by
 
 const lockedJob = async (owner: string) => {
   const id = await app.run(addJob(TASKS.webhookDeliver, { deliveryId: `dlv_${"z".repeat(32)}` }))
-  await sqlRows(app, "update graphile_worker._private_jobs set locked_by = $1, locked_at = now(), attempts = 1 where id = $2::bigint", [owner, id])
+  await sqlRows(
+    app,
+    "update graphile_worker._private_jobs set locked_by = $1, locked_at = now(), attempts = 1 where id = $2::bigint",
+    [owner, id],
+  )
   return id
 }
 
 /** The process has been silent this long, by the database's clock. */
 const silentFor = (processId: string, seconds: number) =>
-  sqlRows(app, "update worker_heartbeats set beat_at = now() - make_interval(secs => $2::float8) where process_id = $1", [processId, seconds])
+  sqlRows(
+    app,
+    "update worker_heartbeats set beat_at = now() - make_interval(secs => $2::float8) where process_id = $1",
+    [processId, seconds],
+  )
 
 /** Runs an Effect on a host whose clock is `offsetMs` away from the database's. */
-const onHostWithClockOff = <A, E>(offsetMs: number, effect: Effect.Effect<A, E, any>) => app.run(Effect.gen(function* () {
-  const clock = yield* TestClock.make()
-  yield* clock.setTime(Date.now() + offsetMs)
-  return yield* Effect.provideService(effect, Clock.Clock, clock)
-}).pipe(Effect.scoped))
+const onHostWithClockOff = <A, E>(offsetMs: number, effect: Effect.Effect<A, E, any>) =>
+  app.run(
+    Effect.gen(function* () {
+      const clock = yield* TestClock.make()
+      yield* clock.setTime(Date.now() + offsetMs)
+      return yield* Effect.provideService(effect, Clock.Clock, clock)
+    }).pipe(Effect.scoped),
+  )
 
 it("releases exactly the jobs of processes silent longer than the stale time, and forgets them", async () => {
   const deadJob = await lockedJob("pool-dead")
@@ -47,7 +68,9 @@ it("releases exactly the jobs of processes silent longer than the stale time, an
   expect(await app.run(releaseStaleWorkers(30_000))).toEqual(["pool-dead", "worker-dead-1"])
   expect(await lockedBy(deadJob)).toBeNull()
   expect(await lockedBy(aliveJob)).toBe("pool-alive")
-  expect((await sqlRows<{ process_id: string }>(app, "select process_id from worker_heartbeats")).map((r) => r.process_id)).toEqual(["wkp_alive"])
+  expect(
+    (await sqlRows<{ process_id: string }>(app, "select process_id from worker_heartbeats")).map((r) => r.process_id),
+  ).toEqual(["wkp_alive"])
   // A second sweep has nothing left to do.
   expect(await app.run(releaseStaleWorkers(30_000))).toEqual([])
 

@@ -14,38 +14,65 @@ beforeAll(async () => {
   app = await startApp()
   b = await app.bootstrap()
 })
-afterAll(async () => { await app?.close() })
+afterAll(async () => {
+  await app?.close()
+})
 
 const apiKey = (scopes: ReadonlyArray<string>, environmentId: string | null = null, workspaceId = b.workspace_id) =>
-  app.run(Effect.gen(function* () {
-    const tenancy = yield* Tenancy
-    const sql = yield* SqlClient.SqlClient
-    return (yield* sql.withTransaction(tenancy.createApiKey({ workspaceId, environmentId, name: "test", scopes, expiresAt: null }))).secret
-  }))
+  app.run(
+    Effect.gen(function* () {
+      const tenancy = yield* Tenancy
+      const sql = yield* SqlClient.SqlClient
+      return (yield* sql.withTransaction(
+        tenancy.createApiKey({ workspaceId, environmentId, name: "test", scopes, expiresAt: null }),
+      )).secret
+    }),
+  )
 
-const secondEnvironment = () => app.run(Effect.gen(function* () {
-  const tenancy = yield* Tenancy
-  const sql = yield* SqlClient.SqlClient
-  return (yield* sql.withTransaction(tenancy.createEnvironment({ workspaceId: b.workspace_id, projectId: b.project_id, type: "test", name: "second" }))).id
-}))
+const secondEnvironment = () =>
+  app.run(
+    Effect.gen(function* () {
+      const tenancy = yield* Tenancy
+      const sql = yield* SqlClient.SqlClient
+      return (yield* sql.withTransaction(
+        tenancy.createEnvironment({
+          workspaceId: b.workspace_id,
+          projectId: b.project_id,
+          type: "test",
+          name: "second",
+        }),
+      )).id
+    }),
+  )
 
 const webhookCount = () => countRows(app, "select 1 from webhooks where workspace_id = $1", [b.workspace_id])
 
-const valid = () => ({ environment_id: b.environment_id, url: "https://hooks.example.com/in?token=t0ps3cret", event_types: ["user.created", "login.failed"] })
+const valid = () => ({
+  environment_id: b.environment_id,
+  url: "https://hooks.example.com/in?token=t0ps3cret",
+  event_types: ["user.created", "login.failed"],
+})
 
 describe("POST /v1/webhooks", () => {
   it("creates an active webhook, returns the secret once (32 bytes, unpadded base64url), seals it at rest, audits without secrets", async () => {
     const res = await app.management("/v1/webhooks", { method: "POST", body: valid() })
     expect(res.status).toBe(201)
     const w = res.json
-    expect(w).toMatchObject({ environment_id: b.environment_id, url: valid().url, event_types: ["user.created", "login.failed"], status: "active" })
+    expect(w).toMatchObject({
+      environment_id: b.environment_id,
+      url: valid().url,
+      event_types: ["user.created", "login.failed"],
+      status: "active",
+    })
     expect(w.id).toMatch(/^whk_[a-z2-7]{32}$/)
     expect(w.secret).toMatch(/^[A-Za-z0-9_-]{43}$/)
     expect(Buffer.from(w.secret, "base64url")).toHaveLength(32)
     expect(res.headers["etag"]).toBe(`"${w.id}.1"`)
     expect(res.headers["location"]).toBe(`/v1/webhooks/${w.id}`)
 
-    const [row] = await sqlRows<{ secret_sealed: string }>(app, "select secret_sealed from webhooks where id = $1", [w.id])
+    const [row] = await sqlRows<{ secret_sealed: string }>(app, "select secret_sealed from webhooks where id = $1", [
+      w.id,
+    ])
     expect(row!.secret_sealed.startsWith("v1.")).toBe(true)
     expect(row!.secret_sealed).not.toContain(w.secret)
 
@@ -56,8 +83,11 @@ describe("POST /v1/webhooks", () => {
     const list = await app.management(`/v1/webhooks?environment_id=${b.environment_id}`)
     expect(list.text).not.toContain(w.secret)
 
-    const audits = await sqlRows<{ action: string; details: unknown; actor_type: string }>(app,
-      "select action, details, actor_type from audit_events where subject_id = $1", [w.id])
+    const audits = await sqlRows<{ action: string; details: unknown; actor_type: string }>(
+      app,
+      "select action, details, actor_type from audit_events where subject_id = $1",
+      [w.id],
+    )
     expect(audits).toHaveLength(1)
     expect(audits[0]).toMatchObject({ action: "webhook.created", actor_type: "api_key" })
     expect(JSON.stringify(audits[0]!.details)).not.toContain(w.secret)
@@ -97,7 +127,11 @@ describe("POST /v1/webhooks", () => {
   })
 
   it("refuses bad JSON with invalid_request_body", async () => {
-    const res = await app.management("/v1/webhooks", { method: "POST", body: "{nope", headers: { "content-type": "application/json" } })
+    const res = await app.management("/v1/webhooks", {
+      method: "POST",
+      body: "{nope",
+      headers: { "content-type": "application/json" },
+    })
     expect(res.status).toBe(400)
     expect(res.json.code).toBe("invalid_request_body")
   })
@@ -128,7 +162,11 @@ describe("POST /v1/webhooks", () => {
     expect(again.json).toEqual(first.json)
     expect(again.headers["idempotent-replayed"]).toBe("true")
     expect(await webhookCount()).toBe(before + 1)
-    const conflict = await app.management("/v1/webhooks", { method: "POST", body: { ...valid(), event_types: ["user.deleted"] }, headers })
+    const conflict = await app.management("/v1/webhooks", {
+      method: "POST",
+      body: { ...valid(), event_types: ["user.deleted"] },
+      headers,
+    })
     expect(conflict.status).toBe(409)
     expect(conflict.json.code).toBe("idempotency_key_conflict")
     expect(await webhookCount()).toBe(before + 1)
@@ -192,16 +230,26 @@ describe("PATCH /v1/webhooks/{id}", () => {
   it("changes url, event_types and status; each change bumps the ETag; audited", async () => {
     const w = await createWebhook(app, valid())
     const res = await app.management(`/v1/webhooks/${w.id}`, {
-      method: "PATCH", body: { url: "https://other.example.com/hook", event_types: ["user.deleted"], status: "disabled" },
+      method: "PATCH",
+      body: { url: "https://other.example.com/hook", event_types: ["user.deleted"], status: "disabled" },
       headers: { "if-match": `"${w.id}.1"` },
     })
     expect(res.status).toBe(200)
-    expect(res.json).toMatchObject({ id: w.id, url: "https://other.example.com/hook", event_types: ["user.deleted"], status: "disabled" })
+    expect(res.json).toMatchObject({
+      id: w.id,
+      url: "https://other.example.com/hook",
+      event_types: ["user.deleted"],
+      status: "disabled",
+    })
     expect(res.headers["etag"]).toBe(`"${w.id}.2"`)
     const back = await app.management(`/v1/webhooks/${w.id}`, { method: "PATCH", body: { status: "active" } })
     expect(back.json.status).toBe("active")
     expect(back.headers["etag"]).toBe(`"${w.id}.3"`)
-    const audits = await sqlRows<{ action: string }>(app, "select action from audit_events where subject_id = $1 order by created_at, id", [w.id])
+    const audits = await sqlRows<{ action: string }>(
+      app,
+      "select action from audit_events where subject_id = $1 order by created_at, id",
+      [w.id],
+    )
     expect(audits.map((a) => a.action).filter((a) => a === "webhook.updated")).toHaveLength(2)
   })
 
@@ -214,7 +262,11 @@ describe("PATCH /v1/webhooks/{id}", () => {
 
   it("If-Match mismatch: 412 and no change", async () => {
     const w = await createWebhook(app, valid())
-    const res = await app.management(`/v1/webhooks/${w.id}`, { method: "PATCH", body: { status: "disabled" }, headers: { "if-match": `"${w.id}.7"` } })
+    const res = await app.management(`/v1/webhooks/${w.id}`, {
+      method: "PATCH",
+      body: { status: "disabled" },
+      headers: { "if-match": `"${w.id}.7"` },
+    })
     expect(res.status).toBe(412)
     expect(res.json.code).toBe("precondition_failed")
     expect((await app.management(`/v1/webhooks/${w.id}`)).json.status).toBe("active")
@@ -222,8 +274,15 @@ describe("PATCH /v1/webhooks/{id}", () => {
 
   it("two concurrent PATCHes with the same If-Match: exactly one wins, the other gets 412", async () => {
     const w = await createWebhook(app, valid())
-    const results = await Promise.all(["disabled", "active", "disabled"].map((status, i) =>
-      app.management(`/v1/webhooks/${w.id}`, { method: "PATCH", body: { status, url: `https://race${i}.example.com/` }, headers: { "if-match": `"${w.id}.1"` } })))
+    const results = await Promise.all(
+      ["disabled", "active", "disabled"].map((status, i) =>
+        app.management(`/v1/webhooks/${w.id}`, {
+          method: "PATCH",
+          body: { status, url: `https://race${i}.example.com/` },
+          headers: { "if-match": `"${w.id}.1"` },
+        }),
+      ),
+    )
     expect(results.map((r) => r.status).sort()).toEqual([200, 412, 412])
     const final = await app.management(`/v1/webhooks/${w.id}`)
     expect(final.headers["etag"]).toBe(`"${w.id}.2"`)
@@ -247,7 +306,10 @@ describe("PATCH /v1/webhooks/{id}", () => {
   })
 
   it("an unknown webhook is 404", async () => {
-    const res = await app.management("/v1/webhooks/whk_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", { method: "PATCH", body: { status: "disabled" } })
+    const res = await app.management("/v1/webhooks/whk_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", {
+      method: "PATCH",
+      body: { status: "disabled" },
+    })
     expect(res.status).toBe(404)
     expect(res.json.code).toBe("not_found")
   })
@@ -256,19 +318,33 @@ describe("PATCH /v1/webhooks/{id}", () => {
 describe("DELETE /v1/webhooks/{id}", () => {
   it("removes it: not listed, not readable, not patchable; the secret is erased; audited", async () => {
     const w = await createWebhook(app, valid())
-    const mismatch = await app.management(`/v1/webhooks/${w.id}`, { method: "DELETE", headers: { "if-match": `"${w.id}.9"` } })
+    const mismatch = await app.management(`/v1/webhooks/${w.id}`, {
+      method: "DELETE",
+      headers: { "if-match": `"${w.id}.9"` },
+    })
     expect(mismatch.status).toBe(412)
-    const res = await app.management(`/v1/webhooks/${w.id}`, { method: "DELETE", headers: { "if-match": `"${w.id}.1"` } })
+    const res = await app.management(`/v1/webhooks/${w.id}`, {
+      method: "DELETE",
+      headers: { "if-match": `"${w.id}.1"` },
+    })
     expect(res.status).toBe(200)
     expect(res.json).toEqual({ id: w.id, deleted: true })
     expect((await app.management(`/v1/webhooks/${w.id}`)).status).toBe(404)
-    expect((await app.management(`/v1/webhooks/${w.id}`, { method: "PATCH", body: { status: "active" } })).status).toBe(404)
+    expect((await app.management(`/v1/webhooks/${w.id}`, { method: "PATCH", body: { status: "active" } })).status).toBe(
+      404,
+    )
     expect((await app.management(`/v1/webhooks/${w.id}`, { method: "DELETE" })).status).toBe(404)
     const list = await app.management(`/v1/webhooks?environment_id=${b.environment_id}&limit=100`)
     expect(list.json.data.map((d: { id: string }) => d.id)).not.toContain(w.id)
-    const [row] = await sqlRows<{ secret_sealed: string | null }>(app, "select secret_sealed from webhooks where id = $1", [w.id])
+    const [row] = await sqlRows<{ secret_sealed: string | null }>(
+      app,
+      "select secret_sealed from webhooks where id = $1",
+      [w.id],
+    )
     expect(row!.secret_sealed).toBeNull()
-    const audits = await sqlRows<{ action: string }>(app, "select action from audit_events where subject_id = $1", [w.id])
+    const audits = await sqlRows<{ action: string }>(app, "select action from audit_events where subject_id = $1", [
+      w.id,
+    ])
     expect(audits.map((a) => a.action)).toContain("webhook.deleted")
   })
 })
@@ -276,7 +352,9 @@ describe("DELETE /v1/webhooks/{id}", () => {
 describe("POST /v1/webhooks/{id}/rotate-secret", () => {
   it("returns {id, secret, rotated_at} once; the sealed secret changes; audited", async () => {
     const w = await createWebhook(app, valid())
-    const [before] = await sqlRows<{ secret_sealed: string }>(app, "select secret_sealed from webhooks where id = $1", [w.id])
+    const [before] = await sqlRows<{ secret_sealed: string }>(app, "select secret_sealed from webhooks where id = $1", [
+      w.id,
+    ])
     const res = await app.management(`/v1/webhooks/${w.id}/rotate-secret`, { method: "POST" })
     expect(res.status).toBe(200)
     expect(Object.keys(res.json).sort()).toEqual(["id", "rotated_at", "secret"])
@@ -284,10 +362,16 @@ describe("POST /v1/webhooks/{id}/rotate-secret", () => {
     expect(res.json.secret).toMatch(/^[A-Za-z0-9_-]{43}$/)
     expect(res.json.secret).not.toBe(w.secret)
     expect(res.json.rotated_at).toBe(new Date(app.now()).toISOString())
-    const [after] = await sqlRows<{ secret_sealed: string }>(app, "select secret_sealed from webhooks where id = $1", [w.id])
+    const [after] = await sqlRows<{ secret_sealed: string }>(app, "select secret_sealed from webhooks where id = $1", [
+      w.id,
+    ])
     expect(after!.secret_sealed).not.toBe(before!.secret_sealed)
     expect((await app.management(`/v1/webhooks/${w.id}`)).json).not.toHaveProperty("secret")
-    const audits = await sqlRows<{ action: string; details: unknown }>(app, "select action, details from audit_events where subject_id = $1", [w.id])
+    const audits = await sqlRows<{ action: string; details: unknown }>(
+      app,
+      "select action, details from audit_events where subject_id = $1",
+      [w.id],
+    )
     expect(audits.map((a) => a.action)).toContain("webhook.secret_rotated")
     expect(JSON.stringify(audits)).not.toContain(res.json.secret)
   })
@@ -295,7 +379,9 @@ describe("POST /v1/webhooks/{id}/rotate-secret", () => {
   it("needs webhooks:rotate_secret (webhooks:write is not enough)", async () => {
     const w = await createWebhook(app, valid())
     const rotateOnly = await apiKey(["webhooks:rotate_secret"])
-    expect((await app.management(`/v1/webhooks/${w.id}/rotate-secret`, { method: "POST", key: rotateOnly })).status).toBe(200)
+    expect(
+      (await app.management(`/v1/webhooks/${w.id}/rotate-secret`, { method: "POST", key: rotateOnly })).status,
+    ).toBe(200)
   })
 })
 
@@ -303,11 +389,18 @@ describe("tenant isolation", () => {
   it("another Workspace's key and a key pinned to another Environment see 404 on every route", async () => {
     const w = await createWebhook(app, valid())
     const other = await app.bootstrap()
-    const pinned = await apiKey(["webhooks:read", "webhooks:write", "webhooks:rotate_secret", "webhooks:test"], await secondEnvironment())
+    const pinned = await apiKey(
+      ["webhooks:read", "webhooks:write", "webhooks:rotate_secret", "webhooks:test"],
+      await secondEnvironment(),
+    )
     for (const key of [other.api_key, pinned]) {
       for (const [method, path, body] of [
-        ["GET", `/v1/webhooks/${w.id}`], ["PATCH", `/v1/webhooks/${w.id}`, { status: "disabled" }], ["DELETE", `/v1/webhooks/${w.id}`],
-        ["POST", `/v1/webhooks/${w.id}/rotate-secret`], ["POST", `/v1/webhooks/${w.id}/test`, {}], ["GET", `/v1/webhooks/${w.id}/deliveries`],
+        ["GET", `/v1/webhooks/${w.id}`],
+        ["PATCH", `/v1/webhooks/${w.id}`, { status: "disabled" }],
+        ["DELETE", `/v1/webhooks/${w.id}`],
+        ["POST", `/v1/webhooks/${w.id}/rotate-secret`],
+        ["POST", `/v1/webhooks/${w.id}/test`, {}],
+        ["GET", `/v1/webhooks/${w.id}/deliveries`],
         ["GET", `/v1/webhooks?environment_id=${b.environment_id}`],
       ] as const) {
         const res = await app.management(path, { method, key, ...(body ? { body } : {}) })
@@ -326,13 +419,21 @@ describe("POST /v1/webhooks/{id}/test (no private targets here)", () => {
     const w = await createWebhook(app, { ...valid(), url: "https://no-such-host.invalid/hook" })
     const res = await app.management(`/v1/webhooks/${w.id}/test`, { method: "POST", body: {} })
     expect(res.status).toBe(200)
-    expect(res.json).toEqual({ delivered: false, response_status: null, response_time_ms: null, requested_at: new Date(app.now()).toISOString() })
+    expect(res.json).toEqual({
+      delivered: false,
+      response_status: null,
+      response_time_ms: null,
+      requested_at: new Date(app.now()).toISOString(),
+    })
     expect(await countRows(app, "select 1 from webhook_deliveries where webhook_id = $1", [w.id])).toBe(0)
   })
 
   it("refuses an unknown event_type and unknown fields", async () => {
     const w = await createWebhook(app, valid())
-    const bad = await app.management(`/v1/webhooks/${w.id}/test`, { method: "POST", body: { event_type: "user.exploded" } })
+    const bad = await app.management(`/v1/webhooks/${w.id}/test`, {
+      method: "POST",
+      body: { event_type: "user.exploded" },
+    })
     expect(bad.status).toBe(400)
     expect(bad.json.code).toBe("invalid_request")
     const extra = await app.management(`/v1/webhooks/${w.id}/test`, { method: "POST", body: { nope: 1 } })
@@ -350,10 +451,23 @@ describe("GET /v1/webhooks/{id}/deliveries", () => {
     for (const [i, status] of statuses.entries()) {
       const id = `dlv_${String.fromCharCode(97 + i).repeat(32)}`
       ids.push(id)
-      await sqlRows(app, `insert into webhook_deliveries (id, workspace_id, environment_id, webhook_id, event_id, event_type, attempt,
+      await sqlRows(
+        app,
+        `insert into webhook_deliveries (id, workspace_id, environment_id, webhook_id, event_id, event_type, attempt,
           status, response_status_code, duration_ms, occurred_at, scheduled_at)
         values ($1, $2, $3, $4, $5, 'user.created', $6, $7, $8, 12, $9, $9)`,
-        [id, b.workspace_id, b.environment_id, w.id, `evt_${"q".repeat(32)}`, i + 1, status, status === "pending" ? null : 500, new Date(t0 + i * 60_000)])
+        [
+          id,
+          b.workspace_id,
+          b.environment_id,
+          w.id,
+          `evt_${"q".repeat(32)}`,
+          i + 1,
+          status,
+          status === "pending" ? null : 500,
+          new Date(t0 + i * 60_000),
+        ],
+      )
     }
     const get = (query: string) => app.management(`/v1/webhooks/${w.id}/deliveries${query}`)
 
@@ -361,8 +475,15 @@ describe("GET /v1/webhooks/{id}/deliveries", () => {
     expect(all.status).toBe(200)
     expect(all.json.data.map((d: { id: string }) => d.id)).toEqual([...ids].reverse())
     expect(all.json.data[0]).toEqual({
-      id: ids[5], webhook_id: w.id, event_id: `evt_${"q".repeat(32)}`, event_type: "user.created", attempt: 6,
-      status: "delivered", response_status_code: 500, duration_ms: 12, occurred_at: new Date(t0 + 5 * 60_000).toISOString(),
+      id: ids[5],
+      webhook_id: w.id,
+      event_id: `evt_${"q".repeat(32)}`,
+      event_type: "user.created",
+      attempt: 6,
+      status: "delivered",
+      response_status_code: 500,
+      duration_ms: 12,
+      occurred_at: new Date(t0 + 5 * 60_000).toISOString(),
     })
     expect(all.json.next_cursor).toBeNull()
 
@@ -370,11 +491,28 @@ describe("GET /v1/webhooks/{id}/deliveries", () => {
     expect((await get("?status=pending")).json.data.map((d: { id: string }) => d.id)).toEqual([ids[2]])
     const after = new Date(t0 + 2 * 60_000).toISOString()
     const before = new Date(t0 + 5 * 60_000).toISOString()
-    expect((await get(`?occurred_after=${after}`)).json.data.map((d: { id: string }) => d.id)).toEqual([ids[5], ids[4], ids[3]])
-    expect((await get(`?occurred_before=${before}`)).json.data.map((d: { id: string }) => d.id)).toEqual([ids[4], ids[3], ids[2], ids[1], ids[0]])
-    expect((await get(`?occurred_after=${after}&occurred_before=${before}&status=failed`)).json.data.map((d: { id: string }) => d.id)).toEqual([ids[4]])
-    expect((await get(`?occurred_after=${encodeURIComponent("2025-06-01T14:03:00+02:00")}`)).json.data.map((d: { id: string }) => d.id))
-      .toEqual([ids[5], ids[4]])
+    expect((await get(`?occurred_after=${after}`)).json.data.map((d: { id: string }) => d.id)).toEqual([
+      ids[5],
+      ids[4],
+      ids[3],
+    ])
+    expect((await get(`?occurred_before=${before}`)).json.data.map((d: { id: string }) => d.id)).toEqual([
+      ids[4],
+      ids[3],
+      ids[2],
+      ids[1],
+      ids[0],
+    ])
+    expect(
+      (await get(`?occurred_after=${after}&occurred_before=${before}&status=failed`)).json.data.map(
+        (d: { id: string }) => d.id,
+      ),
+    ).toEqual([ids[4]])
+    expect(
+      (await get(`?occurred_after=${encodeURIComponent("2025-06-01T14:03:00+02:00")}`)).json.data.map(
+        (d: { id: string }) => d.id,
+      ),
+    ).toEqual([ids[5], ids[4]])
 
     const pages: Array<string> = []
     let cursor: string | null = null
@@ -386,7 +524,13 @@ describe("GET /v1/webhooks/{id}/deliveries", () => {
     } while (cursor)
     expect(pages).toEqual([...ids].reverse())
 
-    for (const q of ["?status=done", "?occurred_after=yesterday", "?occurred_before=2025-06-01", "?limit=0", "?cursor=abc"]) {
+    for (const q of [
+      "?status=done",
+      "?occurred_after=yesterday",
+      "?occurred_before=2025-06-01",
+      "?limit=0",
+      "?cursor=abc",
+    ]) {
       const res = await get(q)
       expect(res.status, q).toBe(400)
       expect(res.json.code).toBe("invalid_request")

@@ -8,7 +8,14 @@ import type { TestApp } from "../support/app.js"
 
 /** What the receiver does with one request. */
 export type Behaviour =
-  | { readonly status: number; /** Answers after this long (a slow receiver). */ readonly afterMs?: number }
+  | {
+      readonly status: number
+      /** Answers after this long (a slow receiver). */
+      readonly afterMs?: number
+      /** The response body ("ok" unless given) and headers (content-type text/plain unless given). */
+      readonly body?: string
+      readonly headers?: Readonly<Record<string, string | ReadonlyArray<string>>>
+    }
   /** Never answers; the request stays open until the client gives up (time-out) or the receiver closes. */
   | { readonly hold: true }
 
@@ -33,7 +40,12 @@ export const startReceiver = async (script: ReadonlyArray<Behaviour> = [{ status
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => {
-      const record: Received = { path: req.url ?? "", headers: req.headers, rawBody: Buffer.concat(chunks).toString("utf8"), at: Date.now() }
+      const record: Received = {
+        path: req.url ?? "",
+        headers: req.headers,
+        rawBody: Buffer.concat(chunks).toString("utf8"),
+        at: Date.now(),
+      }
       received.push(record)
       const step = steps.length > 1 ? steps.shift()! : steps[0]!
       onRequest?.(record)
@@ -41,7 +53,8 @@ export const startReceiver = async (script: ReadonlyArray<Behaviour> = [{ status
         held.push(res)
         return
       }
-      const answer = () => res.writeHead(step.status, { "content-type": "text/plain" }).end("ok")
+      const answer = () =>
+        res.writeHead(step.status, { "content-type": "text/plain", ...step.headers }).end(step.body ?? "ok")
       if (step.afterMs) setTimeout(answer, step.afterMs)
       else answer()
     })
@@ -52,9 +65,17 @@ export const startReceiver = async (script: ReadonlyArray<Behaviour> = [{ status
     port,
     url: (path = "/hook") => `http://127.0.0.1:${port}${path}`,
     received,
-    script: (next: ReadonlyArray<Behaviour>) => { steps = [...next] },
+    script: (next: ReadonlyArray<Behaviour>) => {
+      steps = [...next]
+    },
     /** Resolves with the next request to arrive. */
-    next: () => new Promise<Received>((resolve) => { onRequest = (r) => { onRequest = undefined; resolve(r) } }),
+    next: () =>
+      new Promise<Received>((resolve) => {
+        onRequest = (r) => {
+          onRequest = undefined
+          resolve(r)
+        }
+      }),
     close: async () => {
       for (const res of held) res.destroy()
       server.closeAllConnections()
@@ -74,14 +95,23 @@ export const fastSender = (timeoutMs = 1_000) =>
 export const createWebhook = async (app: TestApp, body: Record<string, unknown>, key?: string) => {
   const res = await app.management("/v1/webhooks", { method: "POST", body, ...(key ? { key } : {}) })
   expect(res.status, res.text).toBe(201)
-  return res.json as { id: string; secret: string; url: string; event_types: Array<string>; status: string; environment_id: string }
+  return res.json as {
+    id: string
+    secret: string
+    url: string
+    event_types: Array<string>
+    status: string
+    environment_id: string
+  }
 }
 
 export const sqlRows = <T extends object>(app: TestApp, text: string, params: ReadonlyArray<unknown> = []) =>
-  app.run(Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    return (yield* sql.unsafe<T>(text, params)) as unknown as ReadonlyArray<T>
-  }))
+  app.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      return (yield* sql.unsafe<T>(text, params)) as unknown as ReadonlyArray<T>
+    }),
+  )
 
 export const countRows = async (app: TestApp, text: string, params: ReadonlyArray<unknown> = []) =>
   (await sqlRows<{ n: number }>(app, `select count(*)::int as n from (${text}) q`, params))[0]!.n

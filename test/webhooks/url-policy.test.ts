@@ -136,14 +136,12 @@ describe("webhook URL rules (table)", () => {
 })
 
 describe("WEBHOOK_ALLOW_PRIVATE_TARGETS (development only)", () => {
-  it.each([
-    "http://127.0.0.1:4000/hook",
-    "http://localhost:4000/hook",
-    "https://10.0.0.5/hook",
-    "http://[::1]:4000/",
-  ])("admits %s", (url) => {
-    expect(checkWebhookUrl(url, { allowPrivateTargets: true })).toMatchObject({ ok: true })
-  })
+  it.each(["http://127.0.0.1:4000/hook", "http://localhost:4000/hook", "https://10.0.0.5/hook", "http://[::1]:4000/"])(
+    "admits %s",
+    (url) => {
+      expect(checkWebhookUrl(url, { allowPrivateTargets: true })).toMatchObject({ ok: true })
+    },
+  )
 
   it.each([
     ["http://user:pw@127.0.0.1/", "userinfo"],
@@ -156,9 +154,19 @@ describe("WEBHOOK_ALLOW_PRIVATE_TARGETS (development only)", () => {
 
 describe("resolved addresses checked at connect time", () => {
   it.each([
-    ["127.0.0.1", true], ["10.1.2.3", true], ["169.254.169.254", true], ["100.64.1.1", true], ["93.184.216.34", false],
-    ["::1", true], ["fe80::1%eth0", true], ["::ffff:127.0.0.1", true], ["::ffff:93.184.216.34", false],
-    ["2606:2800:220:1:248:1893:25c8:1946", false], ["2002:a00:1::", true], ["64:ff9b::a00:1", true], ["not-an-ip", true],
+    ["127.0.0.1", true],
+    ["10.1.2.3", true],
+    ["169.254.169.254", true],
+    ["100.64.1.1", true],
+    ["93.184.216.34", false],
+    ["::1", true],
+    ["fe80::1%eth0", true],
+    ["::ffff:127.0.0.1", true],
+    ["::ffff:93.184.216.34", false],
+    ["2606:2800:220:1:248:1893:25c8:1946", false],
+    ["2002:a00:1::", true],
+    ["64:ff9b::a00:1", true],
+    ["not-an-ip", true],
   ] as const)("%s blocked=%s", (address, blocked) => {
     expect(isBlockedAddress(address)).toBe(blocked)
   })

@@ -15,5 +15,10 @@ const worker = WorkerLive({
   heartbeat: { intervalMs: 250, staleAfterMs: Number(process.env["STALE_AFTER_MS"] ?? "2000") },
 })
 const ready = Layer.effectDiscard(Effect.sync(() => process.stdout.write(`ready ${process.pid}\n`)))
-const program = Layer.launch(ready.pipe(Layer.provide(worker), Layer.provide(AppLayer(config, config.databaseUrl!, keyring, { maxConnections: 4 }))))
+const program = Layer.launch(
+  ready.pipe(
+    Layer.provide(worker),
+    Layer.provide(AppLayer(config, config.databaseUrl!, keyring, { maxConnections: 4 })),
+  ),
+)
 NodeRuntime.runMain(program as Effect.Effect<never>)

@@ -29,7 +29,8 @@ const HEADER_LIST = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*,\s*[!#$%&'*+.^_`|~0-9A-Za-
  */
 export const withAnyOrigin = <A, E, R>(run: Effect.Effect<A, E, R>) =>
   HttpEffect.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.setHeader(response, "access-control-allow-origin", "*"))).pipe(Effect.andThen(run))
+    Effect.succeed(HttpServerResponse.setHeader(response, "access-control-allow-origin", "*")),
+  ).pipe(Effect.andThen(run))
 
 const preflight = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest

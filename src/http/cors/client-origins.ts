@@ -42,31 +42,38 @@ const isNavigation = (request: HttpServerRequest.HttpServerRequest, path: string
 const pathOf = (url: string) => url.split("?")[0]!
 
 /** Is this Origin allowed to call the Environment's Public API at all? */
-const originAllowedInEnvironment = <R>(registered: OriginRegistered<R>, origin: string) => Effect.gen(function* () {
+const originAllowedInEnvironment = Effect.fnUntraced(function* <R>(registered: OriginRegistered<R>, origin: string) {
   const env = yield* CurrentEnvironment
   if (origin === env.urls.interactionOrigin) return true
   return yield* registered(env.record.id, origin)
 })
 
 /** The real request: headers on every response (errors included), and the Environment-wide Origin check. */
-const withCors = <R, R2>(registered: OriginRegistered<R2>, handler: Route<R>["handler"]) => Effect.gen(function* () {
+const withCors = Effect.fnUntraced(function* <R, R2>(registered: OriginRegistered<R2>, handler: Route<R>["handler"]) {
   const request = yield* HttpServerRequest.HttpServerRequest
   const env = yield* CurrentEnvironment
   const origin = request.headers["origin"]
-  const crossOrigin = origin !== undefined && origin !== env.urls.interactionOrigin && !isNavigation(request, pathOf(request.url))
+  const crossOrigin =
+    origin !== undefined && origin !== env.urls.interactionOrigin && !isNavigation(request, pathOf(request.url))
   if (crossOrigin && !(yield* originAllowedInEnvironment(registered, origin))) return yield* new OriginNotAllowed()
   // A pre-response handler reaches every response of this request, including the error
   // bodies rendered later by src/http/app.ts, so a browser can read those too.
-  yield* HttpEffect.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, {
-    vary: "Origin",
-    "cache-control": response.headers["cache-control"] ?? "no-store",
-    ...(crossOrigin ? { "access-control-allow-origin": origin, "access-control-expose-headers": CORS_EXPOSE_HEADERS } : {}),
-  })))
-  return yield* (crossOrigin ? Effect.provideService(handler, CorsRequestOrigin, origin) : handler)
+  yield* HttpEffect.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(
+      HttpServerResponse.setHeaders(response, {
+        vary: "Origin",
+        "cache-control": response.headers["cache-control"] ?? "no-store",
+        ...(crossOrigin
+          ? { "access-control-allow-origin": origin, "access-control-expose-headers": CORS_EXPOSE_HEADERS }
+          : {}),
+      }),
+    ),
+  )
+  return yield* crossOrigin ? Effect.provideService(handler, CorsRequestOrigin, origin) : handler
 })
 
 /** OPTIONS preflight: 204 with the allowed methods and headers, or 403 `origin_not_allowed`. */
-const preflight = <R>(registered: OriginRegistered<R>, allow: string) => Effect.gen(function* () {
+const preflight = Effect.fnUntraced(function* <R>(registered: OriginRegistered<R>, allow: string) {
   const request = yield* HttpServerRequest.HttpServerRequest
   const origin = request.headers["origin"]
   if (origin === undefined) return HttpServerResponse.empty({ status: 204, headers: { allow } })
@@ -93,8 +100,11 @@ export const withClientCors = <R>(registered: OriginRegistered<R>, routes: Reado
   const wrapped = routes.map((r) => ({ ...r, handler: withCors(registered, r.handler) }))
   const methodsByPath = new Map<string, Set<string>>()
   for (const r of routes) methodsByPath.set(r.path, (methodsByPath.get(r.path) ?? new Set()).add(r.method))
-  const preflights = [...methodsByPath].filter(([, methods]) => !methods.has("OPTIONS")).map(([path, methods]) =>
-    route("OPTIONS", path as `/${string}`, preflight(registered, [...methods, "OPTIONS"].join(", "))))
+  const preflights = [...methodsByPath]
+    .filter(([, methods]) => !methods.has("OPTIONS"))
+    .map(([path, methods]) =>
+      route("OPTIONS", path as `/${string}`, preflight(registered, [...methods, "OPTIONS"].join(", "))),
+    )
   return [...wrapped, ...preflights]
 }
 
@@ -102,8 +112,9 @@ export const withClientCors = <R>(registered: OriginRegistered<R>, routes: Reado
  * The real request's Origin must be registered by the client the request names (the
  * `client_id` of /config and POST /auth/transactions, or the client of the transaction).
  */
-export const assertOriginAllowedForClient = (client: { readonly allowed_origins: ReadonlyArray<string> }) =>
-  Effect.gen(function* () {
-    const origin = yield* CorsRequestOrigin
-    if (origin !== undefined && !client.allowed_origins.includes(origin)) return yield* new OriginNotAllowed()
-  })
+export const assertOriginAllowedForClient = Effect.fnUntraced(function* (client: {
+  readonly allowed_origins: ReadonlyArray<string>
+}) {
+  const origin = yield* CorsRequestOrigin
+  if (origin !== undefined && !client.allowed_origins.includes(origin)) return yield* new OriginNotAllowed()
+})

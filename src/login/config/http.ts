@@ -14,8 +14,13 @@ export const LoginConfig = Schema.Struct({
 })
 
 export const configRoutes = [
-  route("GET", "/config", Effect.gen(function* () {
-    const { client_id } = yield* decodeQuery(ConfigQuery)
-    return json(yield* loginConfig(client_id))
-  }), { summary: "Login configuration for a client", tags: ["Configuration"], query: ConfigQuery, response: LoginConfig }),
+  route(
+    "GET",
+    "/config",
+    Effect.gen(function* () {
+      const { client_id } = yield* decodeQuery(ConfigQuery)
+      return json(yield* loginConfig(client_id))
+    }),
+    { summary: "Login configuration for a client", tags: ["Configuration"], query: ConfigQuery, response: LoginConfig },
+  ),
 ]

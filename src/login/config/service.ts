@@ -13,7 +13,8 @@ import { environmentTheme } from "./repo.js"
  */
 export const SDK_COMPATIBILITY_VERSION = "1.0.0"
 
-const urlOrNull = (value: unknown) => (typeof value === "string" && /^https:\/\//.test(value) && URL.canParse(value) ? value : null)
+const urlOrNull = (value: unknown) =>
+  typeof value === "string" && /^https:\/\//.test(value) && URL.canParse(value) ? value : null
 
 /**
  * `legal` (shape not shown): `{terms_url, privacy_url}`, each an https URL or null, read from
@@ -29,10 +30,10 @@ export const legalOf = (theme: Record<string, unknown>) => ({
  * be an active client of it (else 400 `invalid_request`). Nothing secret is returned: no
  * provider credentials, no client settings beyond what a login page needs.
  */
-export const loginConfig = (clientId: string) => Effect.gen(function* () {
+export const loginConfig = Effect.fnUntraced(function* (clientId: string) {
   const env = yield* CurrentEnvironment
   const client = yield* loginClient(env.record.id, clientId)
-  if (!client || client.status !== "active") {
+  if (client?.status !== "active") {
     return yield* new InvalidRequest({ detail: "client_id is not an active client of this Environment" })
   }
   yield* assertOriginAllowedForClient(client)

@@ -24,14 +24,25 @@ export const isCodeShape = (code: string) => /^[0-9]{6}$/.test(code)
  * challenge id + generation + code, so a code of an earlier generation or of another
  * challenge never matches, and the database alone cannot be brute-forced.
  */
-export const codeHmac = (crypto: ReturnType<typeof makeCrypto>, challengeId: string, generation: number, code: string) =>
-  crypto.hmac("email-otp", `${challengeId}\u0000${generation}\u0000${code}`).toString("hex")
+export const codeHmac = (
+  crypto: ReturnType<typeof makeCrypto>,
+  challengeId: string,
+  generation: number,
+  code: string,
+) => crypto.hmac("email-otp", `${challengeId}\u0000${generation}\u0000${code}`).toString("hex")
 
 /**
  * Whether `code` matches the stored HMAC. During a master-key rotation the previous key's
  * HMAC is accepted too, so a code sent just before the switch still works for its 5 minutes.
  */
-export const codeMatches = (crypto: ReturnType<typeof makeCrypto>, challengeId: string, generation: number, code: string, stored: string) =>
-  crypto.hmacCandidates("email-otp", `${challengeId}\u0000${generation}\u0000${code}`)
+export const codeMatches = (
+  crypto: ReturnType<typeof makeCrypto>,
+  challengeId: string,
+  generation: number,
+  code: string,
+  stored: string,
+) =>
+  crypto
+    .hmacCandidates("email-otp", `${challengeId}\u0000${generation}\u0000${code}`)
     .map((mac) => crypto.constantTimeEqual(mac.toString("hex"), stored))
     .reduce((any, ok) => any || ok, false)

@@ -24,12 +24,18 @@ const issuerData = (environmentId: string, emailNormalized: string, ip: string |
  * `issued_from` of a challenge: HMAC of the client address (IPv4, IPv6 /64: the rate-limit
  * unit), bound to Environment + email, so no IP is kept and two emails' rows cannot be linked.
  */
-export const issuerOf = (crypto: ReturnType<typeof makeCrypto>, environmentId: string, emailNormalized: string, ip: string | undefined) =>
-  crypto.hmac(PURPOSE, issuerData(environmentId, emailNormalized, ip)).toString("base64url")
+export const issuerOf = (
+  crypto: ReturnType<typeof makeCrypto>,
+  environmentId: string,
+  emailNormalized: string,
+  ip: string | undefined,
+) => crypto.hmac(PURPOSE, issuerData(environmentId, emailNormalized, ip)).toString("base64url")
 
 /** Whether `row` was issued from this client address (under either master key while one is being rotated). */
 const issuedFrom = (crypto: ReturnType<typeof makeCrypto>, row: repo.ChallengeRow, ip: string | undefined) =>
-  row.issued_from !== null && crypto.hmacCandidates(PURPOSE, issuerData(row.environment_id, row.email_normalized, ip))
+  row.issued_from !== null &&
+  crypto
+    .hmacCandidates(PURPOSE, issuerData(row.environment_id, row.email_normalized, ip))
     .some((mac) => crypto.constantTimeEqual(mac.toString("base64url"), row.issued_from!))
 
 export interface CodeChange {
@@ -52,7 +58,7 @@ export interface CodeChange {
  * one). Otherwise the change goes against someone else: it counts against the per-email budget
  * (`otpCodeChangesPerEmail`) and is allowed only within it.
  */
-export const mayChangeCode = (c: CodeChange) => Effect.gen(function* () {
+export const mayChangeCode = Effect.fnUntraced(function* (c: CodeChange) {
   const crypto = yield* Crypto
   const open = yield* repo.openChallengesOfEmail(c.environmentId, c.emailNormalized, c.purpose, c.now)
   if (!open.some((row) => row.status === "active")) return true

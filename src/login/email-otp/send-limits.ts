@@ -13,10 +13,16 @@ import * as rateLimit from "../../rate-limit/service.js"
  */
 
 /** Per email from the client address, then per client address; counts commit even when refused. */
-export const limitSendPerAddress = (environmentId: string, emailNormalized: string, ip: string | undefined) => Effect.gen(function* () {
+export const limitSendPerAddress = Effect.fnUntraced(function* (
+  environmentId: string,
+  emailNormalized: string,
+  ip: string | undefined,
+) {
   const limits = loginLimits(yield* Config)
-  yield* rateLimit.consume(environmentId, limits.otpSendPerEmailAndIp, emailAddressSubject(emailNormalized, ip))
-  yield* rateLimit.consumePerAddress(environmentId, limits.otpSendPerIp, ip)
+  yield* rateLimit.consumeAll(environmentId, [
+    { limit: limits.otpSendPerEmailAndIp, subject: emailAddressSubject(emailNormalized, ip) },
+    ...rateLimit.addressSteps(limits.otpSendPerIp, ip),
+  ])
 })
 
 /** Whether this client address signed in as this email within 30 days (KNOWN_ADDRESS). */
@@ -28,8 +34,13 @@ export const isKnownAddress = (environmentId: string, emailNormalized: string, i
  * signed in as this email before passes (strangers who exhaust the ceiling cannot keep a
  * returning user from getting codes on their usual network).
  */
-export const consumeMailCeiling = (environmentId: string, emailNormalized: string, known: boolean) => Effect.gen(function* () {
+export const consumeMailCeiling = Effect.fnUntraced(function* (
+  environmentId: string,
+  emailNormalized: string,
+  known: boolean,
+) {
   const limits = loginLimits(yield* Config)
-  yield* rateLimit.consume(environmentId, limits.otpSendPerEmail, emailNormalized).pipe(
-    Effect.catchTag("RateLimited", (refusal) => known ? Effect.void : Effect.fail(refusal)))
+  yield* rateLimit
+    .consume(environmentId, limits.otpSendPerEmail, emailNormalized)
+    .pipe(Effect.catchTag("RateLimited", (refusal) => (known ? Effect.void : Effect.fail(refusal))))
 })

@@ -23,7 +23,15 @@ export const requestBindingHash = Effect.gen(function* () {
   return secret === undefined || secret === "" ? undefined : sha256Hex(secret)
 })
 
-export const setBindingCookie = (response: HttpServerResponse.HttpServerResponse, scheme: "http" | "https", secret: string) =>
+export const setBindingCookie = (
+  response: HttpServerResponse.HttpServerResponse,
+  scheme: "http" | "https",
+  secret: string,
+) =>
   HttpServerResponse.setCookieUnsafe(response, bindingCookieName(scheme), secret, {
-    httpOnly: true, sameSite: "lax", secure: scheme === "https", path: "/", maxAge: `${BINDING_COOKIE_MAX_AGE_SECONDS} seconds`,
+    httpOnly: true,
+    sameSite: "lax",
+    secure: scheme === "https",
+    path: "/",
+    maxAge: `${BINDING_COOKIE_MAX_AGE_SECONDS} seconds`,
   })

@@ -20,7 +20,7 @@ export const needsSocialProof = (row: repo.TransactionRow) => row.method === "so
  * Issues the proof for a custom-UI transaction whose social callback ended `authenticated` or
  * `link_required` (in the caller's SQL transaction); undefined for Hosted Login transactions.
  */
-export const issueSocialProof = (row: repo.TransactionRow) => Effect.gen(function* () {
+export const issueSocialProof = Effect.fnUntraced(function* (row: repo.TransactionRow) {
   if (row.source === "authorize") return undefined
   const crypto = yield* Crypto
   const proof = yield* crypto.randomToken(32)
@@ -30,25 +30,36 @@ export const issueSocialProof = (row: repo.TransactionRow) => Effect.gen(functio
 
 /** Whether `presented` is this transaction's (unused) proof; compared in constant time. */
 export const socialProofMatches = (row: repo.TransactionRow, presented: string | undefined) =>
-  presented !== undefined && row.social_proof_hash !== null && constantTimeEqual(sha256Hex(presented), row.social_proof_hash)
+  presented !== undefined &&
+  row.social_proof_hash !== null &&
+  constantTimeEqual(sha256Hex(presented), row.social_proof_hash)
 
 /**
  * Refuses (400 `invalid_social_proof`, nothing changes) a use of a social custom-UI transaction
  * without its proof. The refusal is audited (`login.social_proof_refused`): it is the trace of a
  * forwarded authorization URL.
  */
-export const requireSocialProof = (row: repo.TransactionRow, presented: string | undefined, use: "complete" | "passkey_registration") =>
-  Effect.gen(function* () {
-    if (!needsSocialProof(row) || socialProofMatches(row, presented)) return
-    const audit = yield* Audit
-    yield* audit.append({
-      workspaceId: row.workspace_id, environmentId: row.environment_id, actor: { type: "end_user" }, action: "login.social_proof_refused",
-      subjectType: "auth_transaction", subjectId: row.id, result: "failure",
-      details: { use, reason: presented === undefined ? "missing" : "mismatch", client_id: row.client_id },
-    })
-    return yield* new InvalidSocialProof({
-      detail: presented === undefined
+export const requireSocialProof = Effect.fnUntraced(function* (
+  row: repo.TransactionRow,
+  presented: string | undefined,
+  use: "complete" | "passkey_registration",
+) {
+  if (!needsSocialProof(row) || socialProofMatches(row, presented)) return
+  const audit = yield* Audit
+  yield* audit.append({
+    workspaceId: row.workspace_id,
+    environmentId: row.environment_id,
+    actor: { type: "end_user" },
+    action: "login.social_proof_refused",
+    subjectType: "auth_transaction",
+    subjectId: row.id,
+    result: "failure",
+    details: { use, reason: presented === undefined ? "missing" : "mismatch", client_id: row.client_id },
+  })
+  return yield* new InvalidSocialProof({
+    detail:
+      presented === undefined
         ? "This social login must be completed with the social_proof the provider's return delivered to the redirect URI"
         : "social_proof is not this transaction's",
-    })
   })
+})

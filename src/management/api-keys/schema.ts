@@ -1,17 +1,27 @@
 import { Schema } from "effect"
-import { PageQuery } from "../http/pagination.js"
+import { PageQuery } from "../conventions/pagination.js"
 import { SCOPES } from "../../tenancy/scopes.js"
 import { Name } from "../workspaces/slug.js"
 
 export const ApiKeyParams = Schema.Struct({ apiKeyId: Schema.String })
 
-export const ListApiKeysQuery = Schema.Struct({ workspace_id: Schema.String, environment_id: Schema.optionalKey(Schema.String), ...PageQuery })
+export const ListApiKeysQuery = Schema.Struct({
+  workspace_id: Schema.String,
+  environment_id: Schema.optionalKey(Schema.String),
+  ...PageQuery,
+})
 
 /** RFC 3339 date-time with an explicit offset (`Z` or `±hh:mm`). */
-const DateTime = Schema.String.check(Schema.makeFilter((value: string) =>
-  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value))
-    ? undefined
-    : "must be an RFC 3339 date-time such as 2030-01-31T00:00:00Z", { description: "RFC 3339 date-time" }))
+const DateTime = Schema.String.check(
+  Schema.makeFilter(
+    (value: string) =>
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(value) &&
+      !Number.isNaN(Date.parse(value))
+        ? undefined
+        : "must be an RFC 3339 date-time such as 2030-01-31T00:00:00Z",
+    { description: "RFC 3339 date-time" },
+  ),
+)
 
 export const Scope = Schema.Literals(SCOPES)
 

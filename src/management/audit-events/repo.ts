@@ -39,16 +39,16 @@ export interface AuditPage {
  * _env_actor (sql/0007), whose column order is the sort order.
  */
 export const listAuditEventsStatement = (sql: SqlClient.SqlClient, f: AuditFilter, page: AuditPage) => {
-    const where = [sql`environment_id = ${f.environmentId}`]
-    if (f.actorType !== undefined) where.push(sql`actor_type = ${f.actorType}`)
-    if (f.action !== undefined) where.push(sql`action = ${f.action}`)
-    if (f.subjectType !== undefined) where.push(sql`subject_type = ${f.subjectType}`)
-    if (f.subjectId !== undefined) where.push(sql`subject_id = ${f.subjectId}`)
-    if (f.result !== undefined) where.push(sql`result = ${f.result}`)
-    if (f.createdAfter !== undefined) where.push(sql`created_at > ${f.createdAfter}`)
-    if (f.createdBefore !== undefined) where.push(sql`created_at < ${f.createdBefore}`)
-    if (page.after !== undefined) where.push(sql`(created_at, id) < (${page.after.at}::timestamptz, ${page.after.id})`)
-    return sql<AuditEventRow>`select id, workspace_id, environment_id, actor_type, actor_id, action, subject_type, subject_id,
+  const where = [sql`environment_id = ${f.environmentId}`]
+  if (f.actorType !== undefined) where.push(sql`actor_type = ${f.actorType}`)
+  if (f.action !== undefined) where.push(sql`action = ${f.action}`)
+  if (f.subjectType !== undefined) where.push(sql`subject_type = ${f.subjectType}`)
+  if (f.subjectId !== undefined) where.push(sql`subject_id = ${f.subjectId}`)
+  if (f.result !== undefined) where.push(sql`result = ${f.result}`)
+  if (f.createdAfter !== undefined) where.push(sql`created_at > ${f.createdAfter}`)
+  if (f.createdBefore !== undefined) where.push(sql`created_at < ${f.createdBefore}`)
+  if (page.after !== undefined) where.push(sql`(created_at, id) < (${page.after.at}::timestamptz, ${page.after.id})`)
+  return sql<AuditEventRow>`select id, workspace_id, environment_id, actor_type, actor_id, action, subject_type, subject_id,
         result, request_id, details, created_at,
         to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at
       from audit_events where ${sql.and(where)}

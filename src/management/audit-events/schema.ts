@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { PageQuery } from "../http/pagination.js"
+import { PageQuery } from "../conventions/pagination.js"
 
 // Wire schemas of GET /v1/audit-events (spec: "Other Management routes"). The record's field
 // names are not shown by the spec; they follow the filter names.
@@ -17,7 +17,9 @@ export const parseInstant = (s: string): Date | undefined => {
 }
 
 const Instant = Schema.String.check(
-  Schema.makeFilter((s: string) => parseInstant(s) !== undefined || "must be an ISO 8601 date or date-time with Z or an offset"),
+  Schema.makeFilter(
+    (s: string) => parseInstant(s) !== undefined || "must be an ISO 8601 date or date-time with Z or an offset",
+  ),
 )
 
 const Text = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200))
@@ -51,4 +53,7 @@ export const AuditEvent = Schema.Struct({
   created_at: Schema.String,
 })
 
-export const AuditEventList = Schema.Struct({ data: Schema.Array(AuditEvent), next_cursor: Schema.NullOr(Schema.String) })
+export const AuditEventList = Schema.Struct({
+  data: Schema.Array(AuditEvent),
+  next_cursor: Schema.NullOr(Schema.String),
+})

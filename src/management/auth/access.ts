@@ -13,7 +13,8 @@ export const environmentForCaller = (environmentId: string, options: { readonly 
     const caller = yield* CurrentCaller
     const env = yield* environmentById(environmentId).pipe(Effect.orDie)
     if (
-      !env || env.workspaceId !== caller.workspaceId ||
+      !env ||
+      env.workspaceId !== caller.workspaceId ||
       (caller.environmentId !== null && caller.environmentId !== env.id) ||
       (env.status === "deleted" && !options.allowDeleted)
     ) {

@@ -11,7 +11,8 @@ const isJson = (contentType: string | undefined) => {
 }
 
 const hasBody = (headers: HttpServerRequest.HttpServerRequest["headers"]) =>
-  headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")
+  headers["transfer-encoding"] !== undefined ||
+  (headers["content-length"] !== undefined && headers["content-length"] !== "0")
 
 /**
  * CSRF defence for the `dashboard_session` cookie (docs/decisions/security-hardening.md). A browser attaches the cookie to
@@ -22,13 +23,21 @@ const hasBody = (headers: HttpServerRequest.HttpServerRequest["headers"]) =>
  * preflight, which the Management host never grants). Bearer credentials are not sent
  * by browsers on their own and need neither check.
  */
-export const checkCookieWrite = (request: HttpServerRequest.HttpServerRequest, config: AppConfig) => Effect.gen(function* () {
+export const checkCookieWrite = Effect.fnUntraced(function* (
+  request: HttpServerRequest.HttpServerRequest,
+  config: AppConfig,
+) {
   if (SAFE_METHODS.has(request.method)) return
   const origin = request.headers["origin"]?.toLowerCase()
   if (origin === undefined || !config.dashboardOrigins.includes(origin)) {
-    return yield* new Forbidden({ detail: "A write authenticated by the dashboard_session cookie must come from a dashboard origin (Origin header, DASHBOARD_ORIGINS)" })
+    return yield* new Forbidden({
+      detail:
+        "A write authenticated by the dashboard_session cookie must come from a dashboard origin (Origin header, DASHBOARD_ORIGINS)",
+    })
   }
   if (hasBody(request.headers) && !isJson(request.headers["content-type"])) {
-    return yield* new Forbidden({ detail: "A write authenticated by the dashboard_session cookie must send its body as application/json" })
+    return yield* new Forbidden({
+      detail: "A write authenticated by the dashboard_session cookie must send its body as application/json",
+    })
   }
 })

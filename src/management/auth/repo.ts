@@ -10,6 +10,9 @@ export interface ApiKeyRow {
   readonly revoked_at: Date | null
 }
 
-export const apiKeyByHash = (secretHash: string) => SqlClient.SqlClient.use((sql) =>
-  sql<ApiKeyRow>`select id, workspace_id, environment_id, scopes, expires_at, revoked_at
-    from api_keys where secret_hash = ${secretHash}`).pipe(Effect.map((rows) => rows[0]))
+export const apiKeyByHash = (secretHash: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<ApiKeyRow>`select id, workspace_id, environment_id, scopes, expires_at, revoked_at
+    from api_keys where secret_hash = ${secretHash}`,
+  ).pipe(Effect.map((rows) => rows[0]))

@@ -1,12 +1,18 @@
 import { Effect } from "effect"
-import { decodeJsonBody, decodeParams, decodeQuery, json, route } from "../../http/route.js"
-import { withCaller } from "../auth/service.js"
-import { withEtag } from "../http/etag.js"
-import { pageOf, parsePage } from "../http/pagination.js"
-import { withIdempotency } from "../http/idempotency.js"
+import { json } from "../../http/route.js"
+import { endpoint } from "../conventions/endpoint.js"
+import { withEtag } from "../conventions/etag.js"
+import { pageOf, parsePage } from "../conventions/pagination.js"
 import type { ClientRow } from "./repo.js"
 import {
-  Client, ClientList, ClientParams, ClientWithSecret, CreateClientBody, Deleted, ListClientsQuery, UpdateClientBody,
+  Client,
+  ClientList,
+  ClientParams,
+  ClientWithSecret,
+  CreateClientBody,
+  Deleted,
+  ListClientsQuery,
+  UpdateClientBody,
 } from "./schema.js"
 import * as service from "./service.js"
 
@@ -38,62 +44,113 @@ const withSecret = (row: ClientRow, secret: string | undefined) =>
 // Secrets are in some of these answers: never cacheable.
 const noStore = { "cache-control": "no-store" }
 
+const ifMatch = { resource: (p: typeof ClientParams.Type) => p.clientId }
+
 export const clientRoutes = [
-  route("GET", "/v1/clients", withCaller("clients:read", Effect.gen(function* () {
-    const query = yield* decodeQuery(ListClientsQuery)
-    const page = yield* parsePage(query)
-    const rows = yield* service.listClients(query, page)
-    return json(pageOf(rows, page, (r) => r.id, presentClient))
-  })), { summary: "List the Clients of an Environment", tags, scope: "clients:read", query: ListClientsQuery, response: ClientList }),
+  endpoint(
+    {
+      method: "GET",
+      path: "/v1/clients",
+      summary: "List the Clients of an Environment",
+      tags,
+      scope: "clients:read",
+      query: ListClientsQuery,
+      response: ClientList,
+    },
+    ({ query }) =>
+      Effect.gen(function* () {
+        const page = yield* parsePage(query)
+        const rows = yield* service.listClients(query, page)
+        return json(pageOf(rows, page, (r) => r.id, presentClient))
+      }),
+  ),
 
-  route("POST", "/v1/clients", withCaller("clients:write", Effect.gen(function* () {
-    const body = yield* decodeJsonBody(CreateClientBody)
-    return yield* withIdempotency(Effect.gen(function* () {
-      const { row, secret } = yield* service.createClient(body)
-      return withEtag(json(withSecret(row, secret), 201, { ...noStore, location: `/v1/clients/${row.id}` }), row.id, row.version)
-    }))
-  })), {
-    summary: "Create a Client (a secret-method client's client_secret is returned this once)", tags, scope: "clients:write",
-    body: CreateClientBody, response: ClientWithSecret, status: 201, idempotent: true,
-  }),
+  endpoint(
+    {
+      method: "POST",
+      path: "/v1/clients",
+      summary: "Create a Client (a secret-method client's client_secret is returned this once)",
+      tags,
+      scope: "clients:write",
+      body: CreateClientBody,
+      response: ClientWithSecret,
+      status: 201,
+      idempotent: true,
+    },
+    ({ body }) =>
+      Effect.map(service.createClient(body), ({ row, secret }) =>
+        withEtag(
+          json(withSecret(row, secret), 201, { ...noStore, location: `/v1/clients/${row.id}` }),
+          row.id,
+          row.version,
+        ),
+      ),
+  ),
 
-  route("GET", "/v1/clients/:clientId", withCaller("clients:read", Effect.gen(function* () {
-    const { clientId } = yield* decodeParams(ClientParams)
-    const row = yield* service.getClient(clientId)
-    return withEtag(json(presentClient(row)), row.id, row.version)
-  })), { summary: "Get a Client", tags, scope: "clients:read", params: ClientParams, response: Client }),
+  endpoint(
+    {
+      method: "GET",
+      path: "/v1/clients/:clientId",
+      summary: "Get a Client",
+      tags,
+      scope: "clients:read",
+      params: ClientParams,
+      response: Client,
+    },
+    ({ params }) =>
+      Effect.map(service.getClient(params.clientId), (row) => withEtag(json(presentClient(row)), row.id, row.version)),
+  ),
 
-  route("PATCH", "/v1/clients/:clientId", withCaller("clients:write", Effect.gen(function* () {
-    const { clientId } = yield* decodeParams(ClientParams)
-    const body = yield* decodeJsonBody(UpdateClientBody)
-    return yield* withIdempotency(Effect.gen(function* () {
-      const row = yield* service.updateClient(clientId, body)
-      return withEtag(json(presentClient(row)), row.id, row.version)
-    }))
-  })), {
-    summary: "Update a Client (If-Match supported)", tags, scope: "clients:write", params: ClientParams, body: UpdateClientBody,
-    response: Client, idempotent: true,
-  }),
+  endpoint(
+    {
+      method: "PATCH",
+      path: "/v1/clients/:clientId",
+      summary: "Update a Client (If-Match supported)",
+      tags,
+      scope: "clients:write",
+      params: ClientParams,
+      body: UpdateClientBody,
+      response: Client,
+      idempotent: true,
+      ifMatch,
+    },
+    ({ params, body, expectedVersion }) =>
+      Effect.map(service.updateClient(params.clientId, body, expectedVersion), (row) =>
+        withEtag(json(presentClient(row)), row.id, row.version),
+      ),
+  ),
 
-  route("DELETE", "/v1/clients/:clientId", withCaller("clients:write", Effect.gen(function* () {
-    const { clientId } = yield* decodeParams(ClientParams)
-    return yield* withIdempotency(Effect.gen(function* () {
-      const id = yield* service.deleteClient(clientId)
-      return json({ id, deleted: true })
-    }))
-  })), {
-    summary: "Delete a Client (logical; If-Match supported)", tags, scope: "clients:write", params: ClientParams, response: Deleted,
-    idempotent: true,
-  }),
+  endpoint(
+    {
+      method: "DELETE",
+      path: "/v1/clients/:clientId",
+      summary: "Delete a Client (logical; If-Match supported)",
+      tags,
+      scope: "clients:write",
+      params: ClientParams,
+      response: Deleted,
+      idempotent: true,
+      ifMatch,
+    },
+    ({ params, expectedVersion }) =>
+      Effect.map(service.deleteClient(params.clientId, expectedVersion), (id) => json({ id, deleted: true })),
+  ),
 
-  route("POST", "/v1/clients/:clientId/rotate-secret", withCaller("clients:rotate_secret", Effect.gen(function* () {
-    const { clientId } = yield* decodeParams(ClientParams)
-    return yield* withIdempotency(Effect.gen(function* () {
-      const { row, secret } = yield* service.rotateClientSecret(clientId)
-      return withEtag(json(withSecret(row, secret), 200, noStore), row.id, row.version)
-    }))
-  })), {
-    summary: "Replace a Client's secret; the new client_secret is returned this once and the old one stops working",
-    tags, scope: "clients:rotate_secret", params: ClientParams, response: ClientWithSecret, idempotent: true,
-  }),
+  endpoint(
+    {
+      method: "POST",
+      path: "/v1/clients/:clientId/rotate-secret",
+      summary: "Replace a Client's secret; the new client_secret is returned this once and the old one stops working",
+      tags,
+      scope: "clients:rotate_secret",
+      params: ClientParams,
+      response: ClientWithSecret,
+      idempotent: true,
+      ifMatch,
+    },
+    ({ params, expectedVersion }) =>
+      Effect.map(service.rotateClientSecret(params.clientId, expectedVersion), ({ row, secret }) =>
+        withEtag(json(withSecret(row, secret), 200, noStore), row.id, row.version),
+      ),
+  ),
 ]

@@ -12,7 +12,8 @@ export const allowedOriginProblem = (origin: string): string | undefined => {
   if (common !== undefined) return common
   const url = new URL(origin)
   if (url.protocol !== "https:" && url.protocol !== "http:") return "must be an http(s) origin"
-  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#]+$/i.test(origin)) return "must be an origin (scheme://host[:port]) without path, query or trailing slash"
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#]+$/i.test(origin))
+    return "must be an origin (scheme://host[:port]) without path, query or trailing slash"
   if (url.username !== "" || url.password !== "") return "must not contain userinfo"
   if (url.protocol === "http:" && url.hostname !== "localhost" && url.hostname !== "127.0.0.1") {
     return "may use http only for localhost or 127.0.0.1; use https"

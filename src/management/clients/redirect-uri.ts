@@ -17,6 +17,7 @@ const REVERSE_DNS_SCHEME = /^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$/i
 /** Problems every registered URI shares: length, spaces, fragment, wildcard, absolute form. */
 export const commonUriProblem = (uri: string): string | undefined => {
   if (uri.length === 0 || uri.length > MAX_URI_LENGTH) return `must be 1 to ${MAX_URI_LENGTH} characters`
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the rule
   if (/[\s\u0000-\u001f\u007f]/.test(uri)) return "must not contain spaces or control characters"
   if (uri.includes("#")) return "must not contain a fragment (#)"
   if (uri.includes("*")) return "must not contain wildcards (*)"
@@ -51,7 +52,8 @@ const webUriProblem = (uri: string, scheme: string): string | undefined => {
 
 const nativeUriProblem = (uri: string, scheme: string): string | undefined => {
   if (scheme === "https") return webUriProblem(uri, scheme)
-  if (scheme === "http") return "must be an https Universal Link / App Link or a reverse-DNS custom scheme (e.g. com.example.app:/callback)"
+  if (scheme === "http")
+    return "must be an https Universal Link / App Link or a reverse-DNS custom scheme (e.g. com.example.app:/callback)"
   if (!REVERSE_DNS_SCHEME.test(scheme)) {
     return "must use https or a reverse-DNS custom scheme (e.g. com.example.app:/callback)"
   }

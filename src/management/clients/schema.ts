@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { PageQuery } from "../http/pagination.js"
+import { PageQuery } from "../conventions/pagination.js"
 import { MAX_ALLOWED_RESOURCES } from "./resource.js"
 
 // The wire of the Clients routes (spec: Resources "Client", Management API "Clients").
@@ -18,14 +18,21 @@ const UriList = Schema.Array(Schema.String).check(Schema.isMaxLength(MAX_URIS))
 const Name = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200))
 
 // Formats of the native app registration (Apple App Site Association, Android Digital Asset Links).
-const ReverseDns = Schema.String.check(Schema.isPattern(/^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$/), Schema.isMaxLength(255))
+const ReverseDns = Schema.String.check(
+  Schema.isPattern(/^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$/),
+  Schema.isMaxLength(255),
+)
 const IosBundleId = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/), Schema.isMaxLength(155))
 const IosTeamId = Schema.String.check(Schema.isPattern(/^[A-Z0-9]{10}$/))
-const AndroidPackageName = Schema.String.check(Schema.isPattern(/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/), Schema.isMaxLength(255))
+const AndroidPackageName = Schema.String.check(
+  Schema.isPattern(/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/),
+  Schema.isMaxLength(255),
+)
 /** SHA-256 signing-certificate fingerprint: 32 colon-separated hex pairs. */
 const Sha256Fingerprint = Schema.String.check(Schema.isPattern(/^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){31}$/))
 const Hostname = Schema.String.check(
-  Schema.isPattern(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/))
+  Schema.isPattern(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/),
+)
 
 /** `mobile_app` as sent: each field optional; the object replaces the stored one. */
 export const MobileAppInput = Schema.Struct({

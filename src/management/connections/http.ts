@@ -1,16 +1,21 @@
 import { Effect } from "effect"
-import { decodeJsonBody, decodeParams, decodeQuery, json, route } from "../../http/route.js"
+import { json } from "../../http/route.js"
 import { type AppConfig, Config } from "../../platform/config.js"
 import type { EnvironmentRecord } from "../../tenancy/schema.js"
 import { environmentUrls } from "../../tenancy/urls.js"
-import { withCaller } from "../auth/service.js"
-import { withIdempotency } from "../http/idempotency.js"
-import { withEtag } from "../http/etag.js"
-import { pageOf, parsePage } from "../http/pagination.js"
+import { endpoint } from "../conventions/endpoint.js"
+import { withEtag } from "../conventions/etag.js"
+import { pageOf, parsePage } from "../conventions/pagination.js"
 import { connectionCallbackUrl } from "./callback-url.js"
 import type { ConnectionRow } from "./repo.js"
 import {
-  Connection, ConnectionList, ConnectionParams, CreateConnectionBody, Deleted, ListConnectionsQuery, UpdateConnectionBody,
+  Connection,
+  ConnectionList,
+  ConnectionParams,
+  CreateConnectionBody,
+  Deleted,
+  ListConnectionsQuery,
+  UpdateConnectionBody,
 } from "./schema.js"
 import * as service from "./service.js"
 
@@ -20,68 +25,113 @@ const callbackUrl = (config: AppConfig, env: EnvironmentRecord, row: ConnectionR
   connectionCallbackUrl(environmentUrls(config, env), row)
 
 /** The wire form: `provider_client_secret` is write-only and never in it. */
-const present = (config: AppConfig, env: EnvironmentRecord) => (row: ConnectionRow): typeof Connection.Type => ({
-  id: row.id,
-  environment_id: row.environment_id,
-  provider: row.provider,
-  mode: row.mode,
-  provider_key: row.provider_key,
-  provider_client_id: row.provider_client_id,
-  issuer: row.issuer,
-  scopes: row.scopes,
-  profile_mapping: row.profile_mapping,
-  status: row.status,
-  owner_confirmed: row.owner_confirmed,
-  callback_url: callbackUrl(config, env, row),
-  created_at: row.created_at.toISOString(),
-  updated_at: row.updated_at.toISOString(),
-})
+const present =
+  (config: AppConfig, env: EnvironmentRecord) =>
+  (row: ConnectionRow): typeof Connection.Type => ({
+    id: row.id,
+    environment_id: row.environment_id,
+    provider: row.provider,
+    mode: row.mode,
+    provider_key: row.provider_key,
+    provider_client_id: row.provider_client_id,
+    issuer: row.issuer,
+    scopes: row.scopes,
+    profile_mapping: row.profile_mapping,
+    status: row.status,
+    owner_confirmed: row.owner_confirmed,
+    callback_url: callbackUrl(config, env, row),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  })
 
-const one = (result: { row: ConnectionRow; env: EnvironmentRecord }, status = 200) => Effect.gen(function* () {
-  const config = yield* Config
-  const body = present(config, result.env)(result.row)
-  const headers = status === 201 ? { location: `/v1/connections/${result.row.id}` } : undefined
-  return withEtag(json(body, status, headers), result.row.id, result.row.version)
-})
+const one = (result: { row: ConnectionRow; env: EnvironmentRecord }, status = 200) =>
+  Effect.gen(function* () {
+    const config = yield* Config
+    const body = present(config, result.env)(result.row)
+    const headers = status === 201 ? { location: `/v1/connections/${result.row.id}` } : undefined
+    return withEtag(json(body, status, headers), result.row.id, result.row.version)
+  })
+
+const ifMatch = { resource: (p: typeof ConnectionParams.Type) => p.connectionId }
 
 export const connectionRoutes = [
-  route("GET", "/v1/connections", withCaller("connections:read", Effect.gen(function* () {
-    const query = yield* decodeQuery(ListConnectionsQuery)
-    const page = yield* parsePage(query)
-    const { rows, env } = yield* service.listConnections(query, page)
-    return json(pageOf(rows, page, (r) => r.id, present(yield* Config, env)))
-  })), {
-    summary: "List the Connections (social providers) of an Environment", tags, scope: "connections:read",
-    query: ListConnectionsQuery, response: ConnectionList,
-  }),
+  endpoint(
+    {
+      method: "GET",
+      path: "/v1/connections",
+      summary: "List the Connections (social providers) of an Environment",
+      tags,
+      scope: "connections:read",
+      query: ListConnectionsQuery,
+      response: ConnectionList,
+    },
+    ({ query }) =>
+      Effect.gen(function* () {
+        const page = yield* parsePage(query)
+        const { rows, env } = yield* service.listConnections(query, page)
+        return json(pageOf(rows, page, (r) => r.id, present(yield* Config, env)))
+      }),
+  ),
 
-  route("POST", "/v1/connections", withCaller("connections:write", Effect.gen(function* () {
-    const body = yield* decodeJsonBody(CreateConnectionBody)
-    return yield* withIdempotency(Effect.flatMap(service.createConnection(body), (r) => one(r, 201)))
-  })), {
-    summary: "Create a Connection (provider_client_secret is write-only)", tags, scope: "connections:write",
-    body: CreateConnectionBody, response: Connection, status: 201, idempotent: true,
-  }),
+  endpoint(
+    {
+      method: "POST",
+      path: "/v1/connections",
+      summary: "Create a Connection (provider_client_secret is write-only)",
+      tags,
+      scope: "connections:write",
+      body: CreateConnectionBody,
+      response: Connection,
+      status: 201,
+      idempotent: true,
+    },
+    ({ body }) => Effect.flatMap(service.createConnection(body), (r) => one(r, 201)),
+  ),
 
-  route("GET", "/v1/connections/:connectionId", withCaller("connections:read", Effect.gen(function* () {
-    const { connectionId } = yield* decodeParams(ConnectionParams)
-    return yield* Effect.flatMap(service.getConnection(connectionId), (r) => one(r))
-  })), { summary: "Get a Connection", tags, scope: "connections:read", params: ConnectionParams, response: Connection }),
+  endpoint(
+    {
+      method: "GET",
+      path: "/v1/connections/:connectionId",
+      summary: "Get a Connection",
+      tags,
+      scope: "connections:read",
+      params: ConnectionParams,
+      response: Connection,
+    },
+    ({ params }) => Effect.flatMap(service.getConnection(params.connectionId), (r) => one(r)),
+  ),
 
-  route("PATCH", "/v1/connections/:connectionId", withCaller("connections:write", Effect.gen(function* () {
-    const { connectionId } = yield* decodeParams(ConnectionParams)
-    const body = yield* decodeJsonBody(UpdateConnectionBody)
-    return yield* withIdempotency(Effect.flatMap(service.updateConnection(connectionId, body), (r) => one(r)))
-  })), {
-    summary: "Update a Connection; owner_confirmed true confirms a generic_oidc connection, a changed issuer clears it (If-Match supported)",
-    tags, scope: "connections:write", params: ConnectionParams, body: UpdateConnectionBody, response: Connection, idempotent: true,
-  }),
+  endpoint(
+    {
+      method: "PATCH",
+      path: "/v1/connections/:connectionId",
+      summary:
+        "Update a Connection; owner_confirmed true confirms a generic_oidc connection, a changed issuer clears it (If-Match supported)",
+      tags,
+      scope: "connections:write",
+      params: ConnectionParams,
+      body: UpdateConnectionBody,
+      response: Connection,
+      idempotent: true,
+      ifMatch,
+    },
+    ({ params, body, expectedVersion }) =>
+      Effect.flatMap(service.updateConnection(params.connectionId, body, expectedVersion), (r) => one(r)),
+  ),
 
-  route("DELETE", "/v1/connections/:connectionId", withCaller("connections:write", Effect.gen(function* () {
-    const { connectionId } = yield* decodeParams(ConnectionParams)
-    return yield* withIdempotency(Effect.map(service.deleteConnection(connectionId), (id) => json({ id, deleted: true })))
-  })), {
-    summary: "Delete a Connection (logical; If-Match supported)", tags, scope: "connections:write", params: ConnectionParams,
-    response: Deleted, idempotent: true,
-  }),
+  endpoint(
+    {
+      method: "DELETE",
+      path: "/v1/connections/:connectionId",
+      summary: "Delete a Connection (logical; If-Match supported)",
+      tags,
+      scope: "connections:write",
+      params: ConnectionParams,
+      response: Deleted,
+      idempotent: true,
+      ifMatch,
+    },
+    ({ params, expectedVersion }) =>
+      Effect.map(service.deleteConnection(params.connectionId, expectedVersion), (id) => json({ id, deleted: true })),
+  ),
 ]

@@ -5,6 +5,7 @@
  * decided when the login code connects, not here.
  */
 export const issuerProblem = (issuer: string): string | undefined => {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the rule
   if (/[\s\u0000-\u001f\u007f]/.test(issuer)) return "must not contain spaces or control characters"
   if (issuer.includes("*")) return "must not contain wildcards (*)"
   if (!URL.canParse(issuer) || !/^https:\/\/[^/?#]/i.test(issuer)) return "must be an https URL"

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { PageQuery } from "../http/pagination.js"
+import { PageQuery } from "../conventions/pagination.js"
 
 // The wire of the Connections routes (spec: Resources "Connection", Management API "Connections").
 
@@ -84,6 +84,9 @@ export const Connection = Schema.Struct({
   updated_at: Schema.String,
 })
 
-export const ConnectionList = Schema.Struct({ data: Schema.Array(Connection), next_cursor: Schema.NullOr(Schema.String) })
+export const ConnectionList = Schema.Struct({
+  data: Schema.Array(Connection),
+  next_cursor: Schema.NullOr(Schema.String),
+})
 
 export const Deleted = Schema.Struct({ id: Schema.String, deleted: Schema.Boolean })

@@ -13,16 +13,24 @@ export class DnsLookupFailed extends Schema.TaggedError<DnsLookupFailed>()("DnsL
  * string (its character-strings joined, RFC 7208 section 3.3 style); a name or type that does
  * not exist is an empty list, not a failure.
  */
-export class DnsResolver extends Context.Service<DnsResolver, {
-  readonly resolveTxt: (name: string) => Effect.Effect<ReadonlyArray<string>, DnsLookupFailed>
-}>()("domains/DnsResolver") {}
+export class DnsResolver extends Context.Service<
+  DnsResolver,
+  {
+    readonly resolveTxt: (name: string) => Effect.Effect<ReadonlyArray<string>, DnsLookupFailed>
+  }
+>()("domains/DnsResolver") {}
 
 /** Answers that mean "nothing published there" (node:dns error codes). */
 const NO_RECORDS = new Set(["ENOTFOUND", "ENODATA", "ENONAME", "NXDOMAIN"])
 
 /** `ip`, `ip:port` or `[ipv6]:port`, comma-separated. */
 const DnsServers = Config.String("DNS_SERVERS").pipe(
-  Config.map((raw) => raw.split(",").map((s) => s.trim()).filter((s) => s !== "")),
+  Config.map((raw) =>
+    raw
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== ""),
+  ),
   Config.option,
 )
 
@@ -30,17 +38,24 @@ const DnsServers = Config.String("DNS_SERVERS").pipe(
  * node:dns with a bounded time (2 s per try, 2 tries) so a validation request never hangs.
  * `DNS_SERVERS` (optional) replaces the system resolvers.
  */
-export const DnsResolverLive = Layer.effect(DnsResolver, Effect.gen(function* () {
-  const servers = yield* DnsServers
-  const resolver = new Resolver({ timeout: 2000, tries: 2 })
-  if (Option.isSome(servers) && servers.value.length > 0) resolver.setServers(servers.value)
-  return DnsResolver.of({
-    resolveTxt: (name) => Effect.tryPromise({
-      try: () => resolver.resolveTxt(name),
-      catch: (e) => new DnsLookupFailed({ name, reason: (e as { code?: string }).code ?? "EUNKNOWN" }),
-    }).pipe(
-      Effect.map((records) => records.map((chunks) => chunks.join(""))),
-      Effect.catchIf((e) => NO_RECORDS.has(e.reason), () => Effect.succeed([])),
-    ),
-  })
-}))
+export const DnsResolverLive = Layer.effect(
+  DnsResolver,
+  Effect.gen(function* () {
+    const servers = yield* DnsServers
+    const resolver = new Resolver({ timeout: 2000, tries: 2 })
+    if (Option.isSome(servers) && servers.value.length > 0) resolver.setServers(servers.value)
+    return DnsResolver.of({
+      resolveTxt: (name) =>
+        Effect.tryPromise({
+          try: () => resolver.resolveTxt(name),
+          catch: (e) => new DnsLookupFailed({ name, reason: (e as { code?: string }).code ?? "EUNKNOWN" }),
+        }).pipe(
+          Effect.map((records) => records.map((chunks) => chunks.join(""))),
+          Effect.catchIf(
+            (e) => NO_RECORDS.has(e.reason),
+            () => Effect.succeed([]),
+          ),
+        ),
+    })
+  }),
+)

@@ -15,7 +15,8 @@ const hostOnly = (host: string) => host.replace(/:\d+$/, "")
  * which the host dispatcher already claims.
  */
 export const hostnameProblem = (config: AppConfig, hostname: string): string | undefined => {
-  if (isIP(hostname) !== 0 || isIP(hostname.replace(/^\[|\]$/g, "")) !== 0) return "must be a DNS name, not an IP address"
+  if (isIP(hostname) !== 0 || isIP(hostname.replace(/^\[|\]$/g, "")) !== 0)
+    return "must be a DNS name, not an IP address"
   if (hostname !== hostname.toLowerCase()) return "must be lower case"
   if (hostname.length > 253) return "must be at most 253 characters"
   const labels = hostname.split(".")
@@ -23,9 +24,11 @@ export const hostnameProblem = (config: AppConfig, hostname: string): string | u
     return "must be a DNS name of at least two labels (letters, digits, hyphens; no trailing dot, port or path)"
   }
   if (/^\d+$/.test(labels[labels.length - 1]!)) return "must be a DNS name, not an IP address"
-  if (LOCAL_SUFFIXES.some((s) => hostname === s || hostname.endsWith(`.${s}`))) return "must not be a localhost-type name"
+  if (LOCAL_SUFFIXES.some((s) => hostname === s || hostname.endsWith(`.${s}`)))
+    return "must not be a localhost-type name"
   const platform = config.platformDomain
-  if (hostname === platform || hostname.endsWith(`.${platform}`)) return `must not be under the platform domain ${platform}`
+  if (hostname === platform || hostname.endsWith(`.${platform}`))
+    return `must not be under the platform domain ${platform}`
   if (hostname === hostOnly(config.canonicalIssuerHost) || hostname === hostOnly(config.managementHost)) {
     return "must not be one of the platform's own hosts"
   }

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { PageQuery } from "../http/pagination.js"
+import { PageQuery } from "../conventions/pagination.js"
 
 // The wire of the Domains routes (spec: Resources "Domain", Management API "Domains").
 

@@ -10,7 +10,9 @@ export const challengeName = (hostname: string) => `_authservice-challenge.${hos
  * value is the domain's verification token. Answers the validation errors (empty = valid);
  * a DNS failure is an error the caller can retry, never a crash.
  */
-export const validationErrors = (domain: Pick<DomainRow, "hostname" | "verification_token">) => Effect.gen(function* () {
+export const validationErrors = Effect.fnUntraced(function* (
+  domain: Pick<DomainRow, "hostname" | "verification_token">,
+) {
   const resolver = yield* DnsResolver
   const name = challengeName(domain.hostname)
   return yield* resolver.resolveTxt(name).pipe(
@@ -21,6 +23,7 @@ export const validationErrors = (domain: Pick<DomainRow, "hostname" | "verificat
         : [`The TXT records at ${name} do not contain the verification value ${domain.verification_token}`]
     }),
     Effect.catchTag("DnsLookupFailed", (e) =>
-      Effect.succeed([`The DNS lookup of ${name} (TXT) failed (${e.reason}); retry the validation later`])),
+      Effect.succeed([`The DNS lookup of ${name} (TXT) failed (${e.reason}); retry the validation later`]),
+    ),
   )
 })

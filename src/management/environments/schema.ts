@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { PageQuery } from "../http/pagination.js"
+import { PageQuery } from "../conventions/pagination.js"
 import { Name } from "../workspaces/slug.js"
 
 export const EnvironmentParams = Schema.Struct({ environmentId: Schema.String })
@@ -9,25 +9,45 @@ export const EnvironmentStatus = Schema.Literals(["active", "suspended", "delete
 
 /** `issuer`, `interaction_domain` and `rp_id` are derived and read-only (spec: Environment). */
 export const Environment = Schema.Struct({
-  id: Schema.String, workspace_id: Schema.String, project_id: Schema.String, type: EnvironmentType, name: Schema.String,
-  status: EnvironmentStatus, issuer: Schema.String, interaction_domain: Schema.String, rp_id: Schema.String,
-  created_at: Schema.String, updated_at: Schema.String,
+  id: Schema.String,
+  workspace_id: Schema.String,
+  project_id: Schema.String,
+  type: EnvironmentType,
+  name: Schema.String,
+  status: EnvironmentStatus,
+  issuer: Schema.String,
+  interaction_domain: Schema.String,
+  rp_id: Schema.String,
+  created_at: Schema.String,
+  updated_at: Schema.String,
 })
 
-export const EnvironmentList = Schema.Struct({ data: Schema.Array(Environment), next_cursor: Schema.NullOr(Schema.String) })
+export const EnvironmentList = Schema.Struct({
+  data: Schema.Array(Environment),
+  next_cursor: Schema.NullOr(Schema.String),
+})
 
 /** Optional here; when sent it must equal the authenticated Workspace (spec: common rule 5). */
 const WorkspaceId = Schema.optionalKey(Schema.String)
 
 export const ListEnvironmentsQuery = Schema.Struct({
-  project_id: Schema.String, type: Schema.optionalKey(EnvironmentType), workspace_id: WorkspaceId, ...PageQuery,
+  project_id: Schema.String,
+  type: Schema.optionalKey(EnvironmentType),
+  workspace_id: WorkspaceId,
+  ...PageQuery,
 })
 
-export const CreateEnvironmentBody = Schema.Struct({ project_id: Schema.String, type: EnvironmentType, name: Name, workspace_id: WorkspaceId })
+export const CreateEnvironmentBody = Schema.Struct({
+  project_id: Schema.String,
+  type: EnvironmentType,
+  name: Name,
+  workspace_id: WorkspaceId,
+})
 
 /** `deleted` is reached only through DELETE (spec: Environment status). */
 export const UpdateEnvironmentBody = Schema.Struct({
-  name: Schema.optionalKey(Name), status: Schema.optionalKey(Schema.Literals(["active", "suspended"])),
+  name: Schema.optionalKey(Name),
+  status: Schema.optionalKey(Schema.Literals(["active", "suspended"])),
 })
 
 export const Settings = Schema.Struct({

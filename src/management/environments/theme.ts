@@ -8,16 +8,19 @@ const HexColor = Schema.String.check(Schema.isPattern(/^#[0-9a-fA-F]{6}$/, { des
 
 const HttpsUrl = Schema.String.check(
   Schema.isMaxLength(2048),
-  Schema.makeFilter((value: string) => {
-    try {
-      const url = new URL(value)
-      return url.protocol === "https:" && url.username === "" && url.password === "" && !/["'()\\\s<>]/.test(value)
-        ? undefined
-        : "must be an https URL without credentials, quotes, parentheses or spaces"
-    } catch {
-      return "must be an https URL"
-    }
-  }, { description: "an https URL" }),
+  Schema.makeFilter(
+    (value: string) => {
+      try {
+        const url = new URL(value)
+        return url.protocol === "https:" && url.username === "" && url.password === "" && !/["'()\\\s<>]/.test(value)
+          ? undefined
+          : "must be an https URL without credentials, quotes, parentheses or spaces"
+      } catch {
+        return "must be an https URL"
+      }
+    },
+    { description: "an https URL" },
+  ),
 )
 
 export const FONT_FAMILIES = ["system", "sans-serif", "serif", "monospace"] as const
@@ -32,6 +35,10 @@ export const ThemeInput = Schema.Struct({
   font_family: Schema.optionalKey(Schema.Literals(FONT_FAMILIES)),
   /** Shown above the login form; `null` shows none. */
   logo_url: Schema.optionalKey(Schema.NullOr(HttpsUrl)),
+  /** The application's terms of service, linked on the login page; GET /config answers it as `legal.terms_url`. */
+  terms_url: Schema.optionalKey(Schema.NullOr(HttpsUrl)),
+  /** The application's privacy policy, linked on the login page; GET /config answers it as `legal.privacy_url`. */
+  privacy_url: Schema.optionalKey(Schema.NullOr(HttpsUrl)),
 })
 
 /** The theme as stored and returned: every field present. */
@@ -42,6 +49,8 @@ export const Theme = Schema.Struct({
   border_radius: Schema.Int,
   font_family: Schema.Literals(FONT_FAMILIES),
   logo_url: Schema.NullOr(Schema.String),
+  terms_url: Schema.NullOr(Schema.String),
+  privacy_url: Schema.NullOr(Schema.String),
 })
 export type Theme = typeof Theme.Type
 
@@ -52,6 +61,8 @@ export const DEFAULT_THEME: Theme = {
   border_radius: 8,
   font_family: "system",
   logo_url: null,
+  terms_url: null,
+  privacy_url: null,
 }
 
 /** PUT replaces the whole theme: omitted fields reset to their defaults. */

@@ -7,6 +7,9 @@ export class ImpersonationDisabled extends Schema.TaggedError<ImpersonationDisab
   detail: Schema.optionalKey(Schema.String),
 }) {}
 /** 409 `user_blocked`: a blocked user cannot be impersonated (it cannot sign in either). */
-export class ImpersonationTargetBlocked extends Schema.TaggedError<ImpersonationTargetBlocked>()("ImpersonationTargetBlocked", {
-  detail: Schema.optionalKey(Schema.String),
-}) {}
+export class ImpersonationTargetBlocked extends Schema.TaggedError<ImpersonationTargetBlocked>()(
+  "ImpersonationTargetBlocked",
+  {
+    detail: Schema.optionalKey(Schema.String),
+  },
+) {}

@@ -8,11 +8,13 @@ import { Schema } from "effect"
 export const StartQuery = Schema.Struct({ environment_id: Schema.String })
 
 /** Characters are Unicode code points; a reason of blanks only is no reason. */
-export const Reason = Schema.String.check(Schema.makeFilter((s: string) => {
-  const length = [...s].length
-  if (length < 10 || length > 1000) return "reason must be 10 to 1000 characters"
-  return s.trim() !== "" || "reason must not be blank"
-}))
+export const Reason = Schema.String.check(
+  Schema.makeFilter((s: string) => {
+    const length = [...s].length
+    if (length < 10 || length > 1000) return "reason must be 10 to 1000 characters"
+    return s.trim() !== "" || "reason must not be blank"
+  }),
+)
 
 export const StartBody = Schema.Struct({
   user_id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)),

@@ -24,7 +24,7 @@ export const FORBIDDEN_SCOPES = ["openid", "email", "offline_access"] as const
  * servers of the customer that verify tokens locally see `act` and decide what to allow.
  * No `client_id` (no client asked for it) and no `amr` (nobody authenticated as the user).
  */
-export const mintImpersonationToken = (input: {
+export const mintImpersonationToken = Effect.fnUntraced(function* (input: {
   readonly issuer: string
   readonly environmentId: string
   readonly impersonationId: string
@@ -33,22 +33,26 @@ export const mintImpersonationToken = (input: {
   readonly actorPlatformUserId: string
   readonly issuedAtMs: number
   readonly expiresAtMs: number
-}) => Effect.gen(function* () {
+}) {
   const { kid, key } = yield* (yield* Keys).signingKey(input.environmentId)
   const jti = yield* (yield* Crypto).randomToken(16)
   const iat = unixSeconds(input.issuedAtMs)
-  return signEs256({ alg: "ES256", typ: "at+jwt", kid }, {
-    iss: input.issuer,
-    sub: input.userId,
-    aud: input.issuer,
-    exp: unixSeconds(input.expiresAtMs),
-    iat,
-    jti,
-    sid: input.impersonationId,
-    scope: IMPERSONATION_SCOPE,
-    acr: ACR_BASIC,
-    auth_time: iat,
-    sv: input.securityVersion,
-    act: { sub: input.actorPlatformUserId, actor_type: "workspace_member" },
-  }, key)
+  return signEs256(
+    { alg: "ES256", typ: "at+jwt", kid },
+    {
+      iss: input.issuer,
+      sub: input.userId,
+      aud: input.issuer,
+      exp: unixSeconds(input.expiresAtMs),
+      iat,
+      jti,
+      sid: input.impersonationId,
+      scope: IMPERSONATION_SCOPE,
+      acr: ACR_BASIC,
+      auth_time: iat,
+      sv: input.securityVersion,
+      act: { sub: input.actorPlatformUserId, actor_type: "workspace_member" },
+    },
+    key,
+  )
 })

@@ -20,17 +20,30 @@ export const failAbandonedImports = Effect.gen(function* () {
   const at = new Date(yield* Clock.currentTimeMillis)
   const audit = yield* Audit
   // The jobs and their audit records in one transaction.
-  return yield* sql.withTransaction(Effect.gen(function* () {
-    const ended = yield* repo.failAbandonedImports({
-      failureCode: WORKER_FAILED, failureMessage: "The import stopped: its worker runs kept failing", at,
-    })
-    for (const job of ended) {
-      const actor: Actor = { type: job.created_by_type as Actor["type"], ...(job.created_by_id ? { id: job.created_by_id } : {}) }
-      yield* audit.append({
-        workspaceId: job.workspace_id, environmentId: job.environment_id, actor, action: "user_import_job.finished",
-        subjectType: "user_import_job", subjectId: job.id, result: "failure", details: importAuditDetails(job),
+  return yield* sql.withTransaction(
+    Effect.gen(function* () {
+      const ended = yield* repo.failAbandonedImports({
+        failureCode: WORKER_FAILED,
+        failureMessage: "The import stopped: its worker runs kept failing",
+        at,
       })
-    }
-    return ended.length
-  }))
+      for (const job of ended) {
+        const actor: Actor = {
+          type: job.created_by_type as Actor["type"],
+          ...(job.created_by_id ? { id: job.created_by_id } : {}),
+        }
+        yield* audit.append({
+          workspaceId: job.workspace_id,
+          environmentId: job.environment_id,
+          actor,
+          action: "user_import_job.finished",
+          subjectType: "user_import_job",
+          subjectId: job.id,
+          result: "failure",
+          details: importAuditDetails(job),
+        })
+      }
+      return ended.length
+    }),
+  )
 }).pipe(withCallSpan("userImport.failAbandoned"))

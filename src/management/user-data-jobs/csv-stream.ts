@@ -42,9 +42,11 @@ const utf8Check = () => {
 }
 
 const asSourceFailure = (error: unknown): SourceFailure =>
-  error instanceof SourceFailure ? error
-  : error instanceof CsvError ? new SourceFailure("invalid_source", `The source is not valid CSV (${error.message})`)
-  : new SourceFailure("source_unreachable", "The connection to the source failed while reading it")
+  error instanceof SourceFailure
+    ? error
+    : error instanceof CsvError
+      ? new SourceFailure("invalid_source", `The source is not valid CSV (${error.message})`)
+      : new SourceFailure("source_unreachable", "The connection to the source failed while reading it")
 
 /**
  * The rows of a CSV body, in file order, numbered from 1. Ending the iteration early (return

@@ -1,8 +1,13 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http"
-import { Readable, Transform } from "node:stream"
+import { type Readable, Transform } from "node:stream"
 import { request as httpsRequest } from "node:https"
 import { Effect } from "effect"
-import { BLOCKED_ADDRESS_CODE, guardedLookup, type Resolver, systemResolver } from "../../platform/outbound/guarded-lookup.js"
+import {
+  BLOCKED_ADDRESS_CODE,
+  guardedLookup,
+  type Resolver,
+  systemResolver,
+} from "../../platform/outbound/guarded-lookup.js"
 import { checkWebhookUrl } from "../../platform/outbound/url-policy.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
@@ -28,7 +33,12 @@ export interface FetchOptions {
   readonly resolver?: Resolver | undefined
 }
 
-export type FetchFailureCode = "source_blocked" | "source_unreachable" | "source_timeout" | "source_http_error" | "source_too_large"
+export type FetchFailureCode =
+  | "source_blocked"
+  | "source_unreachable"
+  | "source_timeout"
+  | "source_http_error"
+  | "source_too_large"
 
 export type FetchOutcome =
   | { readonly ok: true; readonly body: Buffer }
@@ -38,7 +48,10 @@ const failure = (code: FetchFailureCode, message: string) => ({ ok: false as con
 
 /** A source that failed while its body was read; the stream is destroyed with it. */
 export class SourceFailure extends Error {
-  constructor(readonly code: FetchFailureCode | "invalid_source" | "too_many_rows", message: string) {
+  constructor(
+    readonly code: FetchFailureCode | "invalid_source" | "too_many_rows",
+    message: string,
+  ) {
     super(message)
   }
 }
@@ -64,46 +77,57 @@ export interface OpenOptions {
  * with a `SourceFailure` when the source sends too much, falls silent or drops the connection.
  * Closing the body (destroy) closes the connection.
  */
-export const openSource = (rawUrl: string, options: OpenOptions) => Effect.callback<OpenOutcome>((resume) => {
-  const verdict = checkWebhookUrl(rawUrl, { allowPrivateTargets: options.allowPrivateTargets })
-  if (!verdict.ok) {
-    resume(Effect.succeed(failure("source_blocked", `source_url is not allowed: ${verdict.detail}`)))
-    return
-  }
-  const url = verdict.url
-  let settled = false
-  const finish = (outcome: OpenOutcome) => {
-    if (settled) return
-    settled = true
-    clearTimeout(deadline)
-    if (!outcome.ok) request.destroy()
-    resume(Effect.succeed(outcome))
-  }
-  const lookup = options.allowPrivateTargets ? undefined : guardedLookup(options.resolver ?? systemResolver)
-  const request = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, {
-    method: "GET",
-    headers: { accept: "application/json, text/csv, */*;q=0.1", "user-agent": "authservice-user-import/1" },
-    agent: false,
-    ...(lookup ? { lookup } : {}),
-  }, (res) => {
-    const status = res.statusCode ?? 0
-    // Only a 2xx is the file; a redirect is an answer like any other (never followed).
-    if (status < 200 || status > 299) return finish(failure("source_http_error", `The source answered HTTP ${status}`))
-    const declared = Number(res.headers["content-length"] ?? "0")
-    if (declared > options.maxBytes) return finish(failure("source_too_large", `The source is larger than ${options.maxBytes} bytes`))
-    finish({ ok: true, body: boundedBody(request, res, options) })
+export const openSource = (rawUrl: string, options: OpenOptions) =>
+  Effect.callback<OpenOutcome>((resume) => {
+    const verdict = checkWebhookUrl(rawUrl, { allowPrivateTargets: options.allowPrivateTargets })
+    if (!verdict.ok) {
+      resume(Effect.succeed(failure("source_blocked", `source_url is not allowed: ${verdict.detail}`)))
+      return
+    }
+    const url = verdict.url
+    let settled = false
+    const finish = (outcome: OpenOutcome) => {
+      if (settled) return
+      settled = true
+      clearTimeout(deadline)
+      if (!outcome.ok) request.destroy()
+      resume(Effect.succeed(outcome))
+    }
+    const lookup = options.allowPrivateTargets ? undefined : guardedLookup(options.resolver ?? systemResolver)
+    const request = (url.protocol === "https:" ? httpsRequest : httpRequest)(
+      url,
+      {
+        method: "GET",
+        headers: { accept: "application/json, text/csv, */*;q=0.1", "user-agent": "authservice-user-import/1" },
+        agent: false,
+        ...(lookup ? { lookup } : {}),
+      },
+      (res) => {
+        const status = res.statusCode ?? 0
+        // Only a 2xx is the file; a redirect is an answer like any other (never followed).
+        if (status < 200 || status > 299)
+          return finish(failure("source_http_error", `The source answered HTTP ${status}`))
+        const declared = Number(res.headers["content-length"] ?? "0")
+        if (declared > options.maxBytes)
+          return finish(failure("source_too_large", `The source is larger than ${options.maxBytes} bytes`))
+        finish({ ok: true, body: boundedBody(request, res, options) })
+      },
+    )
+    const deadline = setTimeout(
+      () => finish(failure("source_timeout", `The source did not answer within ${options.timeoutMs / 1000} s`)),
+      options.timeoutMs,
+    )
+    request.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === BLOCKED_ADDRESS_CODE)
+        return finish(failure("source_blocked", "The source host resolves to a private, loopback or reserved address"))
+      finish(failure("source_unreachable", `The source could not be reached (${error.code ?? "connection failed"})`))
+    })
+    request.end()
+    return Effect.sync(() => {
+      clearTimeout(deadline)
+      if (!settled) request.destroy()
+    })
   })
-  const deadline = setTimeout(() => finish(failure("source_timeout", `The source did not answer within ${options.timeoutMs / 1000} s`)), options.timeoutMs)
-  request.on("error", (error: NodeJS.ErrnoException) => {
-    if (error.code === BLOCKED_ADDRESS_CODE) return finish(failure("source_blocked", "The source host resolves to a private, loopback or reserved address"))
-    finish(failure("source_unreachable", `The source could not be reached (${error.code ?? "connection failed"})`))
-  })
-  request.end()
-  return Effect.sync(() => {
-    clearTimeout(deadline)
-    if (!settled) request.destroy()
-  })
-})
 
 /** The response body behind a byte counter, an idle timer and an end-of-file check. */
 const boundedBody = (request: ClientRequest, res: IncomingMessage, options: OpenOptions): Readable => {
@@ -112,7 +136,8 @@ const boundedBody = (request: ClientRequest, res: IncomingMessage, options: Open
   const out = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       received += chunk.length
-      if (received > options.maxBytes) return callback(new SourceFailure("source_too_large", `The source is larger than ${options.maxBytes} bytes`))
+      if (received > options.maxBytes)
+        return callback(new SourceFailure("source_too_large", `The source is larger than ${options.maxBytes} bytes`))
       callback(null, chunk)
     },
   })
@@ -121,11 +146,17 @@ const boundedBody = (request: ClientRequest, res: IncomingMessage, options: Open
     request.destroy()
   }
   res.setTimeout(options.idleTimeoutMs, () =>
-    fail(new SourceFailure("source_timeout", `The source sent nothing for ${options.idleTimeoutMs / 1000} s`)))
-  res.on("end", () => { ended = true })
-  res.on("error", () => fail(new SourceFailure("source_unreachable", "The connection to the source failed while reading it")))
+    fail(new SourceFailure("source_timeout", `The source sent nothing for ${options.idleTimeoutMs / 1000} s`)),
+  )
+  res.on("end", () => {
+    ended = true
+  })
+  res.on("error", () =>
+    fail(new SourceFailure("source_unreachable", "The connection to the source failed while reading it")),
+  )
   res.on("close", () => {
-    if (!ended) fail(new SourceFailure("source_unreachable", "The source closed the connection before the end of the file"))
+    if (!ended)
+      fail(new SourceFailure("source_unreachable", "The source closed the connection before the end of the file"))
   })
   // Closing the reader early (the request only reads the head) closes the connection.
   out.on("close", () => {
@@ -139,16 +170,21 @@ const boundedBody = (request: ClientRequest, res: IncomingMessage, options: Open
  * The whole source in memory, at most `maxBytes` and `timeoutMs` in total (JSON sources and
  * CSV sources small enough to import inside the request).
  */
-export const fetchSource = (rawUrl: string, options: FetchOptions) => Effect.gen(function* () {
+export const fetchSource = Effect.fnUntraced(function* (rawUrl: string, options: FetchOptions) {
   // A transport deadline, measured on the monotonic clock like the socket timers it feeds (real
   // time: a test's TestClock must not expire a network read), not a decision of the service.
   const started = performance.now()
   const opened = yield* openSource(rawUrl, { ...options, idleTimeoutMs: options.timeoutMs })
   if (!opened.ok) return opened
   // The body stream enforces maxBytes itself: reading "one byte more than it" reads it all.
-  const read = yield* readHead(opened.body, options.maxBytes + 1, Math.max(1, options.timeoutMs - (performance.now() - started)), options.timeoutMs)
+  const read = yield* readHead(
+    opened.body,
+    options.maxBytes + 1,
+    Math.max(1, options.timeoutMs - (performance.now() - started)),
+    options.timeoutMs,
+  )
   return read.ok ? { ok: true as const, body: read.head } : read
-}).pipe(withCallSpan("userImport.fetchSource"))
+}, withCallSpan("userImport.fetchSource"))
 
 export type HeadOutcome =
   | { readonly ok: true; readonly complete: boolean; readonly head: Buffer }
@@ -158,28 +194,38 @@ export type HeadOutcome =
  * Reads at most `maxBytes` of a body within `timeoutMs`: the whole file when it is that small
  * (`complete`), else its head, and the connection is closed (the worker fetches it again).
  */
-export const readHead = (body: Readable, maxBytes: number, timeoutMs: number, reportedTimeoutMs = timeoutMs) => Effect.callback<HeadOutcome>((resume) => {
-  const chunks: Array<Buffer> = []
-  let received = 0
-  let settled = false
-  const finish = (outcome: HeadOutcome) => {
-    if (settled) return
-    settled = true
-    clearTimeout(deadline)
-    if (!outcome.ok || !outcome.complete) body.destroy()
-    resume(Effect.succeed(outcome))
-  }
-  const deadline = setTimeout(() => finish(failure("source_timeout", `The source did not deliver the file within ${reportedTimeoutMs / 1000} s`)), timeoutMs)
-  body.on("data", (chunk: Buffer) => {
-    chunks.push(chunk)
-    received += chunk.length
-    if (received > maxBytes) finish({ ok: true, complete: false, head: Buffer.concat(chunks) })
+export const readHead = (body: Readable, maxBytes: number, timeoutMs: number, reportedTimeoutMs = timeoutMs) =>
+  Effect.callback<HeadOutcome>((resume) => {
+    const chunks: Array<Buffer> = []
+    let received = 0
+    let settled = false
+    const finish = (outcome: HeadOutcome) => {
+      if (settled) return
+      settled = true
+      clearTimeout(deadline)
+      if (!outcome.ok || !outcome.complete) body.destroy()
+      resume(Effect.succeed(outcome))
+    }
+    const deadline = setTimeout(
+      () =>
+        finish(failure("source_timeout", `The source did not deliver the file within ${reportedTimeoutMs / 1000} s`)),
+      timeoutMs,
+    )
+    body.on("data", (chunk: Buffer) => {
+      chunks.push(chunk)
+      received += chunk.length
+      if (received > maxBytes) finish({ ok: true, complete: false, head: Buffer.concat(chunks) })
+    })
+    body.on("end", () => finish({ ok: true, complete: true, head: Buffer.concat(chunks) }))
+    body.on("error", (error) =>
+      finish(
+        error instanceof SourceFailure && error.code !== "invalid_source" && error.code !== "too_many_rows"
+          ? failure(error.code, error.message)
+          : failure("source_unreachable", "The connection to the source failed while reading it"),
+      ),
+    )
+    return Effect.sync(() => {
+      clearTimeout(deadline)
+      body.destroy()
+    })
   })
-  body.on("end", () => finish({ ok: true, complete: true, head: Buffer.concat(chunks) }))
-  body.on("error", (error) => finish(error instanceof SourceFailure && error.code !== "invalid_source" && error.code !== "too_many_rows"
-    ? failure(error.code, error.message) : failure("source_unreachable", "The connection to the source failed while reading it")))
-  return Effect.sync(() => {
-    clearTimeout(deadline)
-    body.destroy()
-  })
-})

@@ -31,7 +31,9 @@ export interface ImportTarget {
 }
 
 /** The checkpoint moved under this run: another run of the job committed first. Its batch rolls back. */
-export class ImportSuperseded extends Schema.TaggedError<ImportSuperseded>()("ImportSuperseded", { jobId: Schema.String }) {}
+export class ImportSuperseded extends Schema.TaggedError<ImportSuperseded>()("ImportSuperseded", {
+  jobId: Schema.String,
+}) {}
 
 interface Candidate {
   readonly row: number
@@ -59,7 +61,13 @@ export const triage = (rows: ReadonlyArray<SourceRow>, seen: Set<string>) => {
     const key = normalizeEmail(parsed.user.email)
     if (seen.has(key)) {
       skipped++
-      errors.push({ row: parsed.row, line, code: "duplicate_in_file", field: "email", message: "The email appears in an earlier row of the file" })
+      errors.push({
+        row: parsed.row,
+        line,
+        code: "duplicate_in_file",
+        field: "email",
+        message: "The email appears in an earlier row of the file",
+      })
       continue
     }
     seen.add(key)
@@ -68,21 +76,42 @@ export const triage = (rows: ReadonlyArray<SourceRow>, seen: Set<string>) => {
   return { errors, candidates, failed, skipped }
 }
 
-export const importBatch = (target: ImportTarget, rows: ReadonlyArray<SourceRow>, seen: Set<string>, rowsDone: number) =>
+export const importBatch = (
+  target: ImportTarget,
+  rows: ReadonlyArray<SourceRow>,
+  seen: Set<string>,
+  rowsDone: number,
+) =>
   Effect.gen(function* () {
     const users = yield* Users
     const { errors, candidates, failed, skipped: duplicates } = triage(rows, seen)
     let skipped = duplicates
-    const created = yield* users.createMany(candidates.map(({ user }) => ({
-      workspaceId: target.workspaceId, environmentId: target.environmentId, email: user.email, emailVerified: user.email_verified ?? false,
-      name: user.name, avatarUrl: user.avatar_url, locale: user.locale, timezone: user.timezone,
-      metadata: user.metadata, method: "email_otp" as const, actor: target.actor,
-    })))
+    const created = yield* users.createMany(
+      candidates.map(({ user }) => ({
+        workspaceId: target.workspaceId,
+        environmentId: target.environmentId,
+        email: user.email,
+        emailVerified: user.email_verified ?? false,
+        name: user.name,
+        avatarUrl: user.avatar_url,
+        locale: user.locale,
+        timezone: user.timezone,
+        metadata: user.metadata,
+        method: "email_otp" as const,
+        actor: target.actor,
+      })),
+    )
     const createdKeys = new Set(created.map((u) => u.email_normalized))
     for (const c of candidates) {
       if (createdKeys.has(c.key)) continue
       skipped++
-      errors.push({ row: c.row, line: c.line, code: "email_already_registered", field: "email", message: "A user with this email already exists in the Environment" })
+      errors.push({
+        row: c.row,
+        line: c.line,
+        code: "email_already_registered",
+        field: "email",
+        message: "A user with this email already exists in the Environment",
+      })
     }
     errors.sort((a, b) => a.row - b.row)
     yield* repo.insertImportErrors(target.jobId, errors).pipe(Effect.orDie)

@@ -1,5 +1,14 @@
 import { Result, Schema, SchemaIssue } from "effect"
-import { AvatarUrl, canonicalLocale, canonicalTimeZone, Email, Locale, Metadata, Name, TimeZone } from "../users/schema.js"
+import {
+  AvatarUrl,
+  canonicalLocale,
+  canonicalTimeZone,
+  Email,
+  Locale,
+  Metadata,
+  Name,
+  TimeZone,
+} from "../users/schema.js"
 
 /**
  * The import file formats (decisions: "Import file formats"). `json`: an array of user
@@ -15,7 +24,15 @@ export const MAX_IMPORT_ROWS = 10_000
 /** Data rows of a CSV source (streamed; decisions: "User import at scale"). */
 export const MAX_CSV_ROWS = 1_000_000
 
-export const IMPORT_FIELDS = ["email", "email_verified", "name", "avatar_url", "locale", "timezone", "metadata"] as const
+export const IMPORT_FIELDS = [
+  "email",
+  "email_verified",
+  "name",
+  "avatar_url",
+  "locale",
+  "timezone",
+  "metadata",
+] as const
 type ImportField = (typeof IMPORT_FIELDS)[number]
 
 export interface ImportUser {
@@ -29,7 +46,12 @@ export interface ImportUser {
 }
 
 export type RowErrorCode =
-  | "invalid_row" | "unknown_field" | "missing_email" | "invalid_field" | "duplicate_in_file" | "email_already_registered"
+  | "invalid_row"
+  | "unknown_field"
+  | "missing_email"
+  | "invalid_field"
+  | "duplicate_in_file"
+  | "email_already_registered"
 
 export interface RowError {
   readonly row: number
@@ -40,7 +62,9 @@ export interface RowError {
   readonly message: string
 }
 
-export type ParsedRow = { readonly row: number; readonly ok: true; readonly user: ImportUser } | ({ readonly ok: false } & RowError)
+export type ParsedRow =
+  | { readonly row: number; readonly ok: true; readonly user: ImportUser }
+  | ({ readonly ok: false } & RowError)
 
 export type SourceFailureCode = "invalid_source" | "too_many_rows"
 
@@ -66,11 +90,19 @@ const isField = (key: string): key is ImportField => (IMPORT_FIELDS as ReadonlyA
 
 /** One row's object, checked field by field so the error names the field. */
 export const validateRow = (row: number, value: unknown): ParsedRow => {
-  const refuse = (code: RowErrorCode, field: string | null, message: string): ParsedRow => ({ ok: false, row, code, field, message })
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return refuse("invalid_row", null, "The row is not an object")
+  const refuse = (code: RowErrorCode, field: string | null, message: string): ParsedRow => ({
+    ok: false,
+    row,
+    code,
+    field,
+    message,
+  })
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return refuse("invalid_row", null, "The row is not an object")
   const record = value as Record<string, unknown>
   for (const key of Object.keys(record)) {
-    if (!isField(key)) return refuse("unknown_field", key, `Unknown field ${key}; fields are ${IMPORT_FIELDS.join(", ")}`)
+    if (!isField(key))
+      return refuse("unknown_field", key, `Unknown field ${key}; fields are ${IMPORT_FIELDS.join(", ")}`)
   }
   if (record["email"] === undefined) return refuse("missing_email", "email", "email is required")
   const user: Record<string, unknown> = {}
@@ -86,8 +118,11 @@ export const validateRow = (row: number, value: unknown): ParsedRow => {
   return { ok: true, row, user: user as unknown as ImportUser }
 }
 
-const tooMany = (n: number): ParsedSource =>
-  ({ ok: false, code: "too_many_rows", message: `The source has ${n} rows; at most ${MAX_IMPORT_ROWS} per job` })
+const tooMany = (n: number): ParsedSource => ({
+  ok: false,
+  code: "too_many_rows",
+  message: `The source has ${n} rows; at most ${MAX_IMPORT_ROWS} per job`,
+})
 
 const text = (body: Buffer): string | undefined => {
   try {
@@ -107,10 +142,17 @@ export const parseJsonSource = (body: Buffer): ParsedSource => {
   } catch (e) {
     return { ok: false, code: "invalid_source", message: `The source is not valid JSON (${(e as Error).message})` }
   }
-  const list = Array.isArray(value) ? value
-    : typeof value === "object" && value !== null && Array.isArray((value as { users?: unknown }).users) ? (value as { users: Array<unknown> }).users
-    : undefined
-  if (list === undefined) return { ok: false, code: "invalid_source", message: "A JSON source must be an array of users or an object with a users array" }
+  const list = Array.isArray(value)
+    ? value
+    : typeof value === "object" && value !== null && Array.isArray((value as { users?: unknown }).users)
+      ? (value as { users: Array<unknown> }).users
+      : undefined
+  if (list === undefined)
+    return {
+      ok: false,
+      code: "invalid_source",
+      message: "A JSON source must be an array of users or an object with a users array",
+    }
   if (list.length > MAX_IMPORT_ROWS) return tooMany(list.length)
   return { ok: true, rows: list.map((item, i) => validateRow(i + 1, item)) }
 }
@@ -133,11 +175,15 @@ const csvValue = (field: string, cell: string): unknown => {
 }
 
 /** A CSV header row's columns, or why the file cannot be imported. */
-export const csvColumns = (header: ReadonlyArray<string>):
-  { readonly ok: true; readonly columns: ReadonlyArray<ImportField> } | { readonly ok: false; readonly message: string } => {
+export const csvColumns = (
+  header: ReadonlyArray<string>,
+):
+  | { readonly ok: true; readonly columns: ReadonlyArray<ImportField> }
+  | { readonly ok: false; readonly message: string } => {
   const columns = header.map((h) => h.trim())
   const unknown = columns.filter((c) => !isField(c))
-  if (unknown.length > 0) return { ok: false, message: `Unknown CSV columns: ${unknown.join(", ")}; columns are ${IMPORT_FIELDS.join(", ")}` }
+  if (unknown.length > 0)
+    return { ok: false, message: `Unknown CSV columns: ${unknown.join(", ")}; columns are ${IMPORT_FIELDS.join(", ")}` }
   if (new Set(columns).size !== columns.length) return { ok: false, message: "A CSV column is named twice" }
   if (!columns.includes("email")) return { ok: false, message: "The CSV header must name an email column" }
   return { ok: true, columns: columns as Array<ImportField> }
@@ -146,7 +192,13 @@ export const csvColumns = (header: ReadonlyArray<string>):
 /** One CSV record (data row `row`, from 1) as a checked row. */
 export const csvRow = (columns: ReadonlyArray<ImportField>, cells: ReadonlyArray<string>, row: number): ParsedRow => {
   if (cells.length !== columns.length) {
-    return { ok: false, row, code: "invalid_row", field: null, message: `Expected ${columns.length} fields, found ${cells.length}` }
+    return {
+      ok: false,
+      row,
+      code: "invalid_row",
+      field: null,
+      message: `Expected ${columns.length} fields, found ${cells.length}`,
+    }
   }
   const value: Record<string, unknown> = {}
   columns.forEach((column, c) => {
@@ -155,4 +207,3 @@ export const csvRow = (columns: ReadonlyArray<ImportField>, cells: ReadonlyArray
   })
   return validateRow(row, value)
 }
-

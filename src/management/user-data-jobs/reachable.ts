@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import type { SqlClient } from "effect/sql"
 import { environmentForCaller } from "../auth/access.js"
 import { CurrentCaller } from "../auth/caller.js"
 import { UserDataJobNotFound } from "./errors.js"
@@ -9,14 +9,15 @@ import { UserDataJobNotFound } from "./errors.js"
  * it), and for an Environment-pinned key the same Environment; its Environment must not be
  * deleted. Anything else is 404 `job_not_found`, as if it did not exist.
  */
-export const reachableJob = <Row extends { readonly environment_id: string }, E>(
+export const reachableJob = Effect.fnUntraced(function* <Row extends { readonly environment_id: string }, E>(
   lookup: (workspaceId: string, id: string) => Effect.Effect<Row | undefined, E, SqlClient.SqlClient>,
   jobId: string,
-) => Effect.gen(function* () {
+) {
   const caller = yield* CurrentCaller
   const job = yield* lookup(caller.workspaceId, jobId).pipe(Effect.orDie)
   if (!job) return yield* new UserDataJobNotFound({ detail: "Job not found" })
   yield* environmentForCaller(job.environment_id).pipe(
-    Effect.catchTag("NotFound", () => Effect.fail(new UserDataJobNotFound({ detail: "Job not found" }))))
+    Effect.catchTag("NotFound", () => Effect.fail(new UserDataJobNotFound({ detail: "Job not found" }))),
+  )
   return job
 })

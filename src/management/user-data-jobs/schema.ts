@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { PageQuery } from "../http/pagination.js"
+import { PageQuery } from "../conventions/pagination.js"
 
 // Wire of the Import / export job routes (spec: Management API, "Import / export jobs";
 // Resources: "Job fields beyond `status` and (for export) an expiring `download_url`: not
@@ -51,12 +51,22 @@ export const ImportRowError = Schema.Struct({
   row: Schema.Int,
   /** CSV: the source line of the row, as csv-parse counts lines (the header is line 1; a quoted line break makes a record end on a later line). JSON: null. */
   line: Schema.NullOr(Schema.Int),
-  code: Schema.Literals(["invalid_row", "unknown_field", "missing_email", "invalid_field", "duplicate_in_file", "email_already_registered"]),
+  code: Schema.Literals([
+    "invalid_row",
+    "unknown_field",
+    "missing_email",
+    "invalid_field",
+    "duplicate_in_file",
+    "email_already_registered",
+  ]),
   field: Schema.NullOr(Schema.String),
   message: Schema.String,
 })
 
-export const ImportRowErrorList = Schema.Struct({ data: Schema.Array(ImportRowError), next_cursor: Schema.NullOr(Schema.String) })
+export const ImportRowErrorList = Schema.Struct({
+  data: Schema.Array(ImportRowError),
+  next_cursor: Schema.NullOr(Schema.String),
+})
 
 export const CreateExportJobBody = Schema.Struct({
   environment_id: Id,

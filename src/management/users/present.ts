@@ -1,7 +1,7 @@
 import type { SessionRow } from "../../sessions/repo.js"
 import type { UserRow } from "../../users/repo.js"
-import type { IdentityRow, PasskeySummaryRow } from "./repo.js"
-import type { Identity, Passkey, Session, User } from "./schema.js"
+import type { IdentityRow } from "./repo.js"
+import type { Identity, Session, User } from "./schema.js"
 
 // Row -> wire. Only the fields listed here ever leave the service: never security_version,
 // user_handle, credential ids, public keys, sign counts or provider subjects.
@@ -9,16 +9,21 @@ import type { Identity, Passkey, Session, User } from "./schema.js"
 const iso = (d: Date) => d.toISOString()
 const isoOrNull = (d: Date | null) => (d === null ? null : d.toISOString())
 
-export const presentUser = (row: UserRow): typeof User.Type => ({
-  id: row.id,
-  environment_id: row.environment_id,
+/** The address and profile fields (`UserProfileFields`), shared with /me's profile. */
+export const presentProfileFields = (row: UserRow) => ({
   email: row.email,
   email_verified: row.email_verified,
   name: row.name,
   avatar_url: row.avatar_url,
   locale: row.locale,
   timezone: row.timezone,
-  metadata: row.metadata as typeof User.Type["metadata"],
+})
+
+export const presentUser = (row: UserRow): typeof User.Type => ({
+  id: row.id,
+  environment_id: row.environment_id,
+  ...presentProfileFields(row),
+  metadata: row.metadata as (typeof User.Type)["metadata"],
   status: row.status,
   blocked_reason: row.blocked_reason,
   created_at: iso(row.created_at),
@@ -37,17 +42,7 @@ export const presentIdentity = (row: IdentityRow): typeof Identity.Type => ({
   last_used_at: isoOrNull(row.last_used_at),
 })
 
-export const presentPasskey = (row: PasskeySummaryRow): typeof Passkey.Type => ({
-  passkey_id: row.id,
-  user_id: row.user_id,
-  name: row.name,
-  aaguid: row.aaguid,
-  device_type: row.device_type,
-  backed_up: row.backed_up,
-  rp_id: row.rp_id,
-  created_at: iso(row.created_at),
-  last_used_at: isoOrNull(row.last_used_at),
-})
+export { presentPasskey } from "../../users/passkey-summary.js"
 
 export const presentSession = (row: SessionRow): typeof Session.Type => ({
   session_id: row.id,

@@ -1,11 +1,14 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { UserRow } from "../../users/repo.js"
+import type { PasskeySummaryRow } from "../../users/passkey-summary.js"
 
 // SQL of the Management Users routes that no other capability needs. Every query filters
 // by the Environment (tenant isolation) and pages by keyset on id.
 
-const userColumns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, email, email_normalized, email_verified,
+const userColumns = (
+  sql: SqlClient.SqlClient,
+) => sql`id, workspace_id, environment_id, email, email_normalized, email_verified,
   email_suppressed, name, avatar_url, locale, timezone, metadata, status, blocked_reason, security_version, user_handle,
   created_at, updated_at, last_login_at, deleted_at, version`
 
@@ -54,10 +57,11 @@ export const listUsersStatement = (sql: SqlClient.SqlClient, f: UserFilter) => {
  * A search runs unprepared: a cached prepared statement would drift to a generic plan, in
  * which the LIKE pattern is an unknown parameter and can use neither index.
  */
-export const listUsers = (f: UserFilter) => SqlClient.SqlClient.use((sql) => {
-  const statement = listUsersStatement(sql, f)
-  return f.search === undefined ? statement : statement.unprepared
-})
+export const listUsers = (f: UserFilter) =>
+  SqlClient.SqlClient.use((sql) => {
+    const statement = listUsersStatement(sql, f)
+    return f.search === undefined ? statement : statement.unprepared
+  })
 
 export interface IdentityRow {
   readonly id: string
@@ -69,40 +73,43 @@ export interface IdentityRow {
   readonly last_used_at: Date | null
 }
 
-export const identitiesOfUser = (environmentId: string, userId: string, page: { after: string | undefined; limit: number }) =>
-  SqlClient.SqlClient.use((sql) => sql<IdentityRow>`select id, user_id, provider, connection_id, email, linked_at, last_used_at
+export const identitiesOfUser = (
+  environmentId: string,
+  userId: string,
+  page: { after: string | undefined; limit: number },
+) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql<IdentityRow>`select id, user_id, provider, connection_id, email, linked_at, last_used_at
     from identities where environment_id = ${environmentId} and user_id = ${userId}
       ${page.after === undefined ? sql`` : sql`and id > ${page.after}`}
-    order by id limit ${page.limit + 1}`)
+    order by id limit ${page.limit + 1}`,
+  )
 
 /** Deletes (unlinks) one identity of the user; undefined when there is none. */
 export const deleteIdentity = (environmentId: string, userId: string, identityId: string) =>
-  SqlClient.SqlClient.use((sql) => sql<IdentityRow>`delete from identities
+  SqlClient.SqlClient.use(
+    (sql) => sql<IdentityRow>`delete from identities
     where environment_id = ${environmentId} and user_id = ${userId} and id = ${identityId}
-    returning id, user_id, provider, connection_id, email, linked_at, last_used_at`).pipe(Effect.map((rows) => rows[0]))
+    returning id, user_id, provider, connection_id, email, linked_at, last_used_at`,
+  ).pipe(Effect.map((rows) => rows[0]))
 
-/** Passkey columns safe to show: never credential_id, public_key, sign_count or user_handle. */
-export interface PasskeySummaryRow {
-  readonly id: string
-  readonly user_id: string
-  readonly name: string | null
-  readonly aaguid: string | null
-  readonly device_type: string | null
-  readonly backed_up: boolean
-  readonly rp_id: string
-  readonly created_at: Date
-  readonly last_used_at: Date | null
-}
-
-export const passkeysOfUser = (environmentId: string, userId: string, page: { after: string | undefined; limit: number }) =>
-  SqlClient.SqlClient.use((sql) => sql<PasskeySummaryRow>`select id, user_id, name, aaguid, device_type, backed_up, rp_id,
+export const passkeysOfUser = (
+  environmentId: string,
+  userId: string,
+  page: { after: string | undefined; limit: number },
+) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql<PasskeySummaryRow>`select id, user_id, name, aaguid, device_type, backed_up, rp_id,
       created_at, last_used_at
     from passkeys where environment_id = ${environmentId} and user_id = ${userId}
       ${page.after === undefined ? sql`` : sql`and id > ${page.after}`}
-    order by id limit ${page.limit + 1}`)
+    order by id limit ${page.limit + 1}`,
+  )
 
 /** Deletes one passkey of the user; undefined when there is none. */
 export const deletePasskey = (environmentId: string, userId: string, passkeyId: string) =>
-  SqlClient.SqlClient.use((sql) => sql<PasskeySummaryRow>`delete from passkeys
+  SqlClient.SqlClient.use(
+    (sql) => sql<PasskeySummaryRow>`delete from passkeys
     where environment_id = ${environmentId} and user_id = ${userId} and id = ${passkeyId}
-    returning id, user_id, name, aaguid, device_type, backed_up, rp_id, created_at, last_used_at`).pipe(Effect.map((rows) => rows[0]))
+    returning id, user_id, name, aaguid, device_type, backed_up, rp_id, created_at, last_used_at`,
+  ).pipe(Effect.map((rows) => rows[0]))

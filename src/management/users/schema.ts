@@ -1,5 +1,6 @@
 import { Schema } from "effect"
-import { PageQuery } from "../http/pagination.js"
+import { PasskeySummary } from "../../users/passkey-summary.js"
+import { PageQuery } from "../conventions/pagination.js"
 
 // Wire schemas of the Management Users routes (spec: "Management API", Users table; "Resources
 // and their fields": User create fields, Linked identity, Passkey summary, Session summary).
@@ -25,8 +26,13 @@ export const AvatarUrl = Schema.String.check(
   Schema.makeFilter((s: string) => {
     try {
       const url = new URL(s)
-      return ((url.protocol === "https:" || url.protocol === "http:") && url.hostname !== "" && url.username === "" && url.password === "")
-        || "avatar_url must be an absolute http or https URL without credentials"
+      return (
+        ((url.protocol === "https:" || url.protocol === "http:") &&
+          url.hostname !== "" &&
+          url.username === "" &&
+          url.password === "") ||
+        "avatar_url must be an absolute http or https URL without credentials"
+      )
     } catch {
       return "avatar_url must be an absolute http or https URL without credentials"
     }
@@ -43,7 +49,9 @@ export const canonicalLocale = (tag: string): string | undefined => {
   }
 }
 export const Locale = Schema.String.check(
-  Schema.makeFilter((s: string) => canonicalLocale(s) !== undefined || "locale must be a BCP 47 language tag such as en or en-US"),
+  Schema.makeFilter(
+    (s: string) => canonicalLocale(s) !== undefined || "locale must be a BCP 47 language tag such as en or en-US",
+  ),
 )
 
 /** An IANA time zone name known to Intl (`Europe/Paris`, `UTC`); UTC offsets are not names. */
@@ -56,15 +64,20 @@ export const canonicalTimeZone = (name: string): string | undefined => {
   }
 }
 export const TimeZone = Schema.String.check(
-  Schema.makeFilter((s: string) => canonicalTimeZone(s) !== undefined || "timezone must be an IANA time zone name such as Europe/Paris"),
+  Schema.makeFilter(
+    (s: string) => canonicalTimeZone(s) !== undefined || "timezone must be an IANA time zone name such as Europe/Paris",
+  ),
 )
 
 export const METADATA_MAX_BYTES = 16 * 1024
 
 /** Free-form JSON object for the customer's own data; at most 16 KiB serialized. */
 export const Metadata = Schema.Record(Schema.String, Schema.Json).check(
-  Schema.makeFilter((o: object) =>
-    Buffer.byteLength(JSON.stringify(o)) <= METADATA_MAX_BYTES || `metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`),
+  Schema.makeFilter(
+    (o: object) =>
+      Buffer.byteLength(JSON.stringify(o)) <= METADATA_MAX_BYTES ||
+      `metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`,
+  ),
 )
 
 export const UserStatus = Schema.Literals(["active", "blocked", "pending_deletion"])
@@ -89,31 +102,32 @@ export const IdentityParams = Schema.Struct({ userId: Schema.String, identityId:
 export const PasskeyParams = Schema.Struct({ userId: Schema.String, passkeyId: Schema.String })
 export const SessionParams = Schema.Struct({ userId: Schema.String, sessionId: Schema.String })
 
+/** The fields a create may set and an update may change: `null` clears a profile field. */
+const ProfileFields = {
+  email_verified: Schema.optionalKey(Schema.Boolean),
+  name: Schema.optionalKey(Schema.NullOr(Name)),
+  avatar_url: Schema.optionalKey(Schema.NullOr(AvatarUrl)),
+  locale: Schema.optionalKey(Schema.NullOr(Locale)),
+  timezone: Schema.optionalKey(Schema.NullOr(TimeZone)),
+  metadata: Schema.optionalKey(Metadata),
+}
+
 /** Spec "User create fields"; `environment_id` may come in the body, the query, or both (equal). */
 export const CreateUserBody = Schema.Struct({
   environment_id: Schema.optionalKey(Schema.String),
   email: Email,
-  email_verified: Schema.optionalKey(Schema.Boolean),
-  name: Schema.optionalKey(Schema.NullOr(Name)),
-  avatar_url: Schema.optionalKey(Schema.NullOr(AvatarUrl)),
-  locale: Schema.optionalKey(Schema.NullOr(Locale)),
-  timezone: Schema.optionalKey(Schema.NullOr(TimeZone)),
-  metadata: Schema.optionalKey(Metadata),
+  ...ProfileFields,
 })
 export type CreateUserBody = typeof CreateUserBody.Type
 
-/** Profile and metadata fields; `null` clears a profile field; `metadata` replaces the whole object. */
-export const UpdateUserBody = Schema.Struct({
-  email_verified: Schema.optionalKey(Schema.Boolean),
-  name: Schema.optionalKey(Schema.NullOr(Name)),
-  avatar_url: Schema.optionalKey(Schema.NullOr(AvatarUrl)),
-  locale: Schema.optionalKey(Schema.NullOr(Locale)),
-  timezone: Schema.optionalKey(Schema.NullOr(TimeZone)),
-  metadata: Schema.optionalKey(Metadata),
-})
+/** Profile and metadata fields of a create; `metadata` replaces the whole object. */
+export const UpdateUserBody = Schema.Struct(ProfileFields)
 export type UpdateUserBody = typeof UpdateUserBody.Type
 
-/** Optional free-text note kept with the block (the event's `reason` is always `admin_action`). */
+/**
+ * Optional free-text note kept with the block. The event's `reason` is `admin_action`, or
+ * `abuse_detection` when the note is exactly that word (the spec's other value).
+ */
 export const BlockUserBody = Schema.Struct({
   reason: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(500))),
 })
@@ -123,16 +137,21 @@ export const BlockUserBody = Schema.Struct({
 const Time = Schema.String
 const NullableTime = Schema.NullOr(Schema.String)
 
-/** The full user record of the Management API. */
-export const User = Schema.Struct({
-  id: Schema.String,
-  environment_id: Schema.String,
+/** The address and profile as answered, in the user record and in /me's profile alike. */
+export const UserProfileFields = {
   email: Schema.String,
   email_verified: Schema.Boolean,
   name: Schema.NullOr(Schema.String),
   avatar_url: Schema.NullOr(Schema.String),
   locale: Schema.NullOr(Schema.String),
   timezone: Schema.NullOr(Schema.String),
+}
+
+/** The full user record of the Management API. */
+export const User = Schema.Struct({
+  id: Schema.String,
+  environment_id: Schema.String,
+  ...UserProfileFields,
   metadata: Schema.Record(Schema.String, Schema.Json),
   status: UserStatus,
   blocked_reason: Schema.NullOr(Schema.String),
@@ -142,7 +161,8 @@ export const User = Schema.Struct({
   deleted_at: NullableTime,
 })
 
-const listOf = <S extends Schema.Top>(item: S) => Schema.Struct({ data: Schema.Array(item), next_cursor: Schema.NullOr(Schema.String) })
+const listOf = <S extends Schema.Top>(item: S) =>
+  Schema.Struct({ data: Schema.Array(item), next_cursor: Schema.NullOr(Schema.String) })
 
 export const UserList = listOf(User)
 
@@ -158,18 +178,8 @@ export const Identity = Schema.Struct({
 })
 export const IdentityList = listOf(Identity)
 
-/** Passkey summary: never the credential ID, public key or sign count. */
-export const Passkey = Schema.Struct({
-  passkey_id: Schema.String,
-  user_id: Schema.String,
-  name: Schema.NullOr(Schema.String),
-  aaguid: Schema.NullOr(Schema.String),
-  device_type: Schema.NullOr(Schema.String),
-  backed_up: Schema.Boolean,
-  rp_id: Schema.String,
-  created_at: Time,
-  last_used_at: NullableTime,
-})
+/** Passkey summary (src/users/passkey-summary.ts): never the credential ID, public key or sign count. */
+export const Passkey = PasskeySummary
 export const PasskeyList = listOf(Passkey)
 
 /** Session summary (live sessions only). */
@@ -188,7 +198,23 @@ export const Session = Schema.Struct({
 })
 export const SessionList = listOf(Session)
 
-export const IdentityUnlinked = Schema.Struct({ identity_id: Schema.String, user_id: Schema.String, unlinked: Schema.Literal(true) })
-export const PasskeyDeleted = Schema.Struct({ passkey_id: Schema.String, user_id: Schema.String, deleted: Schema.Literal(true) })
-export const SessionRevoked = Schema.Struct({ session_id: Schema.String, user_id: Schema.String, revoked: Schema.Literal(true) })
-export const SessionsRevoked = Schema.Struct({ user_id: Schema.String, revoked: Schema.Literal(true), revoked_count: Schema.Int })
+export const IdentityUnlinked = Schema.Struct({
+  identity_id: Schema.String,
+  user_id: Schema.String,
+  unlinked: Schema.Literal(true),
+})
+export const PasskeyDeleted = Schema.Struct({
+  passkey_id: Schema.String,
+  user_id: Schema.String,
+  deleted: Schema.Literal(true),
+})
+export const SessionRevoked = Schema.Struct({
+  session_id: Schema.String,
+  user_id: Schema.String,
+  revoked: Schema.Literal(true),
+})
+export const SessionsRevoked = Schema.Struct({
+  user_id: Schema.String,
+  revoked: Schema.Literal(true),
+  revoked_count: Schema.Int,
+})

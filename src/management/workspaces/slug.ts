@@ -12,14 +12,21 @@ export const Slug = Schema.String.check(
 )
 
 /** A display name: 1 to 100 characters, not only white space. */
-export const Name = Schema.String.check(Schema.isBetweenLength(1, 100), Schema.isPattern(/\S/, { description: "not blank" }))
+export const Name = Schema.String.check(
+  Schema.isBetweenLength(1, 100),
+  Schema.isPattern(/\S/, { description: "not blank" }),
+)
 
 /** The slug is already used (Workspace slugs are global, Project slugs per Workspace). */
-export class SlugTaken extends Schema.TaggedError<SlugTaken>()("SlugTaken", { detail: Schema.optionalKey(Schema.String) }) {}
+export class SlugTaken extends Schema.TaggedError<SlugTaken>()("SlugTaken", {
+  detail: Schema.optionalKey(Schema.String),
+}) {}
 
 /**
  * Serialises the check-then-insert of one slug for the rest of the transaction, so two
  * concurrent creations with the same slug give one 201 and one 409, never a 500.
  */
-export const lockSlug = (namespace: string, slug: string) => SqlClient.SqlClient.use((sql) =>
-  sql`select pg_advisory_xact_lock(hashtextextended(${`${namespace}:${slug}`}, 0))`).pipe(Effect.asVoid)
+export const lockSlug = (namespace: string, slug: string) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql`select pg_advisory_xact_lock(hashtextextended(${`${namespace}:${slug}`}, 0))`,
+  ).pipe(Effect.asVoid)

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AvatarUrl, Locale, Name, TimeZone, UserStatus } from "../../management/users/schema.js"
+import { AvatarUrl, Locale, Name, TimeZone, UserProfileFields, UserStatus } from "../../management/users/schema.js"
 
 // Wire shapes of GET / PATCH / DELETE /me (spec: Self-service /me; "User profile (GET /me)").
 // The field rules are the Management API's (one definition of a valid name, URL, locale, zone).
@@ -11,12 +11,7 @@ import { AvatarUrl, Locale, Name, TimeZone, UserStatus } from "../../management/
  */
 export const Profile = Schema.Struct({
   user_id: Schema.String,
-  email: Schema.String,
-  email_verified: Schema.Boolean,
-  name: Schema.NullOr(Schema.String),
-  avatar_url: Schema.NullOr(Schema.String),
-  locale: Schema.NullOr(Schema.String),
-  timezone: Schema.NullOr(Schema.String),
+  ...UserProfileFields,
   status: UserStatus,
   created_at: Schema.String,
   last_login_at: Schema.NullOr(Schema.String),

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { decodeParams, decodeQuery, json, route } from "../../http/route.js"
-import { PageQuery, pageOf, parsePage } from "../../management/http/pagination.js"
+import { PageQuery, pageOf, parsePage } from "../../management/conventions/pagination.js"
 import { presentSession } from "../../management/users/present.js"
 import { Session } from "../../management/users/schema.js"
 import { CurrentMe, withMe } from "../auth.js"
@@ -18,18 +18,56 @@ const SessionsRevoked = Schema.Struct({ revoked: Schema.Literal(true) })
 
 /** Spec: Self-service /me, the session routes (paths without `/v1`). */
 export const meSessionRoutes = [
-  route("GET", "/me/sessions", withMe(Effect.gen(function* () {
-    const me = yield* CurrentMe
-    const page = yield* parsePage(yield* decodeQuery(ListQuery))
-    return json(pageOf(yield* listMySessions(page), page, (r) => r.id, (row) => ({ ...presentSession(row), current: row.id === me.sessionId })))
-  })), { summary: "List my live sessions (current marks the calling token's session)", tags, query: ListQuery, response: SessionList }),
-  route("DELETE", "/me/sessions/:sessionId", withMe(Effect.gen(function* () {
-    const { sessionId } = yield* decodeParams(SessionParams)
-    const session = yield* revokeMySession(sessionId)
-    return json({ session_id: session.id, revoked: true })
-  })), { summary: "Revoke one of my sessions (and its refresh tokens)", tags, params: SessionParams, response: SessionRevoked }),
-  route("DELETE", "/me/sessions", withMe(Effect.gen(function* () {
-    yield* revokeAllMySessions
-    return json({ revoked: true })
-  })), { summary: "Revoke all my sessions, the current one included", tags, response: SessionsRevoked }),
+  route(
+    "GET",
+    "/me/sessions",
+    withMe(
+      Effect.gen(function* () {
+        const me = yield* CurrentMe
+        const page = yield* parsePage(yield* decodeQuery(ListQuery))
+        return json(
+          pageOf(
+            yield* listMySessions(page),
+            page,
+            (r) => r.id,
+            (row) => ({ ...presentSession(row), current: row.id === me.sessionId }),
+          ),
+        )
+      }),
+    ),
+    {
+      summary: "List my live sessions (current marks the calling token's session)",
+      tags,
+      query: ListQuery,
+      response: SessionList,
+    },
+  ),
+  route(
+    "DELETE",
+    "/me/sessions/:sessionId",
+    withMe(
+      Effect.gen(function* () {
+        const { sessionId } = yield* decodeParams(SessionParams)
+        const session = yield* revokeMySession(sessionId)
+        return json({ session_id: session.id, revoked: true })
+      }),
+    ),
+    {
+      summary: "Revoke one of my sessions (and its refresh tokens)",
+      tags,
+      params: SessionParams,
+      response: SessionRevoked,
+    },
+  ),
+  route(
+    "DELETE",
+    "/me/sessions",
+    withMe(
+      Effect.gen(function* () {
+        yield* revokeAllMySessions
+        return json({ revoked: true })
+      }),
+    ),
+    { summary: "Revoke all my sessions, the current one included", tags, response: SessionsRevoked },
+  ),
 ]

@@ -49,23 +49,50 @@ export const makeFastLane = (d: FastLaneDependencies) => {
   /** Request metrics and the log line, the same fields as src/http/app.ts. */
   const account = (request: IncomingMessage, route: string, status: number, requestId: string, started: bigint) => {
     const duration = Number(clock.currentTimeNanosUnsafe() - started) / 1e6
-    const labels = { surface: "issuer", method: request.method!, route: `/e/{environment_id}${route}`, status: String(status) }
+    const labels = {
+      surface: "issuer",
+      method: request.method!,
+      route: `/e/{environment_id}${route}`,
+      status: String(status),
+    }
     metrics.httpRequests.inc(labels)
     metrics.httpDuration.observe(labels, duration / 1000)
     if (config.logRequests) {
-      const traceId = Option.getOrUndefined(Option.map(
-        HttpTraceContext.fromHeaders(Headers.fromRecordUnsafe(request.headers as Record<string, string>)), (c) => c.traceId))
+      const traceId = Option.getOrUndefined(
+        Option.map(
+          HttpTraceContext.fromHeaders(Headers.fromRecordUnsafe(request.headers as Record<string, string>)),
+          (c) => c.traceId,
+        ),
+      )
       logRequest(config, {
-        at: clock.currentTimeMillisUnsafe(), requestId, inbound: request.headers["x-request-id"] as string | undefined, traceId,
-        method: request.method!, host: request.headers.host, surface: "issuer", route: labels.route, url: request.url!, status, duration,
+        at: clock.currentTimeMillisUnsafe(),
+        requestId,
+        inbound: request.headers["x-request-id"] as string | undefined,
+        traceId,
+        method: request.method!,
+        host: request.headers.host,
+        surface: "issuer",
+        route: labels.route,
+        url: request.url!,
+        status,
+        duration,
       })
     }
   }
 
-  const writeRemembered = (request: IncomingMessage, response: ServerResponse, route: string, answer: RememberedAnswer, started: bigint) => {
+  const writeRemembered = (
+    request: IncomingMessage,
+    response: ServerResponse,
+    route: string,
+    answer: RememberedAnswer,
+    started: bigint,
+  ) => {
     const requestId = newRequestId()
     response.writeHead(answer.status, {
-      ...answer.headers, "content-type": answer.contentType, "content-length": answer.body.length, "x-request-id": requestId,
+      ...answer.headers,
+      "content-type": answer.contentType,
+      "content-length": answer.body.length,
+      "x-request-id": requestId,
     })
     response.end(answer.body)
     account(request, route, answer.status, requestId, started)
@@ -77,7 +104,9 @@ export const makeFastLane = (d: FastLaneDependencies) => {
     const chunks: Array<Buffer> = []
     let received = 0
     const onReadable = () => {
-      for (let chunk: Buffer | null; received < length && (chunk = request.read() as Buffer | null) !== null;) {
+      while (received < length) {
+        const chunk = request.read() as Buffer | null
+        if (chunk === null) break
         chunks.push(chunk)
         received += chunk.length
       }
@@ -85,7 +114,14 @@ export const makeFastLane = (d: FastLaneDependencies) => {
       request.off("readable", onReadable)
       request.off("end", onEnd)
       const body = Buffer.concat(chunks)
-      const answer = d.answer!(introspectionAnswerKey(target, request.headers.authorization, request.headers["content-type"], body.toString("utf8")))
+      const answer = d.answer!(
+        introspectionAnswerKey(
+          target,
+          request.headers.authorization,
+          request.headers["content-type"],
+          body.toString("utf8"),
+        ),
+      )
       if (answer !== undefined) return writeRemembered(request, response, "/oauth2/introspect", answer, started)
       request.unshift(body)
       d.handOff(request, response)
@@ -102,7 +138,12 @@ export const makeFastLane = (d: FastLaneDependencies) => {
 
   return (request: IncomingMessage, response: ServerResponse): boolean => {
     const { method, url: target } = request
-    if (target === undefined || !target.startsWith("/e/") || request.headers.host?.toLowerCase() !== config.canonicalIssuerHost) return false
+    if (
+      target === undefined ||
+      !target.startsWith("/e/") ||
+      request.headers.host?.toLowerCase() !== config.canonicalIssuerHost
+    )
+      return false
     const started = clock.currentTimeNanosUnsafe()
     if ((method === "GET" || method === "HEAD") && STATIC_TARGET.test(target)) {
       const answer = d.staticAnswers.lookup(target, Number(started / 1_000_000n))
@@ -122,8 +163,14 @@ export const makeFastLane = (d: FastLaneDependencies) => {
     }
     if (method === "POST" && INTROSPECT_TARGET.test(target)) {
       const declared = request.headers["content-length"]
-      if (declared === undefined || !/^[1-9]\d{0,4}$/.test(declared) || Number(declared) > MAX_INTROSPECTION_BODY ||
-        request.headers["transfer-encoding"] !== undefined || request.headers.expect !== undefined) return false
+      if (
+        declared === undefined ||
+        !/^[1-9]\d{0,4}$/.test(declared) ||
+        Number(declared) > MAX_INTROSPECTION_BODY ||
+        request.headers["transfer-encoding"] !== undefined ||
+        request.headers.expect !== undefined
+      )
+        return false
       introspect(request, response, target, started)
       return true
     }

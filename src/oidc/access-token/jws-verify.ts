@@ -32,7 +32,9 @@ const rawToDer = (raw: Buffer): Buffer => {
     while (start < half.length - 1 && half[start] === 0) start++
     const value = half.subarray(start)
     // A set high bit would read as negative: DER INTEGERs get a leading zero then.
-    return value[0]! & 0x80 ? Buffer.concat([Buffer.from([0x02, value.length + 1, 0]), value]) : Buffer.concat([Buffer.from([0x02, value.length]), value])
+    return value[0]! & 0x80
+      ? Buffer.concat([Buffer.from([0x02, value.length + 1, 0]), value])
+      : Buffer.concat([Buffer.from([0x02, value.length]), value])
   }
   const body = Buffer.concat([integer(raw.subarray(0, 32)), integer(raw.subarray(32))])
   return Buffer.concat([Buffer.from([0x30, body.length]), body])
@@ -41,7 +43,9 @@ const rawToDer = (raw: Buffer): Buffer => {
 const parseSegment = (segment: string): Record<string, unknown> | undefined => {
   try {
     const value: unknown = JSON.parse(Buffer.from(segment, "base64url").toString("utf8"))
-    return value !== null && typeof value === "object" && !Array.isArray(value) ? value as Record<string, unknown> : undefined
+    return value !== null && typeof value === "object" && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined
   } catch {
     return undefined
   }
@@ -50,7 +54,8 @@ const parseSegment = (segment: string): Record<string, unknown> | undefined => {
 const BASE64URL = /^[A-Za-z0-9_-]+$/
 
 /** RFC 8725 3.11 / RFC 9068 4: `typ` compares case-insensitively, the `application/` prefix optional. */
-const normalizeTyp = (typ: unknown) => typeof typ === "string" ? typ.toLowerCase().replace(/^application\//, "") : undefined
+const normalizeTyp = (typ: unknown) =>
+  typeof typ === "string" ? typ.toLowerCase().replace(/^application\//, "") : undefined
 
 /**
  * Verifies an ES256 compact JWS with `typ` `expectedTyp` under `key`. The header's `alg` is
@@ -59,7 +64,8 @@ const normalizeTyp = (typ: unknown) => typeof typ === "string" ? typ.toLowerCase
  */
 export const verifyEs256 = (token: string, key: KeyObject, expectedTyp: string): VerifiedJws | JwsFailure => {
   const hit = verifiedSignatures.get(token)
-  if (hit !== undefined && hit.key === key) return normalizeTyp(hit.verified.header["typ"]) === expectedTyp ? hit.verified : "typ"
+  if (hit !== undefined && hit.key === key)
+    return normalizeTyp(hit.verified.header["typ"]) === expectedTyp ? hit.verified : "typ"
   const parts = token.split(".")
   if (parts.length !== 3 || !parts.every((p) => BASE64URL.test(p))) return "malformed"
   const header = parseSegment(parts[0]!)

@@ -47,7 +47,12 @@ export interface LiveStateCacheOptions {
   readonly pending: number
 }
 
-export const LIVE_STATE_CACHE: LiveStateCacheOptions = { sessions: 100_000, sessionsPerUser: 32, clients: 100_000, pending: 100_000 }
+export const LIVE_STATE_CACHE: LiveStateCacheOptions = {
+  sessions: 100_000,
+  sessionsPerUser: 32,
+  clients: 100_000,
+  pending: 100_000,
+}
 /** Pause before listening again after the LISTEN connection failed. */
 const RELISTEN_AFTER = "1 second"
 /**
@@ -81,7 +86,10 @@ export interface AnswerDependencies {
   readonly validUntilMs: number
 }
 
-interface HeldClient { readonly environmentId: string; readonly row: OAuthClientRow }
+interface HeldClient {
+  readonly environmentId: string
+  readonly row: OAuthClientRow
+}
 
 interface AnswerEntry {
   readonly answer: RememberedAnswer
@@ -95,28 +103,45 @@ interface AnswerEntry {
   readonly until: number
 }
 
-export class LiveStateCache extends Context.Service<LiveStateCache, {
-  /** The live state of a user and one of their sessions, from memory when it may be. */
-  readonly read: (environmentId: string, userId: string, sessionId: string) => ReturnType<typeof liveState>
-  /** A client's authentication state (introspection callers), from memory when it may be. */
-  readonly readClient: (environmentId: string, clientId: string) => ReturnType<typeof clientById>
-  /** Whether entries are being kept (the LISTEN connection is up). */
-  readonly listening: () => boolean
-  /** Entries held in memory (tests; the bounds). */
-  readonly sizes: () => { readonly users: number; readonly sessions: number; readonly clients: number; readonly pending: number }
-  /**
-   * Remembers an answer built from this memory's state (see AnswerDependencies), under a key
-   * that names every input of the request it answered; nothing is kept when the state it was
-   * built from is no longer the state held.
-   */
-  readonly rememberAnswer: (key: string, dependencies: AnswerDependencies, answer: RememberedAnswer) => void
-  /**
-   * The remembered answer of `key` while it is still true: LISTEN up, the user's and the
-   * client's state unchanged since, the session unexpired, the token unexpired, and at most
-   * ANSWER_TTL_MS old. Synchronous: the listener answers from it before any fiber exists.
-   */
-  readonly answer: (key: string) => RememberedAnswer | undefined
-}>()("oidc/LiveStateCache") {}
+export class LiveStateCache extends Context.Service<
+  LiveStateCache,
+  {
+    /** The live state of a user and one of their sessions, from memory when it may be. */
+    readonly read: (environmentId: string, userId: string, sessionId: string) => ReturnType<typeof liveState>
+    /** A client's authentication state (introspection callers), from memory when it may be. */
+    readonly readClient: (environmentId: string, clientId: string) => ReturnType<typeof clientById>
+    /** Whether entries are being kept (the LISTEN connection is up). */
+    readonly listening: () => boolean
+    /** The invalidation count: taken before a read of user and session rows that `prime` may keep. */
+    readonly epoch: () => number
+    /**
+     * Keeps a user's and session's state that the caller read itself (the token endpoint, which
+     * reads both to decide a grant), under the same rule as `read`: only when nothing was
+     * invalidated since `readAt` (an `epoch()` taken before that read), LISTEN is up and the user
+     * has no local write in flight. The client's first UserInfo after a sign-in then reads no row.
+     */
+    readonly prime: (environmentId: string, row: LiveState, readAt: number) => void
+    /** Entries held in memory (tests; the bounds). */
+    readonly sizes: () => {
+      readonly users: number
+      readonly sessions: number
+      readonly clients: number
+      readonly pending: number
+    }
+    /**
+     * Remembers an answer built from this memory's state (see AnswerDependencies), under a key
+     * that names every input of the request it answered; nothing is kept when the state it was
+     * built from is no longer the state held.
+     */
+    readonly rememberAnswer: (key: string, dependencies: AnswerDependencies, answer: RememberedAnswer) => void
+    /**
+     * The remembered answer of `key` while it is still true: LISTEN up, the user's and the
+     * client's state unchanged since, the session unexpired, the token unexpired, and at most
+     * ANSWER_TTL_MS old. Synchronous: the listener answers from it before any fiber exists.
+     */
+    readonly answer: (key: string) => RememberedAnswer | undefined
+  }
+>()("oidc/LiveStateCache") {}
 
 const userKey = (environmentId: string, userId: string) => `${environmentId} ${userId}`
 const clientKey = (clientId: string) => `client ${clientId}`
@@ -132,7 +157,7 @@ const storeBounded = <K, V>(map: Map<K, V>, key: K, value: V, capacity: number) 
 }
 
 /** This replica's live-state memory (a scoped Effect: it listens until its scope closes). */
-export const makeLiveStateCache = (options: LiveStateCacheOptions) => Effect.gen(function* () {
+export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStateCacheOptions) {
   const pg = yield* PgClient.PgClient
   const byUser = new Map<string, Map<string, LiveState>>()
   /** Sessions held in `byUser` altogether. */
@@ -220,41 +245,58 @@ export const makeLiveStateCache = (options: LiveStateCacheOptions) => Effect.gen
     }
   }).pipe(
     Effect.scoped,
-    Effect.ensuring(Effect.sync(() => {
-      listening = false
-      forgetAll()
-    })),
-    Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause)
-      ? Effect.failCause(cause)
-      : Effect.logWarning("live-state LISTEN connection lost; reading from Postgres until it is back", cause)),
+    Effect.ensuring(
+      Effect.sync(() => {
+        listening = false
+        forgetAll()
+      }),
+    ),
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.logWarning("live-state LISTEN connection lost; reading from Postgres until it is back", cause),
+    ),
   )
   yield* Effect.forkScoped(Effect.forever(Effect.andThen(listenOnce, Effect.sleep(RELISTEN_AFTER))))
 
-  const read = (environmentId: string, userId: string, sessionId: string) => Effect.gen(function* () {
-    const key = userKey(environmentId, userId)
-    const held = byUser.get(key)?.get(sessionId)
-    // A remembered expiry that has passed is read again: a later one is not announced (sql/0140).
-    const nowMs = clock.currentTimeMillisUnsafe()
-    if (held !== undefined && listening && held.session_idle_expires_at!.getTime() > nowMs &&
-      held.session_absolute_expires_at!.getTime() > nowMs) return held
-    const startedAt = epoch
-    const row = yield* liveState(environmentId, userId, sessionId)
-    // Kept only when nothing was invalidated meanwhile, LISTEN is up, the user has no local
-    // write in flight, and the row is complete (a missing session is read again next time).
-    if (row === undefined || row.session_id === null || !mayKeep(key, startedAt)) return row
-    storeSession(key, sessionId, row)
-    return row
-  })
+  const read = (environmentId: string, userId: string, sessionId: string) =>
+    Effect.gen(function* () {
+      const key = userKey(environmentId, userId)
+      const held = byUser.get(key)?.get(sessionId)
+      // A remembered expiry that has passed is read again: a later one is not announced (sql/0140).
+      const nowMs = clock.currentTimeMillisUnsafe()
+      if (
+        held !== undefined &&
+        listening &&
+        held.session_idle_expires_at!.getTime() > nowMs &&
+        held.session_absolute_expires_at!.getTime() > nowMs
+      )
+        return held
+      const startedAt = epoch
+      const row = yield* liveState(environmentId, userId, sessionId)
+      // Kept only when nothing was invalidated meanwhile, LISTEN is up, the user has no local
+      // write in flight, and the row is complete (a missing session is read again next time).
+      if (row === undefined || row.session_id === null || !mayKeep(key, startedAt)) return row
+      storeSession(key, sessionId, row)
+      return row
+    })
 
-  const readClient = (environmentId: string, clientId: string) => Effect.gen(function* () {
-    const held = clients.get(clientId)
-    if (held !== undefined && held.environmentId === environmentId && listening) return held.row
-    const startedAt = epoch
-    const row = yield* clientById(environmentId, clientId)
-    if (row === undefined || !mayKeep(clientKey(clientId), startedAt)) return row
-    storeBounded(clients, clientId, { environmentId, row }, options.clients)
-    return row
-  })
+  const prime = (environmentId: string, row: LiveState, readAt: number) => {
+    const key = userKey(environmentId, row.user_id)
+    if (row.session_id === null || !mayKeep(key, readAt)) return
+    storeSession(key, row.session_id, row)
+  }
+
+  const readClient = (environmentId: string, clientId: string) =>
+    Effect.gen(function* () {
+      const held = clients.get(clientId)
+      if (held !== undefined && held.environmentId === environmentId && listening) return held.row
+      const startedAt = epoch
+      const row = yield* clientById(environmentId, clientId)
+      if (row === undefined || !mayKeep(clientKey(clientId), startedAt)) return row
+      storeBounded(clients, clientId, { environmentId, row }, options.clients)
+      return row
+    })
 
   const rememberAnswer = (key: string, d: AnswerDependencies, answer: RememberedAnswer) => {
     const userKeyOf = userKey(d.environmentId, d.userId)
@@ -263,10 +305,21 @@ export const makeLiveStateCache = (options: LiveStateCacheOptions) => Effect.gen
     const client = d.client === undefined ? undefined : clients.get(d.client.id)
     if (d.client !== undefined && client?.row !== d.client) return
     const nowMs = clock.currentTimeMillisUnsafe()
-    storeBounded(answers, key, {
-      answer, environmentId: d.environmentId, userKey: userKeyOf, sessions, live: d.live, clientId: d.client?.id, client,
-      until: Math.min(d.validUntilMs, nowMs + ANSWER_TTL_MS),
-    }, ANSWER_CAPACITY)
+    storeBounded(
+      answers,
+      key,
+      {
+        answer,
+        environmentId: d.environmentId,
+        userKey: userKeyOf,
+        sessions,
+        live: d.live,
+        clientId: d.client?.id,
+        client,
+        until: Math.min(d.validUntilMs, nowMs + ANSWER_TTL_MS),
+      },
+      ANSWER_CAPACITY,
+    )
   }
 
   const answer = (key: string) => {
@@ -274,8 +327,12 @@ export const makeLiveStateCache = (options: LiveStateCacheOptions) => Effect.gen
     if (entry === undefined) return undefined
     const nowMs = clock.currentTimeMillisUnsafe()
     const live = entry.live
-    const current = listening && entry.until > nowMs && byUser.get(entry.userKey) === entry.sessions &&
-      entry.sessions.get(live.session_id!) === live && live.session_idle_expires_at!.getTime() > nowMs &&
+    const current =
+      listening &&
+      entry.until > nowMs &&
+      byUser.get(entry.userKey) === entry.sessions &&
+      entry.sessions.get(live.session_id!) === live &&
+      live.session_idle_expires_at!.getTime() > nowMs &&
       live.session_absolute_expires_at!.getTime() > nowMs &&
       (entry.clientId === undefined || clients.get(entry.clientId) === entry.client)
     if (current) return entry.answer
@@ -284,7 +341,13 @@ export const makeLiveStateCache = (options: LiveStateCacheOptions) => Effect.gen
   }
 
   return LiveStateCache.of({
-    read, readClient, listening: () => listening, rememberAnswer, answer,
+    read,
+    readClient,
+    listening: () => listening,
+    epoch: () => epoch,
+    prime,
+    rememberAnswer,
+    answer,
     sizes: () => ({ users: byUser.size, sessions: heldSessions, clients: clients.size, pending: pendingUntil.size }),
   })
 })
@@ -293,12 +356,24 @@ export const LiveStateCacheLive = Layer.effect(LiveStateCache, makeLiveStateCach
 
 /** The live state through this replica's memory when the server runs one, else from Postgres. */
 export const readLiveState = (environmentId: string, userId: string, sessionId: string) =>
-  Effect.flatMap(Effect.serviceOption(LiveStateCache), (cache) => Option.isSome(cache)
-    ? cache.value.read(environmentId, userId, sessionId)
-    : liveState(environmentId, userId, sessionId))
+  Effect.flatMap(Effect.serviceOption(LiveStateCache), (cache) =>
+    Option.isSome(cache)
+      ? cache.value.read(environmentId, userId, sessionId)
+      : liveState(environmentId, userId, sessionId),
+  )
+
+/**
+ * Where this replica keeps live state (the server; not the worker or the CLI): the epoch to take
+ * before reading user and session rows, and the function that keeps what was read.
+ */
+export const liveStatePrimer = Effect.map(Effect.serviceOption(LiveStateCache), (cache) => {
+  if (Option.isNone(cache)) return undefined
+  const readAt = cache.value.epoch()
+  return (environmentId: string, row: LiveState) => cache.value.prime(environmentId, row, readAt)
+})
 
 /** A client row through this replica's memory when the server runs one, else from Postgres. */
 export const readClientRow = (environmentId: string, clientId: string) =>
-  Effect.flatMap(Effect.serviceOption(LiveStateCache), (cache) => Option.isSome(cache)
-    ? cache.value.readClient(environmentId, clientId)
-    : clientById(environmentId, clientId))
+  Effect.flatMap(Effect.serviceOption(LiveStateCache), (cache) =>
+    Option.isSome(cache) ? cache.value.readClient(environmentId, clientId) : clientById(environmentId, clientId),
+  )

@@ -17,26 +17,35 @@ export const answerableFromMemory = (headers: IncomingHttpHeaders | Readonly<Rec
 
 export const userinfoAnswerKey = (target: string, authorization: string) => `GET ${target}\n${authorization}`
 
-export const introspectionAnswerKey = (target: string, authorization: string | undefined, contentType: string | undefined, body: string) =>
-  `POST ${target}\n${authorization ?? ""}\n${contentType ?? ""}\n${body}`
+export const introspectionAnswerKey = (
+  target: string,
+  authorization: string | undefined,
+  contentType: string | undefined,
+  body: string,
+) => `POST ${target}\n${authorization ?? ""}\n${contentType ?? ""}\n${body}`
 
 /**
  * Remembers this request's answer under `key` if it is a 200 and the state it was built from
  * is still the state held (the final response, after every pre-response handler but ours, so
  * the replay carries the same headers; the request id is per request).
  */
-export const rememberAnswer = (key: string, dependencies: AnswerDependencies) => Effect.gen(function* () {
+export const rememberAnswer = Effect.fnUntraced(function* (key: string, dependencies: AnswerDependencies) {
   const cache = yield* Effect.serviceOption(LiveStateCache)
   if (Option.isNone(cache)) return
   const request = yield* HttpServerRequest.HttpServerRequest
   if (!answerableFromMemory(request.headers)) return
-  yield* HttpEffect.appendPreResponseHandler((_request, response) => Effect.sync(() => {
-    if (response.status === 200 && response.body._tag === "Uint8Array") {
-      const { "x-request-id": _, ...headers } = response.headers
-      cache.value.rememberAnswer(key, dependencies, {
-        status: 200, contentType: response.body.contentType, headers, body: response.body.body,
-      })
-    }
-    return response
-  }))
+  yield* HttpEffect.appendPreResponseHandler((_request, response) =>
+    Effect.sync(() => {
+      if (response.status === 200 && response.body._tag === "Uint8Array") {
+        const { "x-request-id": _, ...headers } = response.headers
+        cache.value.rememberAnswer(key, dependencies, {
+          status: 200,
+          contentType: response.body.contentType,
+          headers,
+          body: response.body.body,
+        })
+      }
+      return response
+    }),
+  )
 })

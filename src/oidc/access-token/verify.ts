@@ -1,4 +1,4 @@
-import { Cause, Clock, Effect, Option } from "effect"
+import { type Cause, Clock, Effect, Option } from "effect"
 import { decodeProtectedHeader, type JWTPayload, type ProtectedHeaderParameters } from "jose"
 import { verifyEs256 } from "./jws-verify.js"
 import { Keys } from "../../platform/keys/service.js"
@@ -46,8 +46,10 @@ export interface VerifyAccessTokenOptions {
 export const bearerChallenge = (realm: string | undefined, description: string) =>
   `Bearer ${realm ? `realm="${realm}", ` : ""}error="invalid_token", error_description="${description.replace(/["\\]/g, "")}"`
 
-const unavailable = (cause: Cause.Cause<unknown>) => Effect.logError("access-token state could not be read", cause).pipe(
-  Effect.andThen(Effect.fail(new UserUnavailable({ retryAfterSeconds: 1 }))))
+const unavailable = (cause: Cause.Cause<unknown>) =>
+  Effect.logError("access-token state could not be read", cause).pipe(
+    Effect.andThen(Effect.fail(new UserUnavailable({ retryAfterSeconds: 1 }))),
+  )
 
 const REQUIRED_CLAIMS = ["sub", "aud", "exp", "iat", "jti"] as const
 
@@ -58,13 +60,33 @@ const shape = (p: JWTPayload): AccessTokenClaims | undefined => {
   const aud = typeof p.aud === "string" ? [p.aud] : Array.isArray(p.aud) && p.aud.every(str) ? p.aud : undefined
   const amr = (p as Record<string, unknown>)["amr"]
   const r = p as Record<string, unknown>
-  if (!aud || aud.length === 0 || !str(p.iss) || !str(p.sub) || !int(p.exp) || !int(p.iat) || !str(p.jti)) return undefined
-  if (!str(r["sid"]) || !str(r["client_id"]) || typeof r["scope"] !== "string" || !str(r["acr"]) || !int(r["auth_time"]) || !int(r["sv"])) return undefined
+  if (!aud || aud.length === 0 || !str(p.iss) || !str(p.sub) || !int(p.exp) || !int(p.iat) || !str(p.jti))
+    return undefined
+  if (
+    !str(r["sid"]) ||
+    !str(r["client_id"]) ||
+    typeof r["scope"] !== "string" ||
+    !str(r["acr"]) ||
+    !int(r["auth_time"]) ||
+    !int(r["sv"])
+  )
+    return undefined
   if (!Array.isArray(amr) || !amr.every(str)) return undefined
   const scope = r["scope"] as string
   return {
-    iss: p.iss, sub: p.sub, aud, exp: p.exp, iat: p.iat, jti: p.jti, sid: r["sid"] as string, client_id: r["client_id"] as string,
-    scope, scopes: scope.split(" ").filter((s) => s !== ""), amr, acr: r["acr"] as string, auth_time: r["auth_time"] as number,
+    iss: p.iss,
+    sub: p.sub,
+    aud,
+    exp: p.exp,
+    iat: p.iat,
+    jti: p.jti,
+    sid: r["sid"] as string,
+    client_id: r["client_id"] as string,
+    scope,
+    scopes: scope.split(" ").filter((s) => s !== ""),
+    amr,
+    acr: r["acr"] as string,
+    auth_time: r["auth_time"] as number,
     sv: r["sv"] as number,
   }
 }
@@ -78,10 +100,11 @@ const shape = (p: JWTPayload): AccessTokenClaims | undefined => {
  * version, and the session behind `sid` belongs to the user and is neither revoked nor
  * expired. A database failure while reading that state is 503 user_unavailable, never 401.
  */
-export const verifyAccessToken = (token: string, options: VerifyAccessTokenOptions) => Effect.gen(function* () {
+export const verifyAccessToken = Effect.fnUntraced(function* (token: string, options: VerifyAccessTokenOptions) {
   const keys = yield* Keys
   const nowMs = yield* Clock.currentTimeMillis
-  const reject = (description: string) => new AccessTokenRejected({ detail: description, wwwAuthenticate: bearerChallenge(options.realm, description) })
+  const reject = (description: string) =>
+    new AccessTokenRejected({ detail: description, wwwAuthenticate: bearerChallenge(options.realm, description) })
 
   let header: ProtectedHeaderParameters
   try {
@@ -89,7 +112,8 @@ export const verifyAccessToken = (token: string, options: VerifyAccessTokenOptio
   } catch {
     return yield* reject("The access token is malformed")
   }
-  if (header.alg !== "ES256" || typeof header.kid !== "string") return yield* reject("The access token must be signed with ES256 and name its kid")
+  if (header.alg !== "ES256" || typeof header.kid !== "string")
+    return yield* reject("The access token must be signed with ES256 and name its kid")
   const key = yield* keys.verificationKey(options.environmentId, header.kid).pipe(Effect.catchCause(unavailable))
   if (Option.isNone(key)) return yield* reject("The access token was not signed by a key of this issuer")
   // Signature, then the claim checks in the order jose's jwtVerify made them (typ, required
@@ -99,11 +123,15 @@ export const verifyAccessToken = (token: string, options: VerifyAccessTokenOptio
   if (typeof verified === "string") return yield* reject("The access token is malformed or its signature is invalid")
   const p = verified.payload
   if (p["iss"] === undefined) return yield* reject("The access token was issued by another issuer")
-  if (REQUIRED_CLAIMS.some((c) => p[c] === undefined)) return yield* reject("The access token is malformed or its signature is invalid")
+  if (REQUIRED_CLAIMS.some((c) => p[c] === undefined))
+    return yield* reject("The access token is malformed or its signature is invalid")
   if (p["iss"] !== options.issuer) return yield* reject("The access token was issued by another issuer")
   const nowSeconds = Math.floor(nowMs / 1000)
-  if ((p["iat"] !== undefined && typeof p["iat"] !== "number") || typeof p["exp"] !== "number" ||
-    (p["nbf"] !== undefined && (typeof p["nbf"] !== "number" || p["nbf"] > nowSeconds))) {
+  if (
+    (p["iat"] !== undefined && typeof p["iat"] !== "number") ||
+    typeof p["exp"] !== "number" ||
+    (p["nbf"] !== undefined && (typeof p["nbf"] !== "number" || p["nbf"] > nowSeconds))
+  ) {
     return yield* reject("The access token is malformed or its signature is invalid")
   }
   if (p["exp"] <= nowSeconds) return yield* reject("The access token has expired")
@@ -112,14 +140,16 @@ export const verifyAccessToken = (token: string, options: VerifyAccessTokenOptio
   if (!options.audience(claims.aud)) return yield* reject("The access token is not meant for this audience")
 
   const live = yield* readLiveState(options.environmentId, claims.sub, claims.sid).pipe(Effect.catchCause(unavailable))
-  if (!live || live.status !== "active") return yield* reject("The user is not active")
-  if (live.security_version !== claims.sv) return yield* reject("The access token was issued before a security change; sign in again")
-  if (live.session_id === null || live.session_revoked_at !== null) return yield* reject("The session of this access token has ended")
+  if (live?.status !== "active") return yield* reject("The user is not active")
+  if (live.security_version !== claims.sv)
+    return yield* reject("The access token was issued before a security change; sign in again")
+  if (live.session_id === null || live.session_revoked_at !== null)
+    return yield* reject("The session of this access token has ended")
   if (live.session_idle_expires_at!.getTime() <= nowMs || live.session_absolute_expires_at!.getTime() <= nowMs) {
     return yield* reject("The session of this access token has expired")
   }
   return { claims, rawAud: p["aud"] as string | ReadonlyArray<string>, live } satisfies VerifiedAccessToken
-}).pipe(withCallSpan("oidc.verifyAccessToken"))
+}, withCallSpan("oidc.verifyAccessToken"))
 
 /** Audience rules of the spec's decisions: UserInfo and introspection accept any audience; /me needs the issuer. */
 export const anyAudience = () => true

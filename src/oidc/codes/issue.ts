@@ -18,7 +18,8 @@ export type LoginMethod = "email_otp" | "passkey" | "social"
 /** Spec, Authentication rule 8: phishing-resistant for passkeys, basic otherwise (and after any refresh). */
 export const ACR_PHISHING_RESISTANT = "urn:example-auth:loa:phishing-resistant"
 export const ACR_BASIC = "urn:example-auth:loa:basic"
-export const acrOf = (method: LoginMethod | "refresh_token") => method === "passkey" ? ACR_PHISHING_RESISTANT : ACR_BASIC
+export const acrOf = (method: LoginMethod | "refresh_token") =>
+  method === "passkey" ? ACR_PHISHING_RESISTANT : ACR_BASIC
 
 export interface CompletedLogin {
   readonly workspaceId: string
@@ -46,40 +47,81 @@ export interface CompletedLogin {
  * emits `session.created` and `login.succeeded`. Returns the code (shown once; only its
  * SHA-256 is stored).
  */
-export const issueAuthorizationCode = (login: CompletedLogin) => Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const ids = yield* Ids
-  const crypto = yield* Crypto
-  const events = yield* Events
-  const audit = yield* Audit
-  const now = yield* Clock.currentTimeMillis
-  const sessionId = yield* ids.make("ses")
-  const acr = acrOf(login.method)
-  yield* insertSession({
-    id: sessionId, workspaceId: login.workspaceId, environmentId: login.environmentId, userId: login.userId,
-    clientId: login.clientId, deviceName: login.deviceName ?? null, method: login.method, acr,
-    authTime: login.authTime, securityVersion: login.securityVersion, ipPrefixHash: login.ipPrefixHash ?? null,
-    now: new Date(now), idleExpiresAt: new Date(now + SESSION_IDLE_MS), absoluteExpiresAt: new Date(now + SESSION_ABSOLUTE_MS),
-  })
-  const code = yield* crypto.randomToken(32)
-  yield* sql`insert into authorization_codes (code_hash, workspace_id, environment_id, transaction_id, client_id, user_id,
+export const issueAuthorizationCode = Effect.fnUntraced(
+  function* (login: CompletedLogin) {
+    const sql = yield* SqlClient.SqlClient
+    const ids = yield* Ids
+    const crypto = yield* Crypto
+    const events = yield* Events
+    const audit = yield* Audit
+    const now = yield* Clock.currentTimeMillis
+    const sessionId = yield* ids.make("ses")
+    const acr = acrOf(login.method)
+    yield* insertSession({
+      id: sessionId,
+      workspaceId: login.workspaceId,
+      environmentId: login.environmentId,
+      userId: login.userId,
+      clientId: login.clientId,
+      deviceName: login.deviceName ?? null,
+      method: login.method,
+      acr,
+      authTime: login.authTime,
+      securityVersion: login.securityVersion,
+      ipPrefixHash: login.ipPrefixHash ?? null,
+      now: new Date(now),
+      idleExpiresAt: new Date(now + SESSION_IDLE_MS),
+      absoluteExpiresAt: new Date(now + SESSION_ABSOLUTE_MS),
+    })
+    const code = yield* crypto.randomToken(32)
+    // The code, the user's last login and the audit record in one statement (one round trip).
+    const audited = yield* audit.cte({
+      workspaceId: login.workspaceId,
+      environmentId: login.environmentId,
+      actor: { type: "end_user", id: login.userId },
+      action: "login.succeeded",
+      subjectType: "user",
+      subjectId: login.userId,
+      details: { session_id: sessionId, client_id: login.clientId, method: login.method },
+    })
+    yield* sql`with ${audited}, seen as (
+      update users set last_login_at = ${new Date(now)} where environment_id = ${login.environmentId} and id = ${login.userId}
+    )
+    insert into authorization_codes (code_hash, workspace_id, environment_id, transaction_id, client_id, user_id,
       session_id, redirect_uri, code_challenge, scopes, resources, nonce, method, acr, auth_time, created_at, expires_at)
     values (${sha256Hex(code)}, ${login.workspaceId}, ${login.environmentId}, ${login.transactionId}, ${login.clientId},
       ${login.userId}, ${sessionId}, ${login.redirectUri}, ${login.codeChallenge}, ${login.scopes as Array<string>}::text[],
       ${login.resources as Array<string>}::text[], ${login.nonce}, ${login.method}, ${acr}, ${login.authTime},
       ${new Date(now)}, ${new Date(now + CODE_TTL_MS)})`
-  yield* sql`update users set last_login_at = ${new Date(now)} where environment_id = ${login.environmentId} and id = ${login.userId}`
-  const common = {
-    userId: login.userId, sessionId, method: login.method, clientId: login.clientId,
-    ...(login.ipPrefixHash ? { ipPrefixHash: login.ipPrefixHash } : {}),
-  }
-  const actor = { type: "end_user" as const, id: login.userId }
-  yield* events.emit({ type: "session.created", workspaceId: login.workspaceId, environmentId: login.environmentId, actor, payload: common })
-  yield* events.emit({ type: "login.succeeded", workspaceId: login.workspaceId, environmentId: login.environmentId, actor, payload: common })
-  yield* audit.append({
-    workspaceId: login.workspaceId, environmentId: login.environmentId, actor, action: "login.succeeded",
-    subjectType: "user", subjectId: login.userId, details: { session_id: sessionId, client_id: login.clientId, method: login.method },
-  })
-  yield* recordMonthlyActiveUser({ workspaceId: login.workspaceId, environmentId: login.environmentId, userId: login.userId })
-  return { code, sessionId }
-}).pipe(Effect.orDie, withCallSpan("oidc.issueAuthorizationCode"))
+    const common = {
+      userId: login.userId,
+      sessionId,
+      method: login.method,
+      clientId: login.clientId,
+      ...(login.ipPrefixHash ? { ipPrefixHash: login.ipPrefixHash } : {}),
+    }
+    const actor = { type: "end_user" as const, id: login.userId }
+    yield* events.emit({
+      type: "session.created",
+      workspaceId: login.workspaceId,
+      environmentId: login.environmentId,
+      actor,
+      payload: common,
+    })
+    yield* events.emit({
+      type: "login.succeeded",
+      workspaceId: login.workspaceId,
+      environmentId: login.environmentId,
+      actor,
+      payload: common,
+    })
+    yield* recordMonthlyActiveUser({
+      workspaceId: login.workspaceId,
+      environmentId: login.environmentId,
+      userId: login.userId,
+    })
+    return { code, sessionId }
+  },
+  Effect.orDie,
+  withCallSpan("oidc.issueAuthorizationCode"),
+)

@@ -25,12 +25,30 @@ export const discoveryDocument = (issuer: string) => ({
   subject_types_supported: ["public"],
   id_token_signing_alg_values_supported: ["ES256"],
   claims_supported: [
-    "iss", "sub", "aud", "exp", "iat", "jti", "sid", "client_id", "scope", "amr", "acr", "auth_time", "sv",
-    "nonce", "name", "email", "email_verified", "locale", "updated_at",
+    "iss",
+    "sub",
+    "aud",
+    "exp",
+    "iat",
+    "jti",
+    "sid",
+    "client_id",
+    "scope",
+    "amr",
+    "acr",
+    "auth_time",
+    "sv",
+    "nonce",
+    "name",
+    "email",
+    "email_verified",
+    "locale",
+    "updated_at",
   ],
   // Capabilities whose absence a library reads with a default that is wrong for us (docs/decisions/rp-libraries.md;
-  // OIDC Discovery 3 defaults request_uri_parameter_supported to true). None of these
-  // parameters is read by /oauth2/authorize; `request`, `request_uri` and `claims` are ignored.
+  // OIDC Discovery 3 defaults request_uri_parameter_supported to true). /oauth2/authorize answers
+  // `request` and `request_uri` with request_not_supported / request_uri_not_supported at the
+  // redirect URI (OIDC Core 6); `claims` is not honoured (the scopes alone decide the claims).
   request_parameter_supported: false,
   request_uri_parameter_supported: false,
   claims_parameter_supported: false,
@@ -39,11 +57,23 @@ export const discoveryDocument = (issuer: string) => ({
 })
 
 /** As src/oidc/jwks/http.ts: the same headers on the Effect path and from the listener's memory. */
-const HEADERS = { "content-type": "application/json", "cache-control": "public, max-age=60", "access-control-allow-origin": "*" }
+const HEADERS = {
+  "content-type": "application/json",
+  "cache-control": "public, max-age=60",
+  "access-control-allow-origin": "*",
+}
 
 export const discoveryRoutes = [
-  route("GET", "/.well-known/openid-configuration", Effect.gen(function* () {
-    const env = yield* CurrentEnvironment
-    return yield* answerStatic("/.well-known/openid-configuration", JSON.stringify(discoveryDocument(env.urls.issuer)), HEADERS)
-  })),
+  route(
+    "GET",
+    "/.well-known/openid-configuration",
+    Effect.gen(function* () {
+      const env = yield* CurrentEnvironment
+      return yield* answerStatic(
+        "/.well-known/openid-configuration",
+        JSON.stringify(discoveryDocument(env.urls.issuer)),
+        HEADERS,
+      )
+    }),
+  ),
 ]

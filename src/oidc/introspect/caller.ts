@@ -17,21 +17,25 @@ export type IntrospectionCaller = { readonly client: OAuthClientRow } | { readon
  * Environment. Anyone else is "not allowed", which the endpoint answers with
  * `{active:false}` like an inactive token, revealing nothing (undefined here).
  */
-export const introspectionCaller = (env: EnvironmentRecord, params: OAuthParams) => Effect.gen(function* () {
+export const introspectionCaller = Effect.fnUntraced(function* (env: EnvironmentRecord, params: OAuthParams) {
   const request = yield* HttpServerRequest.HttpServerRequest
   const apiKey = request.headers["x-management-api-key"]
   if (apiKey !== undefined) {
     const caller = yield* authenticateApiKey(apiKey.trim()).pipe(Effect.option)
     if (caller._tag === "None") return undefined
     const key = caller.value
-    const allowed = key.scopes.has("introspect") && key.workspaceId === env.workspaceId &&
+    const allowed =
+      key.scopes.has("introspect") &&
+      key.workspaceId === env.workspaceId &&
       (key.environmentId === null || key.environmentId === env.id)
-    return allowed ? { apiKey: true } as IntrospectionCaller : undefined
+    return allowed ? ({ apiKey: true } as IntrospectionCaller) : undefined
   }
   const presented = yield* presentedClient(params).pipe(Effect.option)
   if (presented._tag === "None" || presented.value.method === "none") return undefined
   const client = yield* authenticateClient(env.id, presented.value).pipe(Effect.option)
-  return client._tag === "Some" && client.value.token_endpoint_auth_method !== "none" ? { client: client.value } as IntrospectionCaller : undefined
+  return client._tag === "Some" && client.value.token_endpoint_auth_method !== "none"
+    ? ({ client: client.value } as IntrospectionCaller)
+    : undefined
 })
 
 /**
@@ -39,11 +43,16 @@ export const introspectionCaller = (env: EnvironmentRecord, params: OAuthParams)
  * name (`api_key`, which names no client), a client's under its id, before either is
  * authenticated (a flood of bad credentials is counted too).
  */
-export const limitIntrospection = (environmentId: string, params: OAuthParams) => Effect.gen(function* () {
+export const limitIntrospection = Effect.fnUntraced(function* (environmentId: string, params: OAuthParams) {
   const request = yield* HttpServerRequest.HttpServerRequest
-  if (request.headers["x-management-api-key"] !== undefined) return yield* limitOAuthRequest("introspect", environmentId, API_KEY_CALLER)
+  if (request.headers["x-management-api-key"] !== undefined)
+    return yield* limitOAuthRequest("introspect", environmentId, API_KEY_CALLER)
   const presented = yield* presentedClient(params).pipe(Effect.option)
-  yield* limitOAuthRequest("introspect", environmentId, presented._tag === "Some" ? presented.value.clientId : undefined)
+  yield* limitOAuthRequest(
+    "introspect",
+    environmentId,
+    presented._tag === "Some" ? presented.value.clientId : undefined,
+  )
 })
 
 const API_KEY_CALLER = "api_key"

@@ -34,36 +34,50 @@ export const introspectionEndpoint = Effect.gen(function* () {
   const token = yield* params.value.one("token").pipe(Effect.orElseSucceed(() => undefined))
   if (token === undefined) return yield* invalidRequest("token is required")
   if (looksLikeRefreshToken(token)) return inactive()
-  const verified = yield* verifyAccessToken(token, { environmentId: env.record.id, issuer: env.urls.issuer, audience: anyAudience }).pipe(
-    Effect.catchTag("AccessTokenRejected", () => Effect.succeed(undefined)))
+  const verified = yield* verifyAccessToken(token, {
+    environmentId: env.record.id,
+    issuer: env.urls.issuer,
+    audience: anyAudience,
+  }).pipe(Effect.catchTag("AccessTokenRejected", () => Effect.succeed(undefined)))
   if (!verified) return inactive()
   const c = verified.claims
   if ("client" in caller) {
     // Replayed from memory for the same caller, token and body while nothing behind it changes.
     const request = yield* HttpServerRequest.HttpServerRequest
-    const key = introspectionAnswerKey(request.url, request.headers["authorization"], request.headers["content-type"], yield* bodyText)
+    const key = introspectionAnswerKey(
+      request.url,
+      request.headers["authorization"],
+      request.headers["content-type"],
+      yield* bodyText,
+    )
     yield* rememberAnswer(key, {
-      environmentId: env.record.id, userId: c.sub, sessionId: c.sid, live: verified.live, client: caller.client, validUntilMs: c.exp * 1000,
+      environmentId: env.record.id,
+      userId: c.sub,
+      sessionId: c.sid,
+      live: verified.live,
+      client: caller.client,
+      validUntilMs: c.exp * 1000,
     })
   }
-  return HttpServerResponse.jsonUnsafe({
-    active: true,
-    scope: c.scope,
-    client_id: c.client_id,
-    token_type: "Bearer",
-    exp: c.exp,
-    iat: c.iat,
-    sub: c.sub,
-    aud: verified.rawAud,
-    iss: c.iss,
-    jti: c.jti,
-    sid: c.sid,
-    auth_time: c.auth_time,
-    amr: c.amr,
-    acr: c.acr,
-  }, { headers: NO_STORE })
+  return HttpServerResponse.jsonUnsafe(
+    {
+      active: true,
+      scope: c.scope,
+      client_id: c.client_id,
+      token_type: "Bearer",
+      exp: c.exp,
+      iat: c.iat,
+      sub: c.sub,
+      aud: verified.rawAud,
+      iss: c.iss,
+      jti: c.jti,
+      sid: c.sid,
+      auth_time: c.auth_time,
+      amr: c.amr,
+      acr: c.acr,
+    },
+    { headers: NO_STORE },
+  )
 }).pipe(withCallSpan("oidc.introspect"))
 
-export const introspectionRoutes = [
-  route("POST", "/oauth2/introspect", introspectionEndpoint),
-]
+export const introspectionRoutes = [route("POST", "/oauth2/introspect", introspectionEndpoint)]

@@ -9,12 +9,20 @@ import { Keys } from "../../platform/keys/service.js"
  * header is the one src/http/cors/any-origin.ts adds on the Effect path, written here too so
  * the listener's answer from memory carries it.
  */
-const HEADERS = { "content-type": "application/json", "cache-control": "public, max-age=60", "access-control-allow-origin": "*" }
+const HEADERS = {
+  "content-type": "application/json",
+  "cache-control": "public, max-age=60",
+  "access-control-allow-origin": "*",
+}
 
 export const jwksRoutes = [
-  route("GET", "/oauth2/jwks", Effect.gen(function* () {
-    const env = yield* CurrentEnvironment
-    const keys = yield* Keys
-    return yield* answerStatic("/oauth2/jwks", yield* keys.jwks(env.record.id), HEADERS)
-  })),
+  route(
+    "GET",
+    "/oauth2/jwks",
+    Effect.gen(function* () {
+      const env = yield* CurrentEnvironment
+      const keys = yield* Keys
+      return yield* answerStatic("/oauth2/jwks", yield* keys.jwks(env.record.id), HEADERS)
+    }),
+  ),
 ]

@@ -14,7 +14,7 @@ export interface IdTokenHint {
  * this), and it must be an ID token (`typ` JWT, not an access token). Returns undefined
  * when the hint is not acceptable.
  */
-export const verifyIdTokenHint = (environmentId: string, issuer: string, hint: string) => Effect.gen(function* () {
+export const verifyIdTokenHint = Effect.fnUntraced(function* (environmentId: string, issuer: string, hint: string) {
   const keys = yield* Keys
   let kid: string | undefined
   try {
@@ -26,7 +26,9 @@ export const verifyIdTokenHint = (environmentId: string, issuer: string, hint: s
   }
   const key = yield* keys.verificationKey(environmentId, kid)
   if (Option.isNone(key)) return undefined
-  const verified = yield* Effect.tryPromise(() => compactVerify(hint, key.value, { algorithms: ["ES256"] })).pipe(Effect.option)
+  const verified = yield* Effect.tryPromise(() => compactVerify(hint, key.value, { algorithms: ["ES256"] })).pipe(
+    Effect.option,
+  )
   if (Option.isNone(verified)) return undefined
   let claims: Record<string, unknown>
   try {
@@ -34,7 +36,16 @@ export const verifyIdTokenHint = (environmentId: string, issuer: string, hint: s
   } catch {
     return undefined
   }
-  const aud = typeof claims["aud"] === "string" ? [claims["aud"]] : Array.isArray(claims["aud"]) ? claims["aud"].filter((a) => typeof a === "string") : []
+  const aud =
+    typeof claims["aud"] === "string"
+      ? [claims["aud"]]
+      : Array.isArray(claims["aud"])
+        ? claims["aud"].filter((a) => typeof a === "string")
+        : []
   if (claims["iss"] !== issuer || typeof claims["sub"] !== "string" || aud.length === 0) return undefined
-  return { sub: claims["sub"], sid: typeof claims["sid"] === "string" ? claims["sid"] : undefined, aud } satisfies IdTokenHint
+  return {
+    sub: claims["sub"],
+    sid: typeof claims["sid"] === "string" ? claims["sid"] : undefined,
+    aud,
+  } satisfies IdTokenHint
 })

@@ -13,7 +13,7 @@ const KEEP_EXPIRED_CODES_MS = 24 * 3600_000
  * ended (revoked, or past their idle or absolute expiry) more than 30 days ago are deleted
  * with their token rows; authorization codes a day past expiry are deleted.
  */
-export const sweepTokenSide = (now: Date) => Effect.gen(function* () {
+export const sweepTokenSide = Effect.fnUntraced(function* (now: Date) {
   const sql = yield* SqlClient.SqlClient
   const purged = yield* purgeExpiredGrace(now)
   const before = new Date(now.getTime() - KEEP_ENDED_FAMILIES_MS)

@@ -26,9 +26,11 @@ export interface NewFamilyRow {
  * Creates a family at generation 1 with its first token row and stretches the session's
  * expiry to the family's. The token endpoint writes the same rows inside the code's
  * consumption (src/oidc/token/code-repo.ts); this standalone form serves fixtures of other
- * capabilities (test/management-users).
+ * capabilities (test/management/users).
  */
-export const insertFamily = (f: NewFamilyRow) => SqlClient.SqlClient.use((sql) => sql`
+export const insertFamily = (f: NewFamilyRow) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql`
   with family as (
     insert into refresh_families (id, workspace_id, environment_id, client_id, user_id, session_id, scopes, resources,
       auth_time, generation, created_at, last_used_at, idle_expires_at, absolute_expires_at)
@@ -42,7 +44,8 @@ export const insertFamily = (f: NewFamilyRow) => SqlClient.SqlClient.use((sql) =
   )
   update login_sessions set idle_expires_at = greatest(idle_expires_at, ${f.idleExpiresAt}),
     absolute_expires_at = greatest(absolute_expires_at, ${f.absoluteExpiresAt})
-  where environment_id = ${f.environmentId} and id = ${f.sessionId}`)
+  where environment_id = ${f.environmentId} and id = ${f.sessionId}`,
+  )
 
 /** A family with everything a refresh decides on (one round trip). */
 export interface FamilyState {
@@ -84,8 +87,15 @@ export interface FamilyState {
  * generation. No row: no such client. No lock: the rotation itself is a compare-and-set on
  * `generation` (rotateFamily).
  */
-export const readClientAndFamily = (environmentId: string, clientId: string, familyId: string, presentedGeneration: number, billingMonth: string) =>
-  SqlClient.SqlClient.use((sql) => sql<ClientColumns & (FamilyState | { readonly id: null })>`
+export const readClientAndFamily = (
+  environmentId: string,
+  clientId: string,
+  familyId: string,
+  presentedGeneration: number,
+  billingMonth: string,
+) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql<ClientColumns & (FamilyState | { readonly id: null })>`
     select ${clientColumns(sql)}, f.id, f.workspace_id, f.client_id, f.user_id, f.session_id, f.scopes, f.resources, f.auth_time,
       f.generation, f.idle_expires_at, f.absolute_expires_at, f.grace_generation, f.grace_response_sealed, f.grace_until,
       f.revoked_at, t.secret_hash as presented_hash,
@@ -100,8 +110,8 @@ export const readClientAndFamily = (environmentId: string, clientId: string, fam
       left join users u on u.environment_id = f.environment_id and u.id = f.user_id
       left join login_sessions s on s.environment_id = f.environment_id and s.id = f.session_id
       left join refresh_tokens t on t.family_id = f.id and t.generation = ${presentedGeneration}
-    where cl.environment_id = ${environmentId} and cl.id = ${clientId} and cl.deleted_at is null`)
-    .pipe(Effect.map((rows) => rows[0]))
+    where cl.environment_id = ${environmentId} and cl.id = ${clientId} and cl.deleted_at is null`,
+  ).pipe(Effect.map((rows) => rows[0]))
 
 export interface Rotation {
   readonly environmentId: string
@@ -129,7 +139,9 @@ export interface Rotation {
  * the outbox (with its webhook fan-out job when subscribed). One statement is atomic on its
  * own: no explicit transaction, one round trip (docs/decisions/performance.md). Returns whether it rotated.
  */
-export const rotateFamily = (r: Rotation) => SqlClient.SqlClient.use((sql) => sql<{ rotated: number }>`
+export const rotateFamily = (r: Rotation) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql<{ rotated: number }>`
   with family as (
     update refresh_families set generation = ${r.nextGeneration}, last_used_at = ${r.now}, idle_expires_at = ${r.idleExpiresAt},
       grace_generation = ${r.retiredGeneration}, grace_response_sealed = ${r.graceResponseSealed}, grace_until = ${r.graceUntil}
@@ -143,8 +155,8 @@ export const rotateFamily = (r: Rotation) => SqlClient.SqlClient.use((sql) => sq
       absolute_expires_at = greatest(absolute_expires_at, ${r.absoluteExpiresAt})
     where environment_id = ${r.environmentId} and id = ${r.sessionId} and exists (select 1 from family)
   ), ${outboxCtes(sql, r.event, "family")}
-  select (select count(*) from family)::int as rotated, (select count(*) from fanout)::int as jobs`)
-  .pipe(Effect.map((rows) => (rows[0]?.rotated ?? 0) > 0))
+  select (select count(*) from family)::int as rotated, (select count(*) from fanout)::int as jobs`,
+  ).pipe(Effect.map((rows) => (rows[0]?.rotated ?? 0) > 0))
 
 export interface RevokedFamily {
   readonly id: string
@@ -156,40 +168,55 @@ export interface RevokedFamily {
 
 /** Revokes one live family; the grace response is purged with it. */
 export const revokeFamily = (environmentId: string, familyId: string, reason: FamilyRevokedReason, now: Date) =>
-  SqlClient.SqlClient.use((sql) => sql<RevokedFamily>`update refresh_families
+  SqlClient.SqlClient.use(
+    (sql) => sql<RevokedFamily>`update refresh_families
     set revoked_at = ${now}, revoked_reason = ${reason}, grace_generation = null, grace_response_sealed = null, grace_until = null
     where environment_id = ${environmentId} and id = ${familyId} and revoked_at is null
-    returning id, workspace_id, user_id, session_id, client_id`)
+    returning id, workspace_id, user_id, session_id, client_id`,
+  )
 
 /** Revokes every live family of a login session (logout, reuse, code replay). */
-export const revokeFamiliesOfSession = (environmentId: string, sessionId: string, reason: FamilyRevokedReason, now: Date) =>
-  SqlClient.SqlClient.use((sql) => sql<RevokedFamily>`update refresh_families
+export const revokeFamiliesOfSession = (
+  environmentId: string,
+  sessionId: string,
+  reason: FamilyRevokedReason,
+  now: Date,
+) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql<RevokedFamily>`update refresh_families
     set revoked_at = ${now}, revoked_reason = ${reason}, grace_generation = null, grace_response_sealed = null, grace_until = null
     where environment_id = ${environmentId} and session_id = ${sessionId} and revoked_at is null
-    returning id, workspace_id, user_id, session_id, client_id`)
+    returning id, workspace_id, user_id, session_id, client_id`,
+  )
 
 /** The stored hash of one generation's secret (revocation proves possession with it). */
 export const generationHash = (environmentId: string, familyId: string, generation: number) =>
-  SqlClient.SqlClient.use((sql) => sql<{ secret_hash: string }>`select t.secret_hash from refresh_tokens t
-    where t.environment_id = ${environmentId} and t.family_id = ${familyId} and t.generation = ${generation}`)
-    .pipe(Effect.map((rows) => rows[0]?.secret_hash))
+  SqlClient.SqlClient.use(
+    (sql) => sql<{ secret_hash: string }>`select t.secret_hash from refresh_tokens t
+    where t.environment_id = ${environmentId} and t.family_id = ${familyId} and t.generation = ${generation}`,
+  ).pipe(Effect.map((rows) => rows[0]?.secret_hash))
 
 /**
  * When a family is revoked, its session's expiry falls back to the session's own limits
  * (7 days idle since last activity / 30 days since creation), which a live family had stretched.
  */
 export const restoreSessionLimits = (environmentId: string, sessionId: string, idleMs: number, absoluteMs: number) =>
-  SqlClient.SqlClient.use((sql) => sql`update login_sessions
+  SqlClient.SqlClient.use(
+    (sql) => sql`update login_sessions
     set idle_expires_at = least(idle_expires_at, last_active_at + make_interval(secs => ${idleMs / 1000})),
       absolute_expires_at = least(absolute_expires_at, created_at + make_interval(secs => ${absoluteMs / 1000}))
-    where environment_id = ${environmentId} and id = ${sessionId}`)
+    where environment_id = ${environmentId} and id = ${sessionId}`,
+  )
 
 /**
  * Housekeeping: purge sealed grace responses whose 5-second window has passed. Found by the
  * minute their window ends (`grace_until_minute`, sql/0165: the index a rotation does not
  * touch), then by the exact time.
  */
-export const purgeExpiredGrace = (now: Date) => SqlClient.SqlClient.use((sql) => sql<{ id: string }>`update refresh_families
+export const purgeExpiredGrace = (now: Date) =>
+  SqlClient.SqlClient.use(
+    (sql) => sql<{ id: string }>`update refresh_families
   set grace_generation = null, grace_response_sealed = null, grace_until = null
   where grace_until_minute <= ${Math.floor(now.getTime() / 60_000)} and grace_until < ${now}
-  returning id`)
+  returning id`,
+  )

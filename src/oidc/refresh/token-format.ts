@@ -11,7 +11,8 @@ export interface ParsedRefreshToken {
 
 const FORMAT = /^rt_(fam_[a-z2-7]{32})\.([1-9][0-9]{0,8})\.([A-Za-z0-9_-]{43})$/
 
-export const formatRefreshToken = (familyId: string, generation: number, secret: string) => `rt_${familyId}.${generation}.${secret}`
+export const formatRefreshToken = (familyId: string, generation: number, secret: string) =>
+  `rt_${familyId}.${generation}.${secret}`
 
 export const parseRefreshToken = (token: string): ParsedRefreshToken | undefined => {
   const m = FORMAT.exec(token)

@@ -39,6 +39,4 @@ export const revocationEndpoint = Effect.gen(function* () {
   return HttpServerResponse.jsonUnsafe({}, { headers: NO_STORE })
 }).pipe(failuresAsServerError, withCallSpan("oidc.revoke"))
 
-export const revocationRoutes = [
-  route("POST", "/oauth2/revoke", revocationEndpoint),
-]
+export const revocationRoutes = [route("POST", "/oauth2/revoke", revocationEndpoint)]

@@ -1,3 +1,4 @@
+import type { LiveState } from "../access-token/repo.js"
 import { accessDenied, invalidGrant } from "./errors.js"
 
 /** The live state a grant depends on (user and login session behind it). */
@@ -27,3 +28,36 @@ export const checkGrantState = (state: GrantState, nowMs: number) => {
   }
   return undefined
 }
+
+/** A grant's read with the user and session columns the live-state memory keeps. */
+export interface GrantRead extends GrantState {
+  readonly workspace_id: string
+  readonly user_id: string
+  readonly session_id: string
+  readonly email: string
+  readonly email_verified: boolean
+  readonly name: string | null
+  readonly locale: string | null
+  readonly user_updated_at: Date
+}
+
+/**
+ * The live state behind the tokens a grant issues, as the grant read it: what UserInfo and
+ * introspection check (src/oidc/access-token/verify.ts). The session's expiry is the one read
+ * before the grant stretched it: earlier, so at worst it makes the memory read the row again.
+ */
+export const liveStateOfGrant = (row: GrantRead): LiveState => ({
+  user_id: row.user_id,
+  workspace_id: row.workspace_id,
+  status: row.user_status,
+  security_version: row.user_security_version,
+  email: row.email,
+  email_verified: row.email_verified,
+  name: row.name,
+  locale: row.locale,
+  updated_at: row.user_updated_at,
+  session_id: row.session_id,
+  session_revoked_at: row.session_revoked_at,
+  session_idle_expires_at: row.session_idle_expires_at,
+  session_absolute_expires_at: row.session_absolute_expires_at,
+})

@@ -10,7 +10,11 @@ import type { OAuthParams } from "./params.js"
 /** How the caller presented itself (spec: Authentication, `/oauth2/token`). */
 export type PresentedClient =
   | { readonly method: "none"; readonly clientId: string }
-  | { readonly method: "client_secret_basic" | "client_secret_post"; readonly clientId: string; readonly secret: string }
+  | {
+      readonly method: "client_secret_basic" | "client_secret_post"
+      readonly clientId: string
+      readonly secret: string
+    }
 
 /** RFC 6749 2.3.1: client id and secret are form-urlencoded before Basic encoding. */
 const formDecode = (value: string) => {
@@ -37,29 +41,42 @@ const parseBasic = (header: string) => {
  * the body. Using two methods at once is invalid_request (RFC 6749 2.3); no client id at
  * all is invalid_client.
  */
-export const presentedClient = (params: OAuthParams) => Effect.gen(function* () {
+export const presentedClient = Effect.fnUntraced(function* (params: OAuthParams) {
   const request = yield* HttpServerRequest.HttpServerRequest
   const authorization = request.headers["authorization"]
   const bodyClientId = yield* params.one("client_id")
   const bodySecret = yield* params.one("client_secret")
   if (authorization !== undefined && /^Basic\b/i.test(authorization.trim())) {
     const basic = parseBasic(authorization)
-    if (!basic) return yield* invalidClient("The Authorization header is not valid HTTP Basic client authentication", { basicChallenge: true })
-    if (bodySecret !== undefined) return yield* invalidRequest("Use one client authentication method, not Basic and client_secret together")
+    if (!basic)
+      return yield* invalidClient("The Authorization header is not valid HTTP Basic client authentication", {
+        basicChallenge: true,
+      })
+    if (bodySecret !== undefined)
+      return yield* invalidRequest("Use one client authentication method, not Basic and client_secret together")
     if (bodyClientId !== undefined && bodyClientId !== basic.clientId) {
       return yield* invalidRequest("client_id in the body differs from the one in the Authorization header")
     }
-    return { method: "client_secret_basic", clientId: basic.clientId, secret: basic.secret } satisfies PresentedClient as PresentedClient
+    return {
+      method: "client_secret_basic",
+      clientId: basic.clientId,
+      secret: basic.secret,
+    } satisfies PresentedClient as PresentedClient
   }
-  if (bodyClientId === undefined) return yield* invalidClient("Client authentication is missing: send client_id (and its secret for a confidential client)")
-  if (bodySecret !== undefined) return { method: "client_secret_post", clientId: bodyClientId, secret: bodySecret } as PresentedClient
+  if (bodyClientId === undefined)
+    return yield* invalidClient(
+      "Client authentication is missing: send client_id (and its secret for a confidential client)",
+    )
+  if (bodySecret !== undefined)
+    return { method: "client_secret_post", clientId: bodyClientId, secret: bodySecret } as PresentedClient
   return { method: "none", clientId: bodyClientId } as PresentedClient
 })
 
 /** What a failed check says, and whether the answer carries the Basic challenge (RFC 6749 5.2). */
 const refuse = (presented: PresentedClient, client: OAuthClientRow | undefined, description: string) =>
   invalidClient(description, {
-    basicChallenge: presented.method === "client_secret_basic" || client?.token_endpoint_auth_method === "client_secret_basic",
+    basicChallenge:
+      presented.method === "client_secret_basic" || client?.token_endpoint_auth_method === "client_secret_basic",
   })
 
 const METHOD_WORDS: Readonly<Record<PresentedClient["method"], string>> = {
@@ -83,9 +100,13 @@ export const checkClient = (presented: PresentedClient, client: OAuthClientRow |
   if (client.status !== "active") return refuse(presented, client, "The client is disabled")
   const registered = client.token_endpoint_auth_method
   if (presented.method !== registered) {
-    return refuse(presented, client, registered === "none"
-      ? "A public client must not send a client secret: send only client_id"
-      : `Client authentication failed: this client is registered for ${registered} and must authenticate with ${METHOD_WORDS[registered]}, not ${METHOD_WORDS[presented.method]}`)
+    return refuse(
+      presented,
+      client,
+      registered === "none"
+        ? "A public client must not send a client secret: send only client_id"
+        : `Client authentication failed: this client is registered for ${registered} and must authenticate with ${METHOD_WORDS[registered]}, not ${METHOD_WORDS[presented.method]}`,
+    )
   }
   if (presented.method === "none") return client
   if (client.secret_hash === null || !constantTimeEqual(sha256Hex(presented.secret), client.secret_hash)) {
@@ -95,7 +116,7 @@ export const checkClient = (presented: PresentedClient, client: OAuthClientRow |
 }
 
 /** Looks the client up and authenticates it (introspection; the grants read it with their own row). */
-export const authenticateClient = (environmentId: string, presented: PresentedClient) => Effect.gen(function* () {
+export const authenticateClient = Effect.fnUntraced(function* (environmentId: string, presented: PresentedClient) {
   // Through the replica's memory (src/oidc/access-token/live-cache.ts): the row, never a verdict; the secret is checked below every time.
   const checked = checkClient(presented, yield* readClientRow(environmentId, presented.clientId))
   return checked instanceof OAuthError ? yield* checked : checked

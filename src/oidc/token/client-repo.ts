@@ -28,20 +28,28 @@ export interface ClientColumns {
 }
 
 /** The `ClientColumns` of the clients row aliased `cl`. */
-export const clientColumns = (sql: SqlClient.SqlClient): Statement.Fragment => sql.literal(`cl.id as client_row_id,
+export const clientColumns = (sql: SqlClient.SqlClient): Statement.Fragment =>
+  sql.literal(`cl.id as client_row_id,
   cl.workspace_id as client_workspace_id, cl.client_type, cl.token_endpoint_auth_method as client_auth_method,
   cl.secret_hash as client_secret_hash, cl.status as client_status, cl.post_logout_redirect_uris as client_post_logout_redirect_uris,
   cl.allowed_origins as client_allowed_origins`)
 
 export const clientOf = (row: ClientColumns): OAuthClientRow => ({
-  id: row.client_row_id, workspace_id: row.client_workspace_id, client_type: row.client_type,
-  token_endpoint_auth_method: row.client_auth_method, secret_hash: row.client_secret_hash, status: row.client_status,
-  post_logout_redirect_uris: row.client_post_logout_redirect_uris, allowed_origins: row.client_allowed_origins,
+  id: row.client_row_id,
+  workspace_id: row.client_workspace_id,
+  client_type: row.client_type,
+  token_endpoint_auth_method: row.client_auth_method,
+  secret_hash: row.client_secret_hash,
+  status: row.client_status,
+  post_logout_redirect_uris: row.client_post_logout_redirect_uris,
+  allowed_origins: row.client_allowed_origins,
 })
 
 /** A client of this Environment that has not been deleted. */
-export const clientById = (environmentId: string, clientId: string) => SqlClient.SqlClient.use((sql) =>
-  sql<OAuthClientRow>`select id, workspace_id, client_type, token_endpoint_auth_method, secret_hash, status, post_logout_redirect_uris,
+export const clientById = (environmentId: string, clientId: string) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<OAuthClientRow>`select id, workspace_id, client_type, token_endpoint_auth_method, secret_hash, status, post_logout_redirect_uris,
       allowed_origins
-    from clients where environment_id = ${environmentId} and id = ${clientId} and deleted_at is null`)
-  .pipe(Effect.map((rows) => rows[0]))
+    from clients where environment_id = ${environmentId} and id = ${clientId} and deleted_at is null`,
+  ).pipe(Effect.map((rows) => rows[0]))

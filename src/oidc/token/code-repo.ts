@@ -35,7 +35,8 @@ export interface CodeState extends GrantState {
  * is a compare-and-set (consumeCodeAndIssue).
  */
 export const readClientAndCode = (environmentId: string, clientId: string, codeHash: string) =>
-  SqlClient.SqlClient.use((sql) => sql<ClientColumns & (CodeState | { readonly session_id: null })>`
+  SqlClient.SqlClient.use(
+    (sql) => sql<ClientColumns & (CodeState | { readonly session_id: null })>`
   select ${clientColumns(sql)}, c.workspace_id, c.transaction_id, c.client_id, c.user_id, c.session_id, c.redirect_uri,
     c.code_challenge, c.scopes, c.resources, c.nonce, c.method, c.acr, c.auth_time, c.expires_at, c.consumed_at, c.refresh_family_id,
     u.status as user_status, u.security_version as user_security_version, u.email, u.email_verified, u.name, u.locale,
@@ -46,7 +47,8 @@ export const readClientAndCode = (environmentId: string, clientId: string, codeH
     left join authorization_codes c on c.environment_id = cl.environment_id and c.code_hash = ${codeHash}
     left join users u on u.environment_id = c.environment_id and u.id = c.user_id
     left join login_sessions s on s.environment_id = c.environment_id and s.id = c.session_id
-  where cl.environment_id = ${environmentId} and cl.id = ${clientId} and cl.deleted_at is null`).pipe(Effect.map((rows) => rows[0]))
+  where cl.environment_id = ${environmentId} and cl.id = ${clientId} and cl.deleted_at is null`,
+  ).pipe(Effect.map((rows) => rows[0]))
 
 export interface Consumption {
   readonly environmentId: string
@@ -72,9 +74,13 @@ export interface Consumption {
  * transaction `code_issued` -> `consumed` (sql/0020, docs/architecture.md, Decisions). Returns whether
  * this call consumed the code.
  */
-export const consumeCodeAndIssue = (c: Consumption) => SqlClient.SqlClient.use((sql) => {
-  const f = c.family
-  const familyParts = f === undefined ? sql`` : sql`, family as (
+export const consumeCodeAndIssue = (c: Consumption) =>
+  SqlClient.SqlClient.use((sql) => {
+    const f = c.family
+    const familyParts =
+      f === undefined
+        ? sql``
+        : sql`, family as (
     insert into refresh_families (id, workspace_id, environment_id, client_id, user_id, session_id, scopes, resources,
       auth_time, generation, created_at, last_used_at, idle_expires_at, absolute_expires_at)
     select ${f.familyId}, ${c.workspaceId}, ${c.environmentId}, ${c.clientId}, ${c.userId}, ${c.sessionId},
@@ -90,7 +96,7 @@ export const consumeCodeAndIssue = (c: Consumption) => SqlClient.SqlClient.use((
       absolute_expires_at = greatest(absolute_expires_at, ${f.absoluteExpiresAt})
     where environment_id = ${c.environmentId} and id = ${c.sessionId} and exists (select 1 from family)
   )`
-  return sql<{ consumed: number }>`
+    return sql<{ consumed: number }>`
     with code as (
       update authorization_codes set consumed_at = ${c.now}, refresh_family_id = ${f?.familyId ?? null}
       where environment_id = ${c.environmentId} and code_hash = ${c.codeHash} and consumed_at is null
@@ -101,4 +107,4 @@ export const consumeCodeAndIssue = (c: Consumption) => SqlClient.SqlClient.use((
         and exists (select 1 from code)
     )
     select count(*)::int as consumed from code`
-}).pipe(Effect.map((rows) => (rows[0]?.consumed ?? 0) > 0))
+  }).pipe(Effect.map((rows) => (rows[0]?.consumed ?? 0) > 0))

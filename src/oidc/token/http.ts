@@ -36,6 +36,4 @@ export const tokenEndpoint = Effect.gen(function* () {
   return tokenResponse(body)
 }).pipe(failuresAsServerError, withCallSpan("oidc.token"))
 
-export const tokenRoutes = [
-  route("POST", "/oauth2/token", tokenEndpoint),
-]
+export const tokenRoutes = [route("POST", "/oauth2/token", tokenEndpoint)]

@@ -27,7 +27,9 @@ export class OAuthParams {
 
   /** A required single-valued parameter. */
   required(name: string) {
-    return Effect.flatMap(this.one(name), (v) => v === undefined ? Effect.fail(invalidRequest(`${name} is required`)) : Effect.succeed(v))
+    return Effect.flatMap(this.one(name), (v) =>
+      v === undefined ? Effect.fail(invalidRequest(`${name} is required`)) : Effect.succeed(v),
+    )
   }
 
   /** A repeatable parameter (`resource`). */

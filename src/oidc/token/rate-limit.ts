@@ -12,8 +12,12 @@ const NO_CLIENT = "-"
  * Only a client of this Environment gets a budget of its own (read through the live-state
  * cache): made-up client ids all share NO_CLIENT's, so inventing ids buys nothing.
  */
-export const limitOAuthRequest = (name: Extract<WriteLimitName, "token" | "revoke" | "introspect">, environmentId: string,
-  clientId: string | undefined) => Effect.gen(function* () {
-  const client = clientId === undefined ? undefined : yield* readClientRow(environmentId, clientId)
-  yield* limitWrite(name, client === undefined ? NO_CLIENT : client.id)
-})
+export const limitOAuthRequest = (
+  name: Extract<WriteLimitName, "token" | "revoke" | "introspect">,
+  environmentId: string,
+  clientId: string | undefined,
+) =>
+  Effect.gen(function* () {
+    const client = clientId === undefined ? undefined : yield* readClientRow(environmentId, clientId)
+    yield* limitWrite(name, client === undefined ? NO_CLIENT : client.id)
+  })

@@ -7,7 +7,8 @@ export interface ProfileSource {
   readonly email_verified: boolean
 }
 
-export const unixSeconds = (date: Date | number) => Math.floor((typeof date === "number" ? date : date.getTime()) / 1000)
+export const unixSeconds = (date: Date | number) =>
+  Math.floor((typeof date === "number" ? date : date.getTime()) / 1000)
 
 /**
  * `profile` releases `name`, `locale`, `updated_at` (Unix seconds); `email` releases

@@ -42,7 +42,7 @@ export const accessTokenAudience = (issuer: string, resources: ReadonlyArray<str
  * Mints the access token (typ at+jwt, exactly the spec's claims: never azp, never email)
  * and, when `openid` is granted, the ID token (typ JWT, aud = client id).
  */
-export const mintTokens = (grant: TokenGrant, nowMs: number) => Effect.gen(function* () {
+export const mintTokens = Effect.fnUntraced(function* (grant: TokenGrant, nowMs: number) {
   const keys = yield* Keys
   const crypto = yield* Crypto
   const { kid, key } = yield* keys.signingKey(grant.environmentId)
@@ -50,35 +50,43 @@ export const mintTokens = (grant: TokenGrant, nowMs: number) => Effect.gen(funct
   const authTime = unixSeconds(grant.authTime)
   const amr = [grant.amr]
   const jti = yield* crypto.randomToken(16)
-  const accessToken = signEs256({ alg: "ES256", typ: "at+jwt", kid }, {
-    iss: grant.issuer,
-    sub: grant.userId,
-    aud: accessTokenAudience(grant.issuer, grant.resources),
-    exp: iat + ACCESS_TOKEN_TTL_S,
-    iat,
-    jti,
-    sid: grant.sessionId,
-    client_id: grant.clientId,
-    scope: grant.scopes.join(" "),
-    amr,
-    acr: grant.acr,
-    auth_time: authTime,
-    sv: grant.securityVersion,
-  }, key)
-  const idToken = grant.scopes.includes("openid")
-    ? signEs256({ alg: "ES256", typ: "JWT", kid }, {
+  const accessToken = signEs256(
+    { alg: "ES256", typ: "at+jwt", kid },
+    {
       iss: grant.issuer,
       sub: grant.userId,
-      aud: grant.clientId,
-      exp: iat + ID_TOKEN_TTL_S,
+      aud: accessTokenAudience(grant.issuer, grant.resources),
+      exp: iat + ACCESS_TOKEN_TTL_S,
       iat,
+      jti,
       sid: grant.sessionId,
-      auth_time: authTime,
+      client_id: grant.clientId,
+      scope: grant.scopes.join(" "),
       amr,
       acr: grant.acr,
-      ...(grant.nonce !== null ? { nonce: grant.nonce } : {}),
-      ...scopedUserClaims(grant.scopes, grant.user),
-    }, key)
+      auth_time: authTime,
+      sv: grant.securityVersion,
+    },
+    key,
+  )
+  const idToken = grant.scopes.includes("openid")
+    ? signEs256(
+        { alg: "ES256", typ: "JWT", kid },
+        {
+          iss: grant.issuer,
+          sub: grant.userId,
+          aud: grant.clientId,
+          exp: iat + ID_TOKEN_TTL_S,
+          iat,
+          sid: grant.sessionId,
+          auth_time: authTime,
+          amr,
+          acr: grant.acr,
+          ...(grant.nonce !== null ? { nonce: grant.nonce } : {}),
+          ...scopedUserClaims(grant.scopes, grant.user),
+        },
+        key,
+      )
     : undefined
   return { accessToken, idToken }
-}).pipe(withCallSpan("oidc.mintTokens"))
+}, withCallSpan("oidc.mintTokens"))

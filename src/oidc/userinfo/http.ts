@@ -12,7 +12,8 @@ import { withCallSpan } from "../../platform/observability/span.js"
 const REALM = "userinfo"
 
 /**
- * GET /oauth2/userinfo (spec: UserInfo; OIDC Core 5.3). Any valid `openid` access token of
+ * GET and POST /oauth2/userinfo (spec: UserInfo; OIDC Core 5.3, 5.3.1: both methods, the same
+ * answer; the access token in the Authorization header, a POST body is not read). Any valid `openid` access token of
  * this issuer (decisions: UserInfo accepts any audience), with the live checks of the
  * shared verifier. Always `sub`; `name`, `locale`, `updated_at` with `profile`; `email`,
  * `email_verified` with `email`; values are the user's current ones.
@@ -21,7 +22,10 @@ export const userinfoEndpoint = Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   const token = yield* bearerToken(REALM)
   const { claims, live } = yield* verifyAccessToken(token, {
-    environmentId: env.record.id, issuer: env.urls.issuer, audience: anyAudience, realm: REALM,
+    environmentId: env.record.id,
+    issuer: env.urls.issuer,
+    audience: anyAudience,
+    realm: REALM,
   })
   if (!claims.scopes.includes("openid")) {
     return yield* new InvalidRequest({ detail: "The access token does not include the openid scope" })
@@ -29,13 +33,21 @@ export const userinfoEndpoint = Effect.gen(function* () {
   // Replayed from memory for the same token while nothing behind it changes (docs/decisions/performance.md).
   const request = yield* HttpServerRequest.HttpServerRequest
   yield* rememberAnswer(userinfoAnswerKey(request.url, request.headers["authorization"]!), {
-    environmentId: env.record.id, userId: claims.sub, sessionId: claims.sid, live, validUntilMs: claims.exp * 1000,
+    environmentId: env.record.id,
+    userId: claims.sub,
+    sessionId: claims.sid,
+    live,
+    validUntilMs: claims.exp * 1000,
   })
-  return HttpServerResponse.jsonUnsafe({ sub: claims.sub, ...scopedUserClaims(claims.scopes, live) }, {
-    headers: { "cache-control": "no-store", pragma: "no-cache" },
-  })
+  return HttpServerResponse.jsonUnsafe(
+    { sub: claims.sub, ...scopedUserClaims(claims.scopes, live) },
+    {
+      headers: { "cache-control": "no-store", pragma: "no-cache" },
+    },
+  )
 }).pipe(withCallSpan("oidc.userinfo"))
 
 export const userinfoRoutes = [
   route("GET", "/oauth2/userinfo", userinfoEndpoint),
+  route("POST", "/oauth2/userinfo", userinfoEndpoint),
 ]

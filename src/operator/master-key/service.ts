@@ -30,7 +30,12 @@ const MAX_PASSES = 3
  * changed meanwhile by the running service (e.g. a rotated webhook secret, already sealed
  * under the current key) is left as the service wrote it.
  */
-const resealColumn = (v: SealedValues, toKeyId: string, batchSize: number, fromStart: boolean) => Effect.gen(function* () {
+const resealColumn = Effect.fnUntraced(function* (
+  v: SealedValues,
+  toKeyId: string,
+  batchSize: number,
+  fromStart: boolean,
+) {
   const crypto = yield* Crypto
   const progress = yield* repo.loadProgress(toKeyId, v.name, new Date(yield* Clock.currentTimeMillis))
   let cursor = fromStart ? "" : progress.last_row
@@ -38,15 +43,25 @@ const resealColumn = (v: SealedValues, toKeyId: string, batchSize: number, fromS
   for (;;) {
     const rows = yield* repo.staleBatch(v, crypto.currentKeyId, cursor, batchSize)
     for (const r of rows) {
-      const plain = yield* crypto.open(v.context(r.fields), r.sealed).pipe(Effect.mapError((e) => new MasterKeyRotationRefused({
-        message: `${v.name} row ${r.row} cannot be opened (${e.reason}) with MASTER_KEY or MASTER_KEY_PREVIOUS: it was sealed under another key`,
-      })))
+      const plain = yield* crypto.open(v.context(r.fields), r.sealed).pipe(
+        Effect.mapError(
+          (e) =>
+            new MasterKeyRotationRefused({
+              message: `${v.name} row ${r.row} cannot be opened (${e.reason}) with MASTER_KEY or MASTER_KEY_PREVIOUS: it was sealed under another key`,
+            }),
+        ),
+      )
       const next = yield* crypto.seal(v.context(r.fields), plain)
       if (yield* repo.replaceSealed(v, r.row, r.sealed, next)) resealed++
     }
     if (rows.length > 0) cursor = rows[rows.length - 1]!.row
     const done = rows.length < batchSize
-    yield* repo.saveProgress(toKeyId, v.name, { last_row: cursor, resealed, completed: done, now: new Date(yield* Clock.currentTimeMillis) })
+    yield* repo.saveProgress(toKeyId, v.name, {
+      last_row: cursor,
+      resealed,
+      completed: done,
+      now: new Date(yield* Clock.currentTimeMillis),
+    })
     if (done) return resealed
   }
 })
@@ -78,7 +93,8 @@ const SHOWN = 5
 
 /** Up to SHOWN processes, described; then how many more. */
 const listed = (processes: ReadonlyArray<repo.LiveProcess>, describe: (p: repo.LiveProcess) => string) =>
-  processes.slice(0, SHOWN).map(describe).join("; ") + (processes.length > SHOWN ? `; and ${processes.length - SHOWN} more` : "")
+  processes.slice(0, SHOWN).map(describe).join("; ") +
+  (processes.length > SHOWN ? `; and ${processes.length - SHOWN} more` : "")
 
 const describeProcess = (p: repo.LiveProcess) =>
   `${p.kind} on ${p.host} (pid ${p.pid}) with MASTER_KEY ${p.master_key_id}${p.previous_master_key_id === null ? " only" : ` and MASTER_KEY_PREVIOUS ${p.previous_master_key_id}`}`
@@ -96,37 +112,49 @@ const describeSealing = (p: repo.LiveProcess) =>
  * moved check to seal under the new key (or refused, holding the old key only). Returns the
  * key-check row as it was.
  */
-const switchOnceEveryProcessIsReady = (currentKeyId: string, previousKeyId: string, currentCheck: string, previousCheck: string) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    return yield* sql.withTransaction(Effect.gen(function* () {
+const switchOnceEveryProcessIsReady = Effect.fnUntraced(function* (
+  currentKeyId: string,
+  previousKeyId: string,
+  currentCheck: string,
+  previousCheck: string,
+) {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql.withTransaction(
+    Effect.gen(function* () {
       const state = (yield* repo.lockKeyCheckState)!
       const switched = state.check_value === currentCheck && state.previous_check_value === previousCheck
       const finished = state.check_value === currentCheck && state.previous_check_value === null
       const expanded = state.check_value === previousCheck && state.previous_check_value === null
       if (!switched && !finished && !expanded) {
         return yield* new MasterKeyRotationRefused({
-          message: "The database is not rotating from MASTER_KEY_PREVIOUS to MASTER_KEY: MASTER_KEY_PREVIOUS must be the key the database uses (or, once switched, MASTER_KEY the new one)",
+          message:
+            "The database is not rotating from MASTER_KEY_PREVIOUS to MASTER_KEY: MASTER_KEY_PREVIOUS must be the key the database uses (or, once switched, MASTER_KEY the new one)",
         })
       }
       const live = yield* repo.liveProcesses(PROCESS_HEARTBEAT.liveForMs)
-      const lacking = live.filter((p) => p.master_key_id !== currentKeyId || (!finished && p.previous_master_key_id !== previousKeyId))
+      const lacking = live.filter(
+        (p) => p.master_key_id !== currentKeyId || (!finished && p.previous_master_key_id !== previousKeyId),
+      )
       if (lacking.length > 0) {
         return yield* new MasterKeyRotationRefused({
-          message: `Refused, nothing re-sealed: ${countByKind(lacking)} ${lacking.length === 1 ? "runs" : "run"} without MASTER_KEY=<new> (key id ${currentKeyId}) `
-            + `and MASTER_KEY_PREVIOUS=<old> (key id ${previousKeyId}): ${listed(lacking, describeProcess)}. Restart every server and worker with both keys `
-            + `(docs/master-key-rotation.md, step 2), then run this again; a process that stopped without shutting down stops counting `
-            + `${PROCESS_HEARTBEAT.liveForMs / 1000} s after its last heartbeat`,
+          message:
+            `Refused, nothing re-sealed: ${countByKind(lacking)} ${lacking.length === 1 ? "runs" : "run"} without MASTER_KEY=<new> (key id ${currentKeyId}) ` +
+            `and MASTER_KEY_PREVIOUS=<old> (key id ${previousKeyId}): ${listed(lacking, describeProcess)}. Restart every server and worker with both keys ` +
+            `(docs/master-key-rotation.md, step 2), then run this again; a process that stopped without shutting down stops counting ` +
+            `${PROCESS_HEARTBEAT.liveForMs / 1000} s after its last heartbeat`,
         })
       }
       const unregistered = yield* repo.unregisteredSealedValues
       if (unregistered.length > 0) {
-        return yield* new MasterKeyRotationRefused({ message: `Sealed values unknown to the rotation: ${unregistered.join(", ")}` })
+        return yield* new MasterKeyRotationRefused({
+          message: `Sealed values unknown to the rotation: ${unregistered.join(", ")}`,
+        })
       }
       if (expanded) yield* repo.recordSwitch(currentCheck, previousCheck)
       return state
-    }))
-  })
+    }),
+  )
+})
 
 /** How often the rotation looks whether every live process has acknowledged the switch. */
 const ACKNOWLEDGEMENT_POLL_MS = 250
@@ -138,18 +166,21 @@ const ACKNOWLEDGEMENT_POLL_MS = 250
  * one has not acknowledged by then: re-sealing while it still seals under the old key would
  * leave what it writes behind.
  */
-const awaitAcknowledgements = (currentKeyId: string, timeoutMs: number) => Effect.gen(function* () {
+const awaitAcknowledgements = Effect.fnUntraced(function* (currentKeyId: string, timeoutMs: number) {
   const deadline = performance.now() + timeoutMs
   for (;;) {
-    const pending = (yield* repo.liveProcesses(PROCESS_HEARTBEAT.liveForMs)).filter((p) => p.sealing_key_id !== currentKeyId)
+    const pending = (yield* repo.liveProcesses(PROCESS_HEARTBEAT.liveForMs)).filter(
+      (p) => p.sealing_key_id !== currentKeyId,
+    )
     if (pending.length === 0) return
     if (performance.now() >= deadline) {
       return yield* new MasterKeyRotationRefused({
-        message: `Switched (new values are sealed under MASTER_KEY, key id ${currentKeyId}), but nothing re-sealed: ${countByKind(pending)} `
-          + `${pending.length === 1 ? "has" : "have"} not acknowledged the switch within ${timeoutMs / 1000} s: ${listed(pending, describeSealing)}. `
-          + `A process acknowledges at its heartbeat (every ${PROCESS_HEARTBEAT.intervalMs / 1000} s); one that stopped without shutting down `
-          + `stops counting ${PROCESS_HEARTBEAT.liveForMs / 1000} s after its last heartbeat. Check that it runs and reaches the database `
-          + `(or stop it), then run this again (docs/master-key-rotation.md, step 3)`,
+        message:
+          `Switched (new values are sealed under MASTER_KEY, key id ${currentKeyId}), but nothing re-sealed: ${countByKind(pending)} ` +
+          `${pending.length === 1 ? "has" : "have"} not acknowledged the switch within ${timeoutMs / 1000} s: ${listed(pending, describeSealing)}. ` +
+          `A process acknowledges at its heartbeat (every ${PROCESS_HEARTBEAT.intervalMs / 1000} s); one that stopped without shutting down ` +
+          `stops counting ${PROCESS_HEARTBEAT.liveForMs / 1000} s after its last heartbeat. Check that it runs and reaches the database ` +
+          `(or stop it), then run this again (docs/master-key-rotation.md, step 3)`,
       })
     }
     yield* pauseRealTime(ACKNOWLEDGEMENT_POLL_MS)
@@ -164,11 +195,16 @@ const awaitAcknowledgements = (currentKeyId: string, timeoutMs: number) => Effec
  * key's check so the service may start without it (once OLD_KEY_NEEDED_FOR_MS has passed).
  * Resumable and safe while the service runs.
  */
-export const rotateMasterKey = (options: { readonly batchSize: number; readonly acknowledgementTimeoutMs: number }) => Effect.gen(function* () {
+export const rotateMasterKey = Effect.fnUntraced(function* (options: {
+  readonly batchSize: number
+  readonly acknowledgementTimeoutMs: number
+}) {
   const crypto = yield* Crypto
   const previous = crypto.previousKey
   if (previous === undefined) {
-    return yield* new MasterKeyRotationRefused({ message: "Set MASTER_KEY to the new key and MASTER_KEY_PREVIOUS to the old one" })
+    return yield* new MasterKeyRotationRefused({
+      message: "Set MASTER_KEY to the new key and MASTER_KEY_PREVIOUS to the old one",
+    })
   }
   const currentCheck = crypto.keyCheck()
   const previousCheck = crypto.keyCheck(previous)
@@ -182,7 +218,8 @@ export const rotateMasterKey = (options: { readonly batchSize: number; readonly 
   const resealed: Record<string, number> = {}
   let remaining: Record<string, number> = {}
   for (let pass = 0; pass < MAX_PASSES; pass++) {
-    for (const v of SEALED_VALUES) resealed[v.name] = yield* resealColumn(v, crypto.currentKeyId, options.batchSize, pass > 0)
+    for (const v of SEALED_VALUES)
+      resealed[v.name] = yield* resealColumn(v, crypto.currentKeyId, options.batchSize, pass > 0)
     remaining = {}
     for (const v of SEALED_VALUES) {
       const n = yield* repo.countStale(v, crypto.currentKeyId)
@@ -198,7 +235,11 @@ export const rotateMasterKey = (options: { readonly batchSize: number; readonly 
     yield* repo.finishRotation(currentCheck, previousCheck, oldKeyNeededUntil)
   }
   return {
-    from_key_id: keyId(previous), to_key_id: crypto.currentKeyId, completed, resealed, remaining,
+    from_key_id: keyId(previous),
+    to_key_id: crypto.currentKeyId,
+    completed,
+    resealed,
+    remaining,
     ...(completed && oldKeyNeededUntil !== undefined ? { old_key_needed_until: oldKeyNeededUntil.toISOString() } : {}),
   } satisfies RotationReport
-}).pipe(withCallSpan("operator.rotateMasterKey"))
+}, withCallSpan("operator.rotateMasterKey"))

@@ -22,7 +22,9 @@ export interface ChallengeRow {
   readonly consumed_at: Date | null
 }
 
-const columns = (sql: SqlClient.SqlClient) => sql`id, workspace_id, environment_id, ceremony, context_key, transaction_id,
+const columns = (
+  sql: SqlClient.SqlClient,
+) => sql`id, workspace_id, environment_id, ceremony, context_key, transaction_id,
   session_id, client_id, user_id, rp_id, challenge_hash, created_at, expires_at, consumed_at`
 
 export interface NewChallenge {
@@ -45,8 +47,10 @@ export interface NewChallenge {
  * Stores the open challenge of a context and ceremony, replacing (in place, in one statement)
  * any earlier one that was never answered: only the latest options can be verified.
  */
-export const putChallenge = (c: NewChallenge) => SqlClient.SqlClient.use((sql) =>
-  sql<ChallengeRow>`insert into webauthn_challenges (id, workspace_id, environment_id, ceremony, context_key, transaction_id,
+export const putChallenge = (c: NewChallenge) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<ChallengeRow>`insert into webauthn_challenges (id, workspace_id, environment_id, ceremony, context_key, transaction_id,
       session_id, client_id, user_id, rp_id, challenge_hash, created_at, expires_at)
     values (${c.id}, ${c.workspaceId}, ${c.environmentId}, ${c.ceremony}, ${c.contextKey}, ${c.transactionId},
       ${c.sessionId}, ${c.clientId}, ${c.userId}, ${c.rpId}, ${c.challengeHash}, ${c.now}, ${c.expiresAt})
@@ -54,7 +58,8 @@ export const putChallenge = (c: NewChallenge) => SqlClient.SqlClient.use((sql) =
       id = excluded.id, transaction_id = excluded.transaction_id, session_id = excluded.session_id,
       client_id = excluded.client_id, user_id = excluded.user_id, rp_id = excluded.rp_id,
       challenge_hash = excluded.challenge_hash, created_at = excluded.created_at, expires_at = excluded.expires_at
-    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]!))
+    returning ${columns(sql)}`,
+  ).pipe(Effect.map((rows) => rows[0]!))
 
 /**
  * Consumes the open challenge of a context and ceremony: one conditional UPDATE, so of two
@@ -62,12 +67,17 @@ export const putChallenge = (c: NewChallenge) => SqlClient.SqlClient.use((sql) =
  * caller refuses it); undefined when there is no open challenge.
  */
 export const consumeChallenge = (environmentId: string, contextKey: string, ceremony: Ceremony, now: Date) =>
-  SqlClient.SqlClient.use((sql) => sql<ChallengeRow>`update webauthn_challenges set consumed_at = ${now}
+  SqlClient.SqlClient.use(
+    (sql) => sql<ChallengeRow>`update webauthn_challenges set consumed_at = ${now}
     where environment_id = ${environmentId} and context_key = ${contextKey} and ceremony = ${ceremony}
       and consumed_at is null
-    returning ${columns(sql)}`).pipe(Effect.map((rows) => rows[0]))
+    returning ${columns(sql)}`,
+  ).pipe(Effect.map((rows) => rows[0]))
 
 /** Housekeeping: challenges expired or consumed before `before` have no further use. */
-export const deleteStaleChallenges = (before: Date) => SqlClient.SqlClient.use((sql) =>
-  sql<{ id: string }>`delete from webauthn_challenges
-    where expires_at <= ${before} or consumed_at <= ${before} returning id`)
+export const deleteStaleChallenges = (before: Date) =>
+  SqlClient.SqlClient.use(
+    (sql) =>
+      sql<{ id: string }>`delete from webauthn_challenges
+    where expires_at <= ${before} or consumed_at <= ${before} returning id`,
+  )

@@ -9,7 +9,14 @@ export const PASSKEY_SCRIPT_PATH = "/login/assets/passkey.js"
 const PASSKEY_JS = readFileSync(new URL("./passkey.js", import.meta.url), "utf8")
 
 export const hostedLoginPasskeyRoutes = [
-  route("GET", PASSKEY_SCRIPT_PATH, Effect.succeed(HttpServerResponse.text(PASSKEY_JS, {
-    contentType: "text/javascript; charset=utf-8", headers: { "cache-control": "no-cache", "x-content-type-options": "nosniff" },
-  }))),
+  route(
+    "GET",
+    PASSKEY_SCRIPT_PATH,
+    Effect.succeed(
+      HttpServerResponse.text(PASSKEY_JS, {
+        contentType: "text/javascript; charset=utf-8",
+        headers: { "cache-control": "no-cache", "x-content-type-options": "nosniff" },
+      }),
+    ),
+  ),
 ]

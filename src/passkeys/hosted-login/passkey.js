@@ -6,9 +6,10 @@
 //   the sign-in completes ("Not now" completes at once).
 // Same-origin Public API calls only; no inline script (strict CSP).
 "use strict"
-;(function () {
+;(() => {
   if (!window.PublicKeyCredential || !navigator.credentials) return // no WebAuthn: the page shows no passkey control
-  var ext = (window.HostedLoginExtensions = window.HostedLoginExtensions || {})
+  window.HostedLoginExtensions = window.HostedLoginExtensions || {}
+  var ext = window.HostedLoginExtensions
   ext.methods = ext.methods || {}
 
   // ---- JSON <-> WebAuthn (binary values are base64url strings in the API) --------------
@@ -27,22 +28,30 @@
     return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")
   }
   function descriptors(list) {
-    return (list || []).map(function (d) { return { type: d.type, id: fromB64u(d.id), transports: d.transports } })
+    return (list || []).map((d) => ({ type: d.type, id: fromB64u(d.id), transports: d.transports }))
   }
   function creationOptions(o) {
     if (PublicKeyCredential.parseCreationOptionsFromJSON) return PublicKeyCredential.parseCreationOptionsFromJSON(o)
     return {
-      rp: o.rp, user: { id: fromB64u(o.user.id), name: o.user.name, displayName: o.user.displayName },
-      challenge: fromB64u(o.challenge), pubKeyCredParams: o.pubKeyCredParams, timeout: o.timeout,
-      excludeCredentials: descriptors(o.excludeCredentials), authenticatorSelection: o.authenticatorSelection,
-      attestation: o.attestation, extensions: o.extensions,
+      rp: o.rp,
+      user: { id: fromB64u(o.user.id), name: o.user.name, displayName: o.user.displayName },
+      challenge: fromB64u(o.challenge),
+      pubKeyCredParams: o.pubKeyCredParams,
+      timeout: o.timeout,
+      excludeCredentials: descriptors(o.excludeCredentials),
+      authenticatorSelection: o.authenticatorSelection,
+      attestation: o.attestation,
+      extensions: o.extensions,
     }
   }
   function requestOptions(o) {
     if (PublicKeyCredential.parseRequestOptionsFromJSON) return PublicKeyCredential.parseRequestOptionsFromJSON(o)
     return {
-      challenge: fromB64u(o.challenge), rpId: o.rpId, timeout: o.timeout,
-      allowCredentials: descriptors(o.allowCredentials), userVerification: o.userVerification,
+      challenge: fromB64u(o.challenge),
+      rpId: o.rpId,
+      timeout: o.timeout,
+      allowCredentials: descriptors(o.allowCredentials),
+      userVerification: o.userVerification,
     }
   }
   function credentialJSON(c) {
@@ -57,7 +66,13 @@
       response.signature = toB64u(r.signature)
       if (r.userHandle) response.userHandle = toB64u(r.userHandle)
     }
-    return { id: c.id, rawId: toB64u(c.rawId), type: c.type, response: response, clientExtensionResults: c.getClientExtensionResults() }
+    return {
+      id: c.id,
+      rawId: toB64u(c.rawId),
+      type: c.type,
+      response: response,
+      clientExtensionResults: c.getClientExtensionResults(),
+    }
   }
 
   var MESSAGES = {
@@ -74,20 +89,28 @@
   }
 
   // ---- sign in with a passkey --------------------------------------------------------
-  ext.methods.passkey = function (box, kit) {
-    var button = kit.h("button", { type: "button", id: "passkey-signin", class: "primary", text: "Sign in with a passkey" })
-    button.addEventListener("click", function () {
+  ext.methods.passkey = (box, kit) => {
+    var button = kit.h("button", {
+      type: "button",
+      id: "passkey-signin",
+      class: "primary",
+      text: "Sign in with a passkey",
+    })
+    button.addEventListener("click", () => {
       kit.fail("")
       kit.say("Waiting for your passkey…")
       button.disabled = true
-      kit.api("POST", kit.txnPath + "/passkeys/authentication/options", {})
-        .then(function (options) { return navigator.credentials.get({ publicKey: requestOptions(options) }) })
-        .then(function (credential) {
+      kit
+        .api("POST", kit.txnPath + "/passkeys/authentication/options", {})
+        .then((options) => navigator.credentials.get({ publicKey: requestOptions(options) }))
+        .then((credential) => {
           kit.say("Checking your passkey…")
-          return kit.api("POST", kit.txnPath + "/passkeys/authentication/verify", { credential: credentialJSON(credential) })
+          return kit.api("POST", kit.txnPath + "/passkeys/authentication/verify", {
+            credential: credentialJSON(credential),
+          })
         })
         .then(kit.completeAndReturn)
-        .then(null, function (err) {
+        .then(null, (err) => {
           button.disabled = false
           kit.say("")
           kit.fail(explain(err, kit))
@@ -97,40 +120,59 @@
   }
 
   // ---- after an Email OTP sign-in: offer to create a passkey -------------------------
-  ext.afterAuthenticated = function (kit) {
+  ext.afterAuthenticated = (kit) => {
     var box = document.getElementById("methods")
     while (box.firstChild) box.removeChild(box.firstChild)
     var create = kit.h("button", { type: "button", id: "passkey-create", class: "primary", text: "Create a passkey" })
     var skip = kit.h("button", { type: "button", id: "passkey-skip", class: "link", text: "Not now" })
-    var section = kit.h("section", { class: "method", "data-method": "passkey-offer" },
+    var section = kit.h(
+      "section",
+      { class: "method", "data-method": "passkey-offer" },
       kit.h("h2", { text: "Sign in faster next time" }),
-      kit.h("p", { class: "muted", text: "Create a passkey on this device: next time you sign in with your fingerprint, face or screen lock, without a code." }),
-      create, kit.h("div", { class: "row" }, skip))
+      kit.h("p", {
+        class: "muted",
+        text: "Create a passkey on this device: next time you sign in with your fingerprint, face or screen lock, without a code.",
+      }),
+      create,
+      kit.h("div", { class: "row" }, skip),
+    )
     box.appendChild(section)
     kit.say("You are signed in.")
     create.focus()
-    return new Promise(function (resolve, reject) {
-      function finish() { kit.completeAndReturn().then(resolve, reject) }
-      skip.addEventListener("click", function () { create.disabled = true; skip.disabled = true; finish() })
-      create.addEventListener("click", function () {
+    return new Promise((resolve, reject) => {
+      function finish() {
+        kit.completeAndReturn().then(resolve, reject)
+      }
+      skip.addEventListener("click", () => {
+        create.disabled = true
+        skip.disabled = true
+        finish()
+      })
+      create.addEventListener("click", () => {
         kit.fail("")
         create.disabled = true
         skip.disabled = true
         kit.say("Follow your browser's prompt to create the passkey…")
-        kit.api("POST", kit.txnPath + "/passkeys/registration/options", {})
-          .then(function (options) { return navigator.credentials.create({ publicKey: creationOptions(options) }) })
-          .then(function (credential) {
-            return kit.api("POST", kit.txnPath + "/passkeys/registration/verify", { credential: credentialJSON(credential) })
-          })
-          .then(function () {
-            kit.say("Passkey created.")
-            finish()
-          }, function (err) {
-            create.disabled = false
-            skip.disabled = false
-            kit.say("")
-            kit.fail(explain(err, kit))
-          })
+        kit
+          .api("POST", kit.txnPath + "/passkeys/registration/options", {})
+          .then((options) => navigator.credentials.create({ publicKey: creationOptions(options) }))
+          .then((credential) =>
+            kit.api("POST", kit.txnPath + "/passkeys/registration/verify", {
+              credential: credentialJSON(credential),
+            }),
+          )
+          .then(
+            () => {
+              kit.say("Passkey created.")
+              finish()
+            },
+            (err) => {
+              create.disabled = false
+              skip.disabled = false
+              kit.say("")
+              kit.fail(explain(err, kit))
+            },
+          )
       })
     })
   }

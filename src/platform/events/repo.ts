@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { addJobCall, jobKeySql, TASKS } from "../jobs.js"
+import { currentTraceparent } from "../observability/trace-context.js"
 
 export interface OutboxRow {
   readonly eventId: string
@@ -10,6 +11,8 @@ export interface OutboxRow {
   /** The validated envelope, serialized. */
   readonly envelope: string
   readonly occurredAt: Date
+  /** The span that made the event (when spans are recorded): its fan-out job joins that trace. */
+  readonly traceparent?: string | undefined
 }
 
 /**
@@ -29,6 +32,7 @@ export const outboxCtes = (sql: SqlClient.SqlClient, e: OutboxRow, guard?: strin
         payload: sql`json_build_object('eventId', event.id)`,
         runAt: sql`${e.occurredAt}::timestamptz`,
         jobKey: jobKeySql(sql, TASKS.webhookFanout, sql`event.id`),
+        traceparent: e.traceparent,
       })}).id::text as id
       from event
       where exists (select 1 from webhooks
@@ -41,25 +45,45 @@ export const outboxCtes = (sql: SqlClient.SqlClient, e: OutboxRow, guard?: strin
  * Appends an event to the outbox and enqueues its fan-out job when subscribed, in ONE
  * statement on the caller's connection (docs/decisions/performance.md: one round trip per event instead of two).
  */
-export const appendToOutbox = (e: OutboxRow) => SqlClient.SqlClient.use((sql) =>
-  sql`with ${outboxCtes(sql, e)} select count(*)::int as jobs from fanout`)
+export const appendToOutbox = (e: OutboxRow) =>
+  SqlClient.SqlClient.use((sql) => sql`with ${outboxCtes(sql, e)} select count(*)::int as jobs from fanout`)
 
 /**
  * The webhook fan-out jobs of many events in one statement (the condition and job key of
  * `outboxCtes`, per event): a user import batch enqueues the fan-outs of its `user.created`
  * events at once (`Events.emitMany`).
  */
-export const enqueueFanoutsIfSubscribed = (events: ReadonlyArray<{
-  eventId: string; workspaceId: string; environmentId: string | null; type: string; runAt: Date
-}>) => events.length === 0 ? Effect.void : SqlClient.SqlClient.use((sql) => sql`select (${addJobCall(sql, TASKS.webhookFanout, {
-      payload: sql`json_build_object('eventId', v.event_id)`,
-      runAt: sql`v.run_at`,
-      jobKey: jobKeySql(sql, TASKS.webhookFanout, sql`v.event_id`),
-    })}).id::text as id
-    from jsonb_to_recordset(${JSON.stringify(events.map((e) => ({
-      event_id: e.eventId, workspace_id: e.workspaceId, environment_id: e.environmentId, type: e.type, run_at: e.runAt,
-    })))}::jsonb) as v(event_id text, workspace_id text, environment_id text, type text, run_at timestamptz)
+export const enqueueFanoutsIfSubscribed = (
+  events: ReadonlyArray<{
+    eventId: string
+    workspaceId: string
+    environmentId: string | null
+    type: string
+    runAt: Date
+  }>,
+) =>
+  events.length === 0
+    ? Effect.void
+    : Effect.flatMap(currentTraceparent, (traceparent) =>
+        SqlClient.SqlClient.use(
+          (sql) => sql`select (${addJobCall(sql, TASKS.webhookFanout, {
+            payload: sql`json_build_object('eventId', v.event_id)`,
+            runAt: sql`v.run_at`,
+            jobKey: jobKeySql(sql, TASKS.webhookFanout, sql`v.event_id`),
+            traceparent,
+          })}).id::text as id
+    from jsonb_to_recordset(${JSON.stringify(
+      events.map((e) => ({
+        event_id: e.eventId,
+        workspace_id: e.workspaceId,
+        environment_id: e.environmentId,
+        type: e.type,
+        run_at: e.runAt,
+      })),
+    )}::jsonb) as v(event_id text, workspace_id text, environment_id text, type text, run_at timestamptz)
     where exists (select 1 from webhooks w
       where w.workspace_id = v.workspace_id and (v.environment_id is null or w.environment_id = v.environment_id)
         and w.status = 'active' and w.deleted_at is null and v.type = any(w.event_types))
-    order by v.run_at, v.event_id`).pipe(Effect.asVoid)
+    order by v.run_at, v.event_id`,
+        ),
+      ).pipe(Effect.asVoid)

@@ -16,34 +16,64 @@ const IpPrefixHash = Schema.String.check(Schema.isPattern(/^[0-9a-f]{64}$/))
 const Provider = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64))
 const LoginMethod = Schema.Literals(["email_otp", "passkey", "social"])
 const SessionMethod = Schema.Literals(["email_otp", "passkey", "social", "refresh_token"])
-const Aaguid = Schema.String.check(Schema.isPattern(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/))
+const Aaguid = Schema.String.check(
+  Schema.isPattern(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/),
+)
 const MaxSafe = 9007199254740991
 
 export const EventPayloads = {
   "user.created": Schema.Struct({ userId: UserId, method: LoginMethod, maskedEmail: Schema.optionalKey(MaskedEmail) }),
   "user.updated": Schema.Struct({ userId: UserId, changedFields: Schema.NonEmptyArray(NonEmpty) }),
-  "user.deleted": Schema.Struct({ userId: UserId, reason: Schema.optionalKey(Schema.Literals(["user_request", "admin_action"])) }),
-  "user.blocked": Schema.Struct({ userId: UserId, reason: Schema.optionalKey(Schema.Literals(["admin_action", "abuse_detection"])) }),
+  "user.deleted": Schema.Struct({
+    userId: UserId,
+    reason: Schema.optionalKey(Schema.Literals(["user_request", "admin_action"])),
+  }),
+  "user.blocked": Schema.Struct({
+    userId: UserId,
+    reason: Schema.optionalKey(Schema.Literals(["admin_action", "abuse_detection"])),
+  }),
   "identity.linked": Schema.Struct({ userId: UserId, identityId: IdentityId, provider: Provider }),
   "identity.unlinked": Schema.Struct({ userId: UserId, identityId: IdentityId, provider: Provider }),
-  "passkey.created": Schema.Struct({ userId: UserId, passkeyId: PasskeyId, aaguid: Schema.optionalKey(Aaguid), backedUp: Schema.optionalKey(Schema.Boolean) }),
+  "passkey.created": Schema.Struct({
+    userId: UserId,
+    passkeyId: PasskeyId,
+    aaguid: Schema.optionalKey(Aaguid),
+    backedUp: Schema.optionalKey(Schema.Boolean),
+  }),
   "passkey.deleted": Schema.Struct({ userId: UserId, passkeyId: PasskeyId }),
   "session.created": Schema.Struct({
-    userId: UserId, sessionId: SessionId, method: SessionMethod,
-    clientId: Schema.optionalKey(ClientId), ipPrefixHash: Schema.optionalKey(IpPrefixHash),
+    userId: UserId,
+    sessionId: SessionId,
+    method: SessionMethod,
+    clientId: Schema.optionalKey(ClientId),
+    ipPrefixHash: Schema.optionalKey(IpPrefixHash),
   }),
   "session.revoked": Schema.Struct({
-    userId: UserId, sessionId: SessionId,
+    userId: UserId,
+    sessionId: SessionId,
     reason: Schema.Literals(["user_logout", "admin_revocation", "refresh_token_reuse", "session_expired"]),
   }),
   "login.succeeded": Schema.Struct({
-    userId: UserId, sessionId: SessionId, method: SessionMethod,
-    clientId: Schema.optionalKey(ClientId), ipPrefixHash: Schema.optionalKey(IpPrefixHash),
+    userId: UserId,
+    sessionId: SessionId,
+    method: SessionMethod,
+    clientId: Schema.optionalKey(ClientId),
+    ipPrefixHash: Schema.optionalKey(IpPrefixHash),
   }),
   "login.failed": Schema.Struct({
-    userId: Schema.optionalKey(UserId), method: SessionMethod,
-    reason: Schema.Literals(["invalid_code", "expired_code", "passkey_verification_failed", "social_provider_error", "user_blocked", "email_suppressed"]),
-    clientId: Schema.optionalKey(ClientId), maskedEmail: Schema.optionalKey(MaskedEmail), ipPrefixHash: Schema.optionalKey(IpPrefixHash),
+    userId: Schema.optionalKey(UserId),
+    method: SessionMethod,
+    reason: Schema.Literals([
+      "invalid_code",
+      "expired_code",
+      "passkey_verification_failed",
+      "social_provider_error",
+      "user_blocked",
+      "email_suppressed",
+    ]),
+    clientId: Schema.optionalKey(ClientId),
+    maskedEmail: Schema.optionalKey(MaskedEmail),
+    ipPrefixHash: Schema.optionalKey(IpPrefixHash),
   }),
   "email.delivery.bounced": Schema.Struct({
     deliveryId: DeliveryId,
@@ -79,8 +109,11 @@ export const EnvelopeBase = {
   trace: Schema.Struct({ requestId: Schema.optionalKey(NonEmpty), correlationId: Schema.optionalKey(NonEmpty) }),
 }
 
-export const Envelope = Schema.Union(EVENT_TYPES.map((type) =>
-  Schema.Struct({ ...EnvelopeBase, type: Schema.Literal(type), payload: EventPayloads[type] })))
+export const Envelope = Schema.Union(
+  EVENT_TYPES.map((type) =>
+    Schema.Struct({ ...EnvelopeBase, type: Schema.Literal(type), payload: EventPayloads[type] }),
+  ),
+)
 export type Envelope = typeof Envelope.Type
 
 export const strict = { onExcessProperty: "error" } as const

@@ -20,105 +20,132 @@ export interface SigningKey {
 
 export const sealContext = (kid: string) => ({ purpose: "signing-key", table: "signing_keys", rowId: kid })
 
-export class Keys extends Context.Service<Keys, {
-  /** Creates the first key of a new Environment, inside the caller's transaction. */
-  readonly create: (environmentId: string) => Effect.Effect<PublicSigningJwk, never, SqlClient.SqlClient>
-  /** Retires the active key (kept in the JWKS until its tokens expire) and creates a new one. */
-  readonly rotate: (environmentId: string) => Effect.Effect<PublicSigningJwk, never, SqlClient.SqlClient>
-  /** Creates the next key, published in the JWKS but not signing yet (one per Environment). */
-  readonly stage: (environmentId: string) => Effect.Effect<PublicSigningJwk, never, SqlClient.SqlClient>
-  /** Makes the staged key the active one and retires the active one (as `rotate` does). */
-  readonly promote: (environmentId: string, kid: string) => Effect.Effect<void, never, SqlClient.SqlClient>
-  readonly signingKey: (environmentId: string) => Effect.Effect<SigningKey>
-  /** A public key that may verify a token of this Environment (active, or retired and kept). */
-  readonly verificationKey: (environmentId: string, kid: string) => Effect.Effect<Option.Option<KeyObject>>
-  /** The JWKS document, serialized. */
-  readonly jwks: (environmentId: string) => Effect.Effect<string>
-}>()("platform/Keys") {}
+export class Keys extends Context.Service<
+  Keys,
+  {
+    /** Creates the first key of a new Environment, inside the caller's transaction. */
+    readonly create: (environmentId: string) => Effect.Effect<PublicSigningJwk, never, SqlClient.SqlClient>
+    /** Retires the active key (kept in the JWKS until its tokens expire) and creates a new one. */
+    readonly rotate: (environmentId: string) => Effect.Effect<PublicSigningJwk, never, SqlClient.SqlClient>
+    /** Creates the next key, published in the JWKS but not signing yet (one per Environment). */
+    readonly stage: (environmentId: string) => Effect.Effect<PublicSigningJwk, never, SqlClient.SqlClient>
+    /** Makes the staged key the active one and retires the active one (as `rotate` does). */
+    readonly promote: (environmentId: string, kid: string) => Effect.Effect<void, never, SqlClient.SqlClient>
+    readonly signingKey: (environmentId: string) => Effect.Effect<SigningKey>
+    /** A public key that may verify a token of this Environment (active, or retired and kept). */
+    readonly verificationKey: (environmentId: string, kid: string) => Effect.Effect<Option.Option<KeyObject>>
+    /** The JWKS document, serialized. */
+    readonly jwks: (environmentId: string) => Effect.Effect<string>
+  }
+>()("platform/Keys") {}
 
-export const KeysLive = Layer.effect(Keys, Effect.gen(function* () {
-  const crypto = yield* Crypto
-  const sql = yield* SqlClient.SqlClient
-  // Private keys are decrypted once per process; kids are immutable.
-  const privateByKid = new Map<string, KeyObject>()
-  const publicByKid = new Map<string, { environmentId: string; key: KeyObject; keptUntil: number | null }>()
-  const activeByEnv = new Map<string, { key: SigningKey; loadedAt: number }>()
-  const jwksByEnv = new Map<string, { body: string; loadedAt: number }>()
+export const KeysLive = Layer.effect(
+  Keys,
+  Effect.gen(function* () {
+    const crypto = yield* Crypto
+    const sql = yield* SqlClient.SqlClient
+    // Private keys are decrypted once per process; kids are immutable.
+    const privateByKid = new Map<string, KeyObject>()
+    const publicByKid = new Map<string, { environmentId: string; key: KeyObject; keptUntil: number | null }>()
+    const activeByEnv = new Map<string, { key: SigningKey; loadedAt: number }>()
+    const jwksByEnv = new Map<string, { body: string; loadedAt: number }>()
 
-  const create = (environmentId: string, status: "next" | "active" = "active") => Effect.gen(function* () {
-    const now = yield* Clock.currentTimeMillis
-    const privateKey = generateP256()
-    const jwk = yield* Effect.promise(() => publicJwkOf(privateKey))
-    const pem = privateKey.export({ format: "pem", type: "pkcs8" }) as string
-    const sealed = yield* crypto.seal(sealContext(jwk.kid), pem)
-    yield* repo.insertKey({ kid: jwk.kid, environmentId, sealed, jwk, now: new Date(now), status })
-    activeByEnv.delete(environmentId)
-    jwksByEnv.delete(environmentId)
-    environmentChanged(environmentId)
-    return jwk
-  }).pipe(Effect.orDie)
+    const create = (environmentId: string, status: "next" | "active" = "active") =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const privateKey = generateP256()
+        const jwk = yield* Effect.promise(() => publicJwkOf(privateKey))
+        const pem = privateKey.export({ format: "pem", type: "pkcs8" }) as string
+        const sealed = yield* crypto.seal(sealContext(jwk.kid), pem)
+        yield* repo.insertKey({ kid: jwk.kid, environmentId, sealed, jwk, now: new Date(now), status })
+        activeByEnv.delete(environmentId)
+        jwksByEnv.delete(environmentId)
+        environmentChanged(environmentId)
+        return jwk
+      }).pipe(Effect.orDie)
 
-  const unseal = (row: repo.SigningKeyRow) => Effect.gen(function* () {
-    const cached = privateByKid.get(row.kid)
-    if (cached) return cached
-    const pem = yield* crypto.open(sealContext(row.kid), row.private_key_sealed)
-    const key = createPrivateKey(pem)
-    privateByKid.set(row.kid, key)
-    return key
-  })
+    const unseal = Effect.fnUntraced(function* (row: repo.SigningKeyRow) {
+      const cached = privateByKid.get(row.kid)
+      if (cached) return cached
+      const pem = yield* crypto.open(sealContext(row.kid), row.private_key_sealed)
+      const key = createPrivateKey(pem)
+      privateByKid.set(row.kid, key)
+      return key
+    })
 
-  const signingKey = (environmentId: string) => Effect.gen(function* () {
-    const now = yield* Clock.currentTimeMillis
-    const cached = activeByEnv.get(environmentId)
-    if (cached && now - cached.loadedAt < CACHE_TTL_MS) return cached.key
-    const row = yield* repo.activeKey(environmentId)
-    if (!row) return yield* Effect.die(new Error(`Environment ${environmentId} has no active signing key`))
-    const key = { kid: row.kid, key: yield* unseal(row) }
-    activeByEnv.set(environmentId, { key, loadedAt: now })
-    return key
-  }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+    const signingKey = Effect.fnUntraced(
+      function* (environmentId: string) {
+        const now = yield* Clock.currentTimeMillis
+        const cached = activeByEnv.get(environmentId)
+        if (cached && now - cached.loadedAt < CACHE_TTL_MS) return cached.key
+        const row = yield* repo.activeKey(environmentId)
+        if (!row) return yield* Effect.die(new Error(`Environment ${environmentId} has no active signing key`))
+        const key = { kid: row.kid, key: yield* unseal(row) }
+        activeByEnv.set(environmentId, { key, loadedAt: now })
+        return key
+      },
+      Effect.provideService(SqlClient.SqlClient, sql),
+      Effect.orDie,
+    )
 
-  const retireActive = (environmentId: string) => Effect.gen(function* () {
-    const now = yield* Clock.currentTimeMillis
-    yield* repo.retireActive(environmentId, new Date(now), new Date(now + TOKEN_LIFETIME_MS), new Date(now + KEEP_RETIRED_MS))
-  })
-
-  return Keys.of({
-    create: (environmentId) => create(environmentId),
-    rotate: (environmentId) => Effect.gen(function* () {
-      yield* retireActive(environmentId)
-      return yield* create(environmentId)
-    }).pipe(Effect.orDie),
-    stage: (environmentId) => create(environmentId, "next"),
-    promote: (environmentId, kid) => Effect.gen(function* () {
-      yield* retireActive(environmentId)
-      yield* repo.promoteNext(environmentId, kid)
-      activeByEnv.delete(environmentId)
-      jwksByEnv.delete(environmentId)
-    environmentChanged(environmentId)
-    }).pipe(Effect.orDie),
-    signingKey,
-    verificationKey: (environmentId, kid) => Effect.gen(function* () {
+    const retireActive = Effect.fnUntraced(function* (environmentId: string) {
       const now = yield* Clock.currentTimeMillis
-      const cached = publicByKid.get(kid)
-      if (cached && cached.environmentId === environmentId && (cached.keptUntil === null || cached.keptUntil > now)) {
-        return Option.some(cached.key)
-      }
-      const row = yield* repo.keyByKid(environmentId, kid)
-      if (!row || (row.kept_until !== null && row.kept_until.getTime() <= now)) return Option.none()
-      const key = createPublicKey({ key: { kty: row.public_jwk.kty, crv: row.public_jwk.crv, x: row.public_jwk.x, y: row.public_jwk.y }, format: "jwk" })
-      // An active key's keptUntil is unknown until it is retired: re-read it after the cache TTL.
-      publicByKid.set(kid, { environmentId, key, keptUntil: row.kept_until?.getTime() ?? now + CACHE_TTL_MS })
-      return Option.some(key)
-    }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie),
-    jwks: (environmentId) => Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      const cached = jwksByEnv.get(environmentId)
-      if (cached && now - cached.loadedAt < CACHE_TTL_MS) return cached.body
-      const rows = yield* repo.publishedKeys(environmentId, new Date(now))
-      const body = JSON.stringify({ keys: rows.map((r) => r.public_jwk) })
-      jwksByEnv.set(environmentId, { body, loadedAt: now })
-      return body
-    }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie),
-  })
-}))
+      yield* repo.retireActive(
+        environmentId,
+        new Date(now),
+        new Date(now + TOKEN_LIFETIME_MS),
+        new Date(now + KEEP_RETIRED_MS),
+      )
+    })
+
+    return Keys.of({
+      create: (environmentId) => create(environmentId),
+      rotate: (environmentId) =>
+        Effect.gen(function* () {
+          yield* retireActive(environmentId)
+          return yield* create(environmentId)
+        }).pipe(Effect.orDie),
+      stage: (environmentId) => create(environmentId, "next"),
+      promote: (environmentId, kid) =>
+        Effect.gen(function* () {
+          yield* retireActive(environmentId)
+          yield* repo.promoteNext(environmentId, kid)
+          activeByEnv.delete(environmentId)
+          jwksByEnv.delete(environmentId)
+          environmentChanged(environmentId)
+        }).pipe(Effect.orDie),
+      signingKey,
+      verificationKey: (environmentId, kid) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const cached = publicByKid.get(kid)
+          if (
+            cached &&
+            cached.environmentId === environmentId &&
+            (cached.keptUntil === null || cached.keptUntil > now)
+          ) {
+            return Option.some(cached.key)
+          }
+          const row = yield* repo.keyByKid(environmentId, kid)
+          if (!row || (row.kept_until !== null && row.kept_until.getTime() <= now)) return Option.none()
+          const key = createPublicKey({
+            key: { kty: row.public_jwk.kty, crv: row.public_jwk.crv, x: row.public_jwk.x, y: row.public_jwk.y },
+            format: "jwk",
+          })
+          // An active key's keptUntil is unknown until it is retired: re-read it after the cache TTL.
+          publicByKid.set(kid, { environmentId, key, keptUntil: row.kept_until?.getTime() ?? now + CACHE_TTL_MS })
+          return Option.some(key)
+        }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie),
+      jwks: (environmentId) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const cached = jwksByEnv.get(environmentId)
+          if (cached && now - cached.loadedAt < CACHE_TTL_MS) return cached.body
+          const rows = yield* repo.publishedKeys(environmentId, new Date(now))
+          const body = JSON.stringify({ keys: rows.map((r) => r.public_jwk) })
+          jwksByEnv.set(environmentId, { body, loadedAt: now })
+          return body
+        }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie),
+    })
+  }),
+)

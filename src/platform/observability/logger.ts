@@ -1,5 +1,6 @@
 import { Context, Layer, Logger, Option, References, Tracer } from "effect"
 import { redactValue } from "./redact.js"
+import { EFFECT_LOG_LEVEL, type LogLevelName } from "./log-level.js"
 
 /**
  * Production log lines (docs/architecture.md, Operability): one JSON object per line on stdout with
@@ -35,5 +36,12 @@ export const jsonLogger = Logger.make((options) => {
   process.stdout.write(JSON.stringify(line) + "\n")
 })
 
-/** JSON lines in production; Effect's readable default elsewhere. */
-export const LoggerLive = (production: boolean) => production ? Logger.layer([jsonLogger]) : Layer.empty
+/**
+ * JSON lines in production; Effect's readable default elsewhere; either way only lines at
+ * LOG_LEVEL or above (graphile-worker's own lines follow the same level: ../worker-logger.ts).
+ */
+export const LoggerLive = (production: boolean, level: LogLevelName = "info") =>
+  Layer.mergeAll(
+    production ? Logger.layer([jsonLogger]) : Layer.empty,
+    Layer.succeed(References.MinimumLogLevel, EFFECT_LOG_LEVEL[level]),
+  )

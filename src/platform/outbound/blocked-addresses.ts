@@ -18,12 +18,16 @@ const cidr4 = (text: string): V4Range => {
 /** IPv4 ranges of the spec: RFC 1918, CGNAT, 0/8, loopback, link-local, 192.0.0.0/24, documentation, benchmarking, multicast, reserved. */
 export const BLOCKED_IPV4 = [
   "0.0.0.0/8", // "this network"
-  "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", // RFC 1918
+  "10.0.0.0/8",
+  "172.16.0.0/12",
+  "192.168.0.0/16", // RFC 1918
   "100.64.0.0/10", // CGNAT (RFC 6598)
   "127.0.0.0/8", // loopback
   "169.254.0.0/16", // link-local
   "192.0.0.0/24", // IETF protocol assignments
-  "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", // documentation (RFC 5737)
+  "192.0.2.0/24",
+  "198.51.100.0/24",
+  "203.0.113.0/24", // documentation (RFC 5737)
   "198.18.0.0/15", // benchmarking (RFC 2544)
   "192.88.99.0/24", // deprecated 6to4 relay anycast (RFC 7526)
   "224.0.0.0/4", // multicast
@@ -55,7 +59,7 @@ export const parseIPv6 = (input: string): ReadonlyArray<number> | undefined => {
     text = text.slice(0, -dotted[1]!.length)
     if (text.endsWith(":") && !text.endsWith("::")) text = text.slice(0, -1)
   }
-  const [head, rest] = text.includes("::") ? text.split("::") as [string, string] : [text, undefined]
+  const [head, rest] = text.includes("::") ? (text.split("::") as [string, string]) : [text, undefined]
   const parse = (part: string) => (part === "" ? [] : part.split(":").map((g) => parseInt(g, 16)))
   const left = parse(head)
   const right = rest === undefined ? [] : parse(rest)
@@ -65,8 +69,7 @@ export const parseIPv6 = (input: string): ReadonlyArray<number> | undefined => {
   return groups.length === 8 ? groups : undefined
 }
 
-const embeddedV4 = (g: ReadonlyArray<number>) =>
-  `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`
+const embeddedV4 = (g: ReadonlyArray<number>) => `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`
 
 const zeros = (g: ReadonlyArray<number>, from: number, to: number) => g.slice(from, to).every((x) => x === 0)
 

@@ -19,7 +19,13 @@ import { isBlockedIPv4, isBlockedIPv6 } from "./blocked-addresses.js"
 export const MAX_URL_LENGTH = 2048
 
 export type UrlRefusal =
-  | "invalid_url" | "too_long" | "scheme_not_https" | "userinfo" | "fragment" | "localhost" | "blocked_ip"
+  | "invalid_url"
+  | "too_long"
+  | "scheme_not_https"
+  | "userinfo"
+  | "fragment"
+  | "localhost"
+  | "blocked_ip"
 
 export type UrlVerdict =
   | { readonly ok: true; readonly url: URL }
@@ -30,15 +36,21 @@ const refuse = (reason: UrlRefusal, detail: string): UrlVerdict => ({ ok: false,
 /** Names that mean "this machine" whatever DNS says. */
 const isLocalhostName = (hostname: string) => {
   const name = hostname.replace(/\.+$/, "")
-  return name === "localhost" || name.endsWith(".localhost") || name === "localhost.localdomain" ||
-    name === "ip6-localhost" || name === "ip6-loopback"
+  return (
+    name === "localhost" ||
+    name.endsWith(".localhost") ||
+    name === "localhost.localdomain" ||
+    name === "ip6-localhost" ||
+    name === "ip6-loopback"
+  )
 }
 
 export const checkWebhookUrl = (raw: string, options: { readonly allowPrivateTargets: boolean }): UrlVerdict => {
   if (raw.length > MAX_URL_LENGTH) return refuse("too_long", `url must be at most ${MAX_URL_LENGTH} characters`)
   // The URL parser silently strips surrounding blanks and tabs/newlines inside: refuse them instead.
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u0020\u007f]/.test(raw)) return refuse("invalid_url", "url must not contain spaces or control characters")
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the rule
+  if (/[\u0000-\u0020\u007f]/.test(raw))
+    return refuse("invalid_url", "url must not contain spaces or control characters")
   let url: URL
   try {
     url = new URL(raw)
@@ -59,10 +71,14 @@ export const checkWebhookUrl = (raw: string, options: { readonly allowPrivateTar
 
   const host = url.hostname
   if (host.startsWith("[")) {
-    return isBlockedIPv6(host.slice(1, -1)) ? refuse("blocked_ip", "url must not target a private, loopback or reserved IPv6 address") : { ok: true, url }
+    return isBlockedIPv6(host.slice(1, -1))
+      ? refuse("blocked_ip", "url must not target a private, loopback or reserved IPv6 address")
+      : { ok: true, url }
   }
   if (isIPv4(host)) {
-    return isBlockedIPv4(host) ? refuse("blocked_ip", "url must not target a private, loopback or reserved IPv4 address") : { ok: true, url }
+    return isBlockedIPv4(host)
+      ? refuse("blocked_ip", "url must not target a private, loopback or reserved IPv4 address")
+      : { ok: true, url }
   }
   if (isLocalhostName(host)) return refuse("localhost", "url must not target localhost")
   return { ok: true, url }

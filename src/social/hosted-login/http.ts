@@ -9,7 +9,14 @@ export const SOCIAL_SCRIPT_PATH = "/login/assets/social.js"
 const SOCIAL_JS = readFileSync(new URL("./social.js", import.meta.url), "utf8")
 
 export const hostedLoginSocialRoutes = [
-  route("GET", SOCIAL_SCRIPT_PATH, Effect.succeed(HttpServerResponse.text(SOCIAL_JS, {
-    contentType: "text/javascript; charset=utf-8", headers: { "cache-control": "no-cache", "x-content-type-options": "nosniff" },
-  }))),
+  route(
+    "GET",
+    SOCIAL_SCRIPT_PATH,
+    Effect.succeed(
+      HttpServerResponse.text(SOCIAL_JS, {
+        contentType: "text/javascript; charset=utf-8",
+        headers: { "cache-control": "no-cache", "x-content-type-options": "nosniff" },
+      }),
+    ),
+  ),
 ]

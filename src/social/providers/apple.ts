@@ -74,6 +74,8 @@ export const appleProvider: ProviderAdapter = {
     const params = new URLSearchParams([...callback].filter(([name]) => name !== "user"))
     const answer = await base.exchange(call, checks, params)
     const name = nameFromUserField(user)
-    return name !== undefined && answer.claims["name"] === undefined ? { ...answer, claims: { ...answer.claims, name } } : answer
+    return name !== undefined && answer.claims["name"] === undefined
+      ? { ...answer, claims: { ...answer.claims, name } }
+      : answer
   },
 }

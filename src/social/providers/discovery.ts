@@ -29,19 +29,27 @@ const fetchDocument = async (issuer: URL, fetchImpl: oidc.CustomFetch): Promise<
   const capture: oidc.CustomFetch = async (url, options) => {
     const response = await fetchImpl(url, options)
     const body = await response.text()
-    captured = { document: { url, body, contentType: response.headers.get("content-type") ?? "" }, cacheControl: response.headers.get("cache-control") }
+    captured = {
+      document: { url, body, contentType: response.headers.get("content-type") ?? "" },
+      cacheControl: response.headers.get("cache-control"),
+    }
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
   }
-  await oidc.discovery(issuer, VALIDATION_CLIENT_ID, undefined, undefined, { [oidc.customFetch]: capture, timeout: TIMEOUT_SECONDS })
+  await oidc.discovery(issuer, VALIDATION_CLIENT_ID, undefined, undefined, {
+    [oidc.customFetch]: capture,
+    timeout: TIMEOUT_SECONDS,
+  })
   if (captured === undefined) throw new Error("discovery made no request")
   return { value: captured.document, maxAgeMs: maxAgeOf(captured.cacheControl) }
 }
 
 /** Serves the cached response to openid-client's discovery request (and nothing else). */
-const replay = (document: DiscoveryDocument): oidc.CustomFetch => async (url) => {
-  if (url !== document.url) throw new Error(`discovery replay: unexpected request for ${new URL(url).pathname}`)
-  return new Response(document.body, { status: 200, headers: { "content-type": document.contentType } })
-}
+const replay =
+  (document: DiscoveryDocument): oidc.CustomFetch =>
+  async (url) => {
+    if (url !== document.url) throw new Error(`discovery replay: unexpected request for ${new URL(url).pathname}`)
+    return new Response(document.body, { status: 200, headers: { "content-type": document.contentType } })
+  }
 
 /**
  * openid-client's Configuration for the call's client at `issuer`, from the cached document
@@ -56,7 +64,10 @@ export const discover = async (
   auth: oidc.ClientAuth,
 ): Promise<oidc.Configuration> => {
   const document = await call.discovery.get(issuer.href, call.nowMs, () => fetchDocument(issuer, call.fetch))
-  const config = await oidc.discovery(issuer, clientId, metadata, auth, { [oidc.customFetch]: replay(document), timeout: TIMEOUT_SECONDS })
+  const config = await oidc.discovery(issuer, clientId, metadata, auth, {
+    [oidc.customFetch]: replay(document),
+    timeout: TIMEOUT_SECONDS,
+  })
   config[oidc.customFetch] = call.fetch
   return config
 }

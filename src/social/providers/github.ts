@@ -11,20 +11,36 @@ import type { ProviderAdapter, ProviderCall } from "./types.js"
  */
 
 const configure = (call: ProviderCall) => {
-  const config = new oidc.Configuration({
-    issuer: GITHUB.issuer,
-    authorization_endpoint: GITHUB.authorizationEndpoint,
-    token_endpoint: GITHUB.tokenEndpoint,
-  }, call.connection.provider_client_id ?? "", { redirect_uris: [call.redirectUri] }, oidc.ClientSecretPost(call.clientSecret))
+  const config = new oidc.Configuration(
+    {
+      issuer: GITHUB.issuer,
+      authorization_endpoint: GITHUB.authorizationEndpoint,
+      token_endpoint: GITHUB.tokenEndpoint,
+    },
+    call.connection.provider_client_id ?? "",
+    { redirect_uris: [call.redirectUri] },
+    oidc.ClientSecretPost(call.clientSecret),
+  )
   config[oidc.customFetch] = call.fetch
   config.timeout = 10
   return config
 }
 
-const API_HEADERS = { accept: "application/vnd.github+json", "user-agent": "authservice", "x-github-api-version": "2022-11-28" }
+const API_HEADERS = {
+  accept: "application/vnd.github+json",
+  "user-agent": "authservice",
+  "x-github-api-version": "2022-11-28",
+}
 
 const getJson = async (config: oidc.Configuration, token: string, url: string) => {
-  const response = await oidc.fetchProtectedResource(config, token, new URL(url), "GET", undefined, new Headers(API_HEADERS))
+  const response = await oidc.fetchProtectedResource(
+    config,
+    token,
+    new URL(url),
+    "GET",
+    undefined,
+    new Headers(API_HEADERS),
+  )
   if (response.status !== 200) throw new Error(`GitHub answered ${response.status} for ${new URL(url).pathname}`)
   return response.json() as Promise<unknown>
 }
@@ -36,25 +52,31 @@ interface GitHubEmail {
 }
 
 const isEmailEntry = (e: unknown): e is GitHubEmail =>
-  typeof e === "object" && e !== null && typeof (e as GitHubEmail).email === "string" && typeof (e as GitHubEmail).verified === "boolean"
+  typeof e === "object" &&
+  e !== null &&
+  typeof (e as GitHubEmail).email === "string" &&
+  typeof (e as GitHubEmail).verified === "boolean"
 
 export const githubProvider: ProviderAdapter = {
-  authorizationUrl: async (call, checks) => oidc.buildAuthorizationUrl(configure(call), {
-    redirect_uri: call.redirectUri,
-    scope: call.connection.scopes.join(" "),
-    state: checks.state,
-    code_challenge: await oidc.calculatePKCECodeChallenge(checks.codeVerifier),
-    code_challenge_method: "S256",
-    allow_signup: "true",
-  }),
+  authorizationUrl: async (call, checks) =>
+    oidc.buildAuthorizationUrl(configure(call), {
+      redirect_uri: call.redirectUri,
+      scope: call.connection.scopes.join(" "),
+      state: checks.state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(checks.codeVerifier),
+      code_challenge_method: "S256",
+      allow_signup: "true",
+    }),
   exchange: async (call, checks, callback) => {
     const config = configure(call)
     const currentUrl = new URL(call.redirectUri)
     for (const [name, value] of callback) currentUrl.searchParams.append(name, value)
     const tokens = await oidc.authorizationCodeGrant(config, currentUrl, {
-      pkceCodeVerifier: checks.codeVerifier, expectedState: checks.state, idTokenExpected: false,
+      pkceCodeVerifier: checks.codeVerifier,
+      expectedState: checks.state,
+      idTokenExpected: false,
     })
-    const user = await getJson(config, tokens.access_token, GITHUB.userUrl) as Record<string, unknown>
+    const user = (await getJson(config, tokens.access_token, GITHUB.userUrl)) as Record<string, unknown>
     if (typeof user["id"] !== "number" && typeof user["id"] !== "string") throw new Error("GitHub /user has no id")
     const emails = await getJson(config, tokens.access_token, GITHUB.emailsUrl)
     const verified = (Array.isArray(emails) ? emails : []).filter(isEmailEntry).filter((e) => e.verified)

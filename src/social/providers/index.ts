@@ -15,9 +15,23 @@ const ACCOUNT_CHOOSER = { prompt: "select_account" } as const
 
 /** One adapter per provider path segment (spec: Social login, "Provider path segments"). */
 export const PROVIDER_ADAPTERS: Readonly<Record<Provider, ProviderAdapter>> = {
-  google: oidcProvider({ issuer: () => GOOGLE_ISSUER, pkce: true, requiredScopes: ["openid"], authorizationParameters: ACCOUNT_CHOOSER }),
-  microsoft: oidcProvider({ issuer: () => MICROSOFT_AUTHORITY, pkce: true, requiredScopes: ["openid"], authorizationParameters: ACCOUNT_CHOOSER }),
-  generic_oidc: oidcProvider({ issuer: (call) => call.connection.issuer ?? "", pkce: true, requiredScopes: ["openid"] }),
+  google: oidcProvider({
+    issuer: () => GOOGLE_ISSUER,
+    pkce: true,
+    requiredScopes: ["openid"],
+    authorizationParameters: ACCOUNT_CHOOSER,
+  }),
+  microsoft: oidcProvider({
+    issuer: () => MICROSOFT_AUTHORITY,
+    pkce: true,
+    requiredScopes: ["openid"],
+    authorizationParameters: ACCOUNT_CHOOSER,
+  }),
+  generic_oidc: oidcProvider({
+    issuer: (call) => call.connection.issuer ?? "",
+    pkce: true,
+    requiredScopes: ["openid"],
+  }),
   github: githubProvider,
   apple: appleProvider,
 }

@@ -28,20 +28,24 @@ export interface OidcOptions {
  * `token_endpoint_auth_methods_supported` the default is client_secret_basic): post when
  * the provider lists it, basic otherwise.
  */
-const secretAuth = (secret: string): oidc.ClientAuth => (as, client, body, headers) => {
-  const methods = as.token_endpoint_auth_methods_supported ?? ["client_secret_basic"]
-  const auth = methods.includes("client_secret_post") ? oidc.ClientSecretPost(secret) : oidc.ClientSecretBasic(secret)
-  return auth(as, client, body, headers)
-}
+const secretAuth =
+  (secret: string): oidc.ClientAuth =>
+  (as, client, body, headers) => {
+    const methods = as.token_endpoint_auth_methods_supported ?? ["client_secret_basic"]
+    const auth = methods.includes("client_secret_post") ? oidc.ClientSecretPost(secret) : oidc.ClientSecretBasic(secret)
+    return auth(as, client, body, headers)
+  }
 
 /**
  * The secret is made only when the token endpoint is called (Apple's is a signed JWT: no
  * signature for an authorization URL). oauth4webapi awaits client authentication.
  */
-const lazyAuth = (call: ProviderCall, options: OidcOptions): oidc.ClientAuth => async (as, client, body, headers) => {
-  const secret = options.clientSecret ? await options.clientSecret(call) : call.clientSecret
-  return secretAuth(secret)(as, client, body, headers)
-}
+const lazyAuth =
+  (call: ProviderCall, options: OidcOptions): oidc.ClientAuth =>
+  async (as, client, body, headers) => {
+    const secret = options.clientSecret ? await options.clientSecret(call) : call.clientSecret
+    return secretAuth(secret)(as, client, body, headers)
+  }
 
 const clientMetadataOf = (call: ProviderCall) => ({ redirect_uris: [call.redirectUri], response_types: ["code"] })
 
@@ -68,7 +72,11 @@ const authorizationConfiguration = async (call: ProviderCall, options: OidcOptio
   const issuer = options.issuer(call)
   const published = PUBLISHED_AUTHORIZATION_ENDPOINTS[issuer]
   if (published === undefined) return configure(call, options)
-  return new oidc.Configuration({ issuer, authorization_endpoint: published }, call.connection.provider_client_id ?? "", clientMetadataOf(call))
+  return new oidc.Configuration(
+    { issuer, authorization_endpoint: published },
+    call.connection.provider_client_id ?? "",
+    clientMetadataOf(call),
+  )
 }
 
 const scopeOf = (call: ProviderCall, options: OidcOptions) =>
@@ -83,7 +91,9 @@ export const oidcProvider = (options: OidcOptions): ProviderAdapter => ({
       scope: scopeOf(call, options),
       state: checks.state,
       nonce: checks.nonce,
-      ...(options.pkce ? { code_challenge: await oidc.calculatePKCECodeChallenge(checks.codeVerifier), code_challenge_method: "S256" } : {}),
+      ...(options.pkce
+        ? { code_challenge: await oidc.calculatePKCECodeChallenge(checks.codeVerifier), code_challenge_method: "S256" }
+        : {}),
       ...options.authorizationParameters,
     })
   },

@@ -79,7 +79,10 @@ export const makeRefreshingCache = <T>(policy: CachePolicy): RefreshingCache<T> 
 /** `max-age` of a Cache-Control header in ms (RFC 9111 5.2.2.1); `no-store`/`no-cache` count as 0. */
 export const maxAgeOf = (cacheControl: string | null): number | undefined => {
   if (cacheControl === null) return undefined
-  const directives = cacheControl.toLowerCase().split(",").map((d) => d.trim())
+  const directives = cacheControl
+    .toLowerCase()
+    .split(",")
+    .map((d) => d.trim())
   if (directives.includes("no-store") || directives.includes("no-cache")) return 0
   const maxAge = directives.map((d) => /^max-age="?(\d{1,10})"?$/.exec(d)?.[1]).find((v) => v !== undefined)
   return maxAge === undefined ? undefined : Number(maxAge) * 1000

@@ -53,5 +53,9 @@ export interface ProviderAdapter {
    * returns the issuer and the validated claims of the user, standard names (`sub`, `email`,
    * `email_verified`, `name`, `picture`, `locale`) plus anything else the provider sent.
    */
-  readonly exchange: (call: ProviderCall, checks: AuthorizationChecks, callback: URLSearchParams) => Promise<VerifiedAnswer>
+  readonly exchange: (
+    call: ProviderCall,
+    checks: AuthorizationChecks,
+    callback: URLSearchParams,
+  ) => Promise<VerifiedAnswer>
 }

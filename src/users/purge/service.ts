@@ -3,7 +3,6 @@ import { SqlClient } from "effect/sql"
 import { Audit } from "../../platform/audit.js"
 import { recipientHashes } from "../../bounces/recipient.js"
 import { Config } from "../../platform/config.js"
-import { Crypto } from "../../platform/crypto.js"
 import * as repo from "./repo.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
@@ -30,13 +29,17 @@ export interface PurgeReport {
  * One user: audit records redacted, everything of the user deleted, `user.purged` appended.
  * Run in a savepoint of the batch, so a failure undoes this user's part only.
  */
-const purgeUser = (user: repo.DueUser, olderThanMs: number) => Effect.gen(function* () {
+const purgeUser = Effect.fnUntraced(function* (user: repo.DueUser, olderThanMs: number) {
   const audit = yield* Audit
   const redacted = yield* repo.redactAuditRecords(user)
   yield* repo.deleteUserData(user, (yield* recipientHashes(user.workspace_id, user.email)).all)
   yield* audit.append({
-    workspaceId: user.workspace_id, environmentId: user.environment_id, actor: { type: "system" },
-    action: "user.purged", subjectType: "user", subjectId: user.id,
+    workspaceId: user.workspace_id,
+    environmentId: user.environment_id,
+    actor: { type: "system" },
+    action: "user.purged",
+    subjectType: "user",
+    subjectId: user.id,
     details: { deleted_at: user.deleted_at.toISOString(), older_than_days: olderThanMs / DAY_MS },
   })
   return redacted
@@ -53,44 +56,62 @@ const purgeUser = (user: repo.DueUser, olderThanMs: number) => Effect.gen(functi
  * not know yet still refers to it) is rolled back alone, logged, reported and skipped for the
  * rest of the run, so it never stalls the users behind it (batches go oldest first).
  */
-export const purgeDeletedUsers = (options: PurgeOptions = {}) => Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const config = yield* Config
-  const olderThanMs = options.olderThanMs ?? config.providers.userDeletionRetentionDays * DAY_MS
-  const cutoff = new Date((yield* Clock.currentTimeMillis) - olderThanMs)
-  if (options.dryRun) {
-    return { cutoff, userIds: yield* repo.countDueUsers(cutoff, options.environmentId), auditRecordsRedacted: 0, failedUserIds: [] } satisfies PurgeReport
-  }
-  const userIds: Array<string> = []
-  const failedUserIds: Array<string> = []
-  let auditRecordsRedacted = 0
-  for (;;) {
-    const batch = yield* sql.withTransaction(Effect.gen(function* () {
-      const due = yield* repo.lockDueUsers(cutoff, options.environmentId, failedUserIds, BATCH)
-      const purged: Array<string> = []
-      const failed: Array<string> = []
-      let redacted = 0
-      for (const user of due) {
-        // A nested withTransaction is a savepoint: a failure rolls back this user only.
-        const outcome = yield* sql.withTransaction(purgeUser(user, olderThanMs)).pipe(
-          Effect.map((n) => ({ ok: true as const, redacted: n })),
-          Effect.catchTag("SqlError", (e) => Effect.as(Effect.logError("purge: a user pending deletion could not be purged; it stays pending and is retried next run", {
-            // the driver's message names the statement's constraint (e.g. the foreign key), never row data
-            user_id: user.id, environment_id: user.environment_id, cause: e.reason.cause instanceof Error ? e.reason.cause.message : e.message,
-          }), { ok: false as const })),
-        )
-        if (outcome.ok) {
-          purged.push(user.id)
-          redacted += outcome.redacted
-        } else failed.push(user.id)
-      }
-      return { taken: due.length, purged, failed, redacted }
-    }))
-    // Counted once the batch committed.
-    userIds.push(...batch.purged)
-    failedUserIds.push(...batch.failed)
-    auditRecordsRedacted += batch.redacted
-    if (batch.taken < BATCH) break
-  }
-  return { cutoff, userIds, auditRecordsRedacted, failedUserIds } satisfies PurgeReport
-}).pipe(Effect.orDie, withCallSpan("users.purgeDeletedUsers"))
+export const purgeDeletedUsers = (options: PurgeOptions = {}) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* Config
+    const olderThanMs = options.olderThanMs ?? config.providers.userDeletionRetentionDays * DAY_MS
+    const cutoff = new Date((yield* Clock.currentTimeMillis) - olderThanMs)
+    if (options.dryRun) {
+      return {
+        cutoff,
+        userIds: yield* repo.countDueUsers(cutoff, options.environmentId),
+        auditRecordsRedacted: 0,
+        failedUserIds: [],
+      } satisfies PurgeReport
+    }
+    const userIds: Array<string> = []
+    const failedUserIds: Array<string> = []
+    let auditRecordsRedacted = 0
+    for (;;) {
+      const batch = yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const due = yield* repo.lockDueUsers(cutoff, options.environmentId, failedUserIds, BATCH)
+          const purged: Array<string> = []
+          const failed: Array<string> = []
+          let redacted = 0
+          for (const user of due) {
+            // A nested withTransaction is a savepoint: a failure rolls back this user only.
+            const outcome = yield* sql.withTransaction(purgeUser(user, olderThanMs)).pipe(
+              Effect.map((n) => ({ ok: true as const, redacted: n })),
+              Effect.catchTag("SqlError", (e) =>
+                Effect.as(
+                  Effect.logError(
+                    "purge: a user pending deletion could not be purged; it stays pending and is retried next run",
+                    {
+                      // the driver's message names the statement's constraint (e.g. the foreign key), never row data
+                      user_id: user.id,
+                      environment_id: user.environment_id,
+                      cause: e.reason.cause instanceof Error ? e.reason.cause.message : e.message,
+                    },
+                  ),
+                  { ok: false as const },
+                ),
+              ),
+            )
+            if (outcome.ok) {
+              purged.push(user.id)
+              redacted += outcome.redacted
+            } else failed.push(user.id)
+          }
+          return { taken: due.length, purged, failed, redacted }
+        }),
+      )
+      // Counted once the batch committed.
+      userIds.push(...batch.purged)
+      failedUserIds.push(...batch.failed)
+      auditRecordsRedacted += batch.redacted
+      if (batch.taken < BATCH) break
+    }
+    return { cutoff, userIds, auditRecordsRedacted, failedUserIds } satisfies PurgeReport
+  }).pipe(Effect.orDie, withCallSpan("users.purgeDeletedUsers"))

@@ -20,19 +20,21 @@ export const FIRST_POSTPONEMENT_MS = 1_000
 export const MAX_POSTPONEMENT_MS = 30_000
 
 /** Base postponement after `step` earlier ones without an answer: doubling from the first, capped. */
-export const postponementBaseMs = (step: number) => Math.min(MAX_POSTPONEMENT_MS, FIRST_POSTPONEMENT_MS * 2 ** Math.min(step, 16))
+export const postponementBaseMs = (step: number) =>
+  Math.min(MAX_POSTPONEMENT_MS, FIRST_POSTPONEMENT_MS * 2 ** Math.min(step, 16))
 
 export const makeReceiverBackoff = (): ReceiverBackoff => {
   const steps = new Map<string, number>()
   return {
     // Equal jitter (as the retry gaps: 50-100 % of the base), so the postponed attempts of one
     // receiver spread out instead of coming due together.
-    postpone: (origin) => Effect.map(Random.next, (r) => {
-      const step = steps.get(origin) ?? 0
-      steps.set(origin, step + 1)
-      const base = postponementBaseMs(step)
-      return Math.floor(base / 2 + (base / 2) * r)
-    }),
+    postpone: (origin) =>
+      Effect.map(Random.next, (r) => {
+        const step = steps.get(origin) ?? 0
+        steps.set(origin, step + 1)
+        const base = postponementBaseMs(step)
+        return Math.floor(base / 2 + (base / 2) * r)
+      }),
     answered: (origin) => {
       steps.delete(origin)
     },

@@ -13,7 +13,7 @@ import { secretSealContext } from "../service.js"
 const CAPACITY = 1_000
 const keys = new Map<string, KeyObject>()
 
-export const webhookSigningKey = (webhookId: string, sealed: string) => Effect.gen(function* () {
+export const webhookSigningKey = Effect.fnUntraced(function* (webhookId: string, sealed: string) {
   const cacheKey = `${webhookId}\n${sealed}`
   const held = keys.get(cacheKey)
   if (held !== undefined) return held

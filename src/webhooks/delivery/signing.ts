@@ -7,10 +7,15 @@ import { createHmac, type KeyObject } from "node:crypto"
  */
 export const signatureOf = (secret: string | KeyObject, timestampSeconds: number, rawBody: string): string =>
   `v1=${createHmac("sha256", typeof secret === "string" ? Buffer.from(secret, "utf8") : secret)
-    .update(`${timestampSeconds}.${rawBody}`, "utf8").digest("hex")}`
+    .update(`${timestampSeconds}.${rawBody}`, "utf8")
+    .digest("hex")}`
 
 /** The headers of one delivery (names are case-insensitive on the wire). */
-export const deliveryHeaders = (input: { readonly eventId: string; readonly timestampSeconds: number; readonly signature: string }) => ({
+export const deliveryHeaders = (input: {
+  readonly eventId: string
+  readonly timestampSeconds: number
+  readonly signature: string
+}) => ({
   "content-type": "application/json",
   "user-agent": "authservice-webhooks/1",
   "x-auth-event-id": input.eventId,

@@ -18,7 +18,9 @@ import { Effect } from "effect"
 export interface TargetSlots {
   /** Runs `send` holding one of `origin`'s slots, or `busy` when none is free. */
   readonly withSlot: <A, E, R, B, E2, R2>(
-    origin: string, send: Effect.Effect<A, E, R>, busy: Effect.Effect<B, E2, R2>,
+    origin: string,
+    send: Effect.Effect<A, E, R>,
+    busy: Effect.Effect<B, E2, R2>,
   ) => Effect.Effect<A | B, E | E2, R | R2>
   /** Sends holding a slot of `origin` now. */
   readonly inFlight: (origin: string) => number
@@ -106,20 +108,25 @@ export const makeTargetSlots = (limit: number, options: { readonly promptMs?: nu
     }
   }
 
-  const outcome = (ticket: Ticket) => Effect.callback<boolean>((resume) => {
-    if (ticket.state !== "waiting") return resume(Effect.succeed(ticket.state === "granted"))
-    ticket.wake = (granted) => resume(Effect.succeed(granted))
-  })
+  const outcome = (ticket: Ticket) =>
+    Effect.callback<boolean>((resume) => {
+      if (ticket.state !== "waiting") return resume(Effect.succeed(ticket.state === "granted"))
+      ticket.wake = (granted) => resume(Effect.succeed(granted))
+    })
 
   const withSlot = <A, E, R, B, E2, R2>(origin: string, send: Effect.Effect<A, E, R>, busy: Effect.Effect<B, E2, R2>) =>
-    Effect.uninterruptibleMask((restore) => Effect.suspend(() => {
-      const ticket = take(origin)
-      return restore(outcome(ticket)).pipe(
-        Effect.onInterrupt(() => Effect.sync(() => cancel(ticket))),
-        Effect.flatMap((granted): Effect.Effect<A | B, E | E2, R | R2> => granted
-          ? restore(send).pipe(Effect.ensuring(Effect.sync(() => release(ticket))))
-          : restore(busy)))
-    }))
+    Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        const ticket = take(origin)
+        return restore(outcome(ticket)).pipe(
+          Effect.onInterrupt(() => Effect.sync(() => cancel(ticket))),
+          Effect.flatMap(
+            (granted): Effect.Effect<A | B, E | E2, R | R2> =>
+              granted ? restore(send).pipe(Effect.ensuring(Effect.sync(() => release(ticket)))) : restore(busy),
+          ),
+        )
+      }),
+    )
 
   return {
     withSlot,
@@ -128,11 +135,21 @@ export const makeTargetSlots = (limit: number, options: { readonly promptMs?: nu
   }
 }
 
+/** Origins of the URLs seen last (each URL parsed once, not once per send). */
+const ORIGINS_CAPACITY = 1_000
+const origins = new Map<string, string>()
+
 /** The key of a receiver: its origin, so every path of one host shares its slots. */
 export const targetOf = (url: string): string => {
+  const held = origins.get(url)
+  if (held !== undefined) return held
+  let origin: string
   try {
-    return new URL(url).origin
+    origin = new URL(url).origin
   } catch {
-    return url
+    origin = url
   }
+  if (origins.size >= ORIGINS_CAPACITY) origins.delete(origins.keys().next().value!)
+  origins.set(url, origin)
+  return origin
 }

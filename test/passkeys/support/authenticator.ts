@@ -80,28 +80,51 @@ export class SoftwareAuthenticator {
     const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" })
     const jwk = publicKey.export({ format: "jwk" })
     const credentialId = randomBytes(32)
-    const coseKey = encodeCbor(new CborMap([
-      [1, 2], // kty: EC2
-      [3, -7], // alg: ES256
-      [-1, 1], // crv: P-256
-      [-2, Buffer.from(jwk.x!, "base64url")],
-      [-3, Buffer.from(jwk.y!, "base64url")],
-    ]))
+    const coseKey = encodeCbor(
+      new CborMap([
+        [1, 2], // kty: EC2
+        [3, -7], // alg: ES256
+        [-1, 1], // crv: P-256
+        [-2, Buffer.from(jwk.x!, "base64url")],
+        [-3, Buffer.from(jwk.y!, "base64url")],
+      ]),
+    )
     const counter = Buffer.alloc(4)
     counter.writeUInt32BE(knobs.signCount ?? 0)
     const idLength = Buffer.alloc(2)
     idLength.writeUInt16BE(credentialId.length)
     const authData = Buffer.concat([
-      sha256(rpId), Buffer.from([this.flags(knobs, FLAG_AT)]), counter,
-      Buffer.from(this.options.aaguid ?? new Uint8Array(16)), idLength, credentialId, coseKey,
+      sha256(rpId),
+      Buffer.from([this.flags(knobs, FLAG_AT)]),
+      counter,
+      Buffer.from(this.options.aaguid ?? new Uint8Array(16)),
+      idLength,
+      credentialId,
+      coseKey,
     ])
-    const attestationObject = encodeCbor(new CborMap([["fmt", "none"], ["attStmt", new CborMap([])], ["authData", authData]]))
-    const clientDataJSON = this.clientData(knobs.type ?? "webauthn.create", knobs.challenge ?? options.challenge, knobs.origin)
+    const attestationObject = encodeCbor(
+      new CborMap([
+        ["fmt", "none"],
+        ["attStmt", new CborMap([])],
+        ["authData", authData],
+      ]),
+    )
+    const clientDataJSON = this.clientData(
+      knobs.type ?? "webauthn.create",
+      knobs.challenge ?? options.challenge,
+      knobs.origin,
+    )
     const id = b64u(credentialId)
     this.credentials.set(id, { id, privateKey, rpId, userHandle: options.user.id, signCount: knobs.signCount ?? 0 })
     return {
-      id, rawId: id, type: "public-key" as const,
-      response: { clientDataJSON: b64u(clientDataJSON), attestationObject: b64u(attestationObject), transports: ["internal"] },
+      id,
+      rawId: id,
+      type: "public-key" as const,
+      response: {
+        clientDataJSON: b64u(clientDataJSON),
+        attestationObject: b64u(attestationObject),
+        transports: ["internal"],
+      },
       authenticatorAttachment: "platform" as const,
       clientExtensionResults: {},
     }
@@ -111,33 +134,45 @@ export class SoftwareAuthenticator {
    * navigator.credentials.get() of a discoverable credential: the one named, else the
    * (first) credential stored for the RP ID.
    */
-  get(options: RequestOptionsLike, knobs: CeremonyKnobs & {
-    readonly credentialId?: string
-    /** Reported counter (default: stored + 1). */
-    readonly signCount?: number
-    /** userHandle reported (default: the stored one; null omits it). */
-    readonly userHandle?: string | null
-    readonly tamperSignature?: boolean
-    readonly tamperAuthenticatorData?: boolean
-  }) {
-    const credential = knobs.credentialId !== undefined
-      ? this.credentials.get(knobs.credentialId)
-      : [...this.credentials.values()].find((c) => c.rpId === options.rpId)
+  get(
+    options: RequestOptionsLike,
+    knobs: CeremonyKnobs & {
+      readonly credentialId?: string
+      /** Reported counter (default: stored + 1). */
+      readonly signCount?: number
+      /** userHandle reported (default: the stored one; null omits it). */
+      readonly userHandle?: string | null
+      readonly tamperSignature?: boolean
+      readonly tamperAuthenticatorData?: boolean
+    },
+  ) {
+    const credential =
+      knobs.credentialId !== undefined
+        ? this.credentials.get(knobs.credentialId)
+        : [...this.credentials.values()].find((c) => c.rpId === options.rpId)
     if (!credential) throw new Error(`no credential for ${options.rpId}`)
     const signCount = knobs.signCount ?? credential.signCount + 1
     credential.signCount = signCount
     const counter = Buffer.alloc(4)
     counter.writeUInt32BE(signCount)
     const authData = Buffer.concat([sha256(knobs.rpId ?? options.rpId), Buffer.from([this.flags(knobs)]), counter])
-    const clientDataJSON = this.clientData(knobs.type ?? "webauthn.get", knobs.challenge ?? options.challenge, knobs.origin)
+    const clientDataJSON = this.clientData(
+      knobs.type ?? "webauthn.get",
+      knobs.challenge ?? options.challenge,
+      knobs.origin,
+    )
     const signature = sign("sha256", Buffer.concat([authData, sha256(clientDataJSON)]), credential.privateKey)
     if (knobs.tamperSignature) signature[signature.length - 1]! ^= 0x01
     if (knobs.tamperAuthenticatorData) authData[authData.length - 1]! ^= 0x01
     const userHandle = knobs.userHandle === undefined ? credential.userHandle : knobs.userHandle
     return {
-      id: credential.id, rawId: credential.id, type: "public-key" as const,
+      id: credential.id,
+      rawId: credential.id,
+      type: "public-key" as const,
       response: {
-        clientDataJSON: b64u(clientDataJSON), authenticatorData: b64u(authData), signature: b64u(signature),
+        clientDataJSON: b64u(clientDataJSON),
+        authenticatorData: b64u(authData),
+        signature: b64u(signature),
         ...(userHandle === null ? {} : { userHandle }),
       },
       authenticatorAttachment: "platform" as const,

@@ -33,7 +33,10 @@ export const encodeCbor = (value: CborValue): Buffer => {
   }
   if (value instanceof Uint8Array) return Buffer.concat([head(2, value.length), Buffer.from(value)])
   if (value instanceof CborMap) {
-    return Buffer.concat([head(5, value.entries.length), ...value.entries.flatMap(([k, v]) => [encodeCbor(k), encodeCbor(v)])])
+    return Buffer.concat([
+      head(5, value.entries.length),
+      ...value.entries.flatMap(([k, v]) => [encodeCbor(k), encodeCbor(v)]),
+    ])
   }
   return Buffer.concat([head(4, value.length), ...value.map(encodeCbor)])
 }

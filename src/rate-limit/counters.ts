@@ -1,0 +1,87 @@
+import { Cause, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
+import { SqlClient } from "effect/sql"
+import { type CounterHit, hitMany } from "./repo.js"
+
+/**
+ * The hits of this process's rate-limit counters, committed in groups (docs/decisions/performance.md,
+ * "Rate-limit counters in one statement per group"). Every token, introspection and login request
+ * counts two or more windows, and every request of an Environment shares its ceiling's row: one
+ * upsert per hit made the counters most of a token request's statements and put every request
+ * of the Environment in line for one row lock. Here a hit waits, as before, until its count is
+ * committed and gets its own exact count; hits that arrive while a group's statement runs go
+ * together in the next one (one statement, each row updated once by the sum of its hits, rows
+ * locked in one order so two replicas' groups cannot deadlock). With no concurrency a group is
+ * one hit: the same statement count and latency as before.
+ */
+export class RateLimitCounters extends Context.Service<
+  RateLimitCounters,
+  {
+    /** Adds one hit to a fixed window and returns the window's count with it (committed). */
+    readonly hit: (hit: CounterHit) => Effect.Effect<number>
+  }
+>()("rate-limit/RateLimitCounters") {}
+
+interface Waiting {
+  readonly hit: CounterHit
+  readonly count: Deferred.Deferred<number>
+}
+
+const keyOf = (h: { environmentId: string; bucket: string; subject: string; windowStart: Date }) =>
+  `${h.environmentId}\u0000${h.bucket}\u0000${h.subject}\u0000${h.windowStart.getTime()}`
+
+/** One group: the sum per window in one statement, then each hit's own count in arrival order. */
+const commitGroup = Effect.fnUntraced(function* (group: ReadonlyArray<Waiting>) {
+  const byWindow = new Map<string, Array<Waiting>>()
+  for (const w of group) {
+    const key = keyOf(w.hit)
+    const list = byWindow.get(key)
+    if (list === undefined) byWindow.set(key, [w])
+    else list.push(w)
+  }
+  const exit = yield* Effect.exit(
+    hitMany([...byWindow.values()].map((waiting) => ({ ...waiting[0]!.hit, hits: waiting.length }))),
+  )
+  if (Exit.isFailure(exit)) {
+    for (const w of group) Deferred.doneUnsafe(w.count, Effect.die(Cause.squash(exit.cause)))
+    return
+  }
+  const totals = new Map(exit.value.map((row) => [keyOf(row), row.hits]))
+  for (const [key, waiting] of byWindow) {
+    const total = totals.get(key)!
+    for (const [i, w] of waiting.entries()) Deferred.doneUnsafe(w.count, Effect.succeed(total - waiting.length + i + 1))
+  }
+})
+
+export const RateLimitCountersLive = Layer.effect(
+  RateLimitCounters,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const queue = yield* Queue.unbounded<Waiting>()
+    yield* Queue.takeAll(queue).pipe(
+      Effect.flatMap(commitGroup),
+      Effect.provideService(SqlClient.SqlClient, sql),
+      Effect.forever,
+      Effect.forkScoped,
+    )
+    const grouped = (hit: CounterHit) =>
+      Effect.suspend(() => {
+        const count = Deferred.makeUnsafe<number>()
+        Queue.offerUnsafe(queue, { hit, count })
+        return Deferred.await(count)
+      })
+    // Inside a transaction the hit runs on the transaction's connection, as it did before
+    // grouping: a group's statement needs a pooled connection, and transactions waiting for
+    // their group while holding every connection would wait for ever.
+    const inTransaction = (hit: CounterHit) =>
+      Effect.map(
+        Effect.provideService(hitMany([{ ...hit, hits: 1 }]), SqlClient.SqlClient, sql),
+        (rows) => rows[0]!.hits,
+      )
+    return {
+      hit: (hit) =>
+        Effect.flatMap(Effect.serviceOption(sql.transactionService), (transaction) =>
+          Option.isSome(transaction) ? inTransaction(hit) : grouped(hit),
+        ),
+    }
+  }),
+)
