@@ -7,6 +7,7 @@ import { Config } from "./platform/config.js"
 import { CurrentMetrics } from "./platform/observability/metrics.js"
 import { makeHttpApp } from "./http/app.js"
 import { makeFastLane } from "./oidc/access-token/fast-lane.js"
+import { makeUserinfoFromMemory } from "./oidc/userinfo/from-memory.js"
 import { makeStaticAnswers, StaticAnswers } from "./http/static-answers.js"
 import { allRoutes } from "./routes.js"
 
@@ -15,7 +16,7 @@ import { allRoutes } from "./routes.js"
  *
  * Before a request reaches the Effect application, the listener answers from memory what it
  * holds a still-true answer for (src/oidc/access-token/fast-lane.ts: the public documents,
- * and remembered UserInfo and introspection answers). Everything else, and every first
+ * remembered UserInfo and introspection answers, UserInfo computed from memory). Everything else, and every first
  * request, goes through the application unchanged.
  */
 export const HttpServerLive = (port: number, host?: string) =>
@@ -38,6 +39,7 @@ export const HttpServerLive = (port: number, host?: string) =>
         metrics,
         staticAnswers: answers,
         answer: liveCache.answer,
+        computeUserinfo: makeUserinfoFromMemory(liveCache, clock),
         handOff: (request, response) => handOff(request, response),
       })
 

@@ -18,7 +18,9 @@ import { type StaticAnswersApi, writeStaticAnswer } from "../../http/static-answ
  * - the issuer's public documents (JWKS, discovery), from src/http/static-answers.ts;
  * - UserInfo and introspection 200s, remembered by the Effect path with every input of the
  *   request in their key and replayed while the state they were built from is unchanged
- *   (src/oidc/access-token/remembered-answers.ts, src/oidc/access-token/live-cache.ts).
+ *   (src/oidc/access-token/remembered-answers.ts, src/oidc/access-token/live-cache.ts);
+ * - UserInfo 200s for tokens not seen before, computed with the application's own checks when
+ *   everything they need is in memory (src/oidc/userinfo/from-memory.ts).
  * Everything else, every first request and every refusal, goes through the application
  * unchanged. A memory answer gets its own request id, its request metrics and its log line,
  * like every other answer.
@@ -26,7 +28,8 @@ import { type StaticAnswersApi, writeStaticAnswer } from "../../http/static-answ
 
 /** A request the lane may answer from memory: method, canonical host, target and headers. */
 const STATIC_TARGET = /^\/e\/[^/?]+\/(?:oauth2\/jwks|\.well-known\/openid-configuration)$/
-const USERINFO_TARGET = /^\/e\/[^/?]+\/oauth2\/userinfo$/
+/** UserInfo reads no query parameter, so a query (a cache-buster) changes nothing of its answer. */
+const USERINFO_TARGET = /^\/e\/([^/?]+)\/oauth2\/userinfo(?:\?[^#]*)?$/
 const INTROSPECT_TARGET = /^\/e\/[^/?]+\/oauth2\/introspect$/
 /** Introspection bodies are a token and a hint: a larger body is left to the application. */
 const MAX_INTROSPECTION_BODY = 8 * 1024
@@ -38,6 +41,15 @@ export interface FastLaneDependencies {
   readonly staticAnswers: StaticAnswersApi
   /** Remembered UserInfo / introspection answers (absent: only the public documents). */
   readonly answer?: (key: string) => RememberedAnswer | undefined
+  /**
+   * UserInfo's 200 computed from memory for a token not answered before (src/oidc/userinfo/from-memory.ts),
+   * or undefined: the application answers.
+   */
+  readonly computeUserinfo?: (
+    environmentId: string,
+    target: string,
+    authorization: string,
+  ) => RememberedAnswer | undefined
   /** Hands a request to the Effect application (after the lane read its body, put back). */
   readonly handOff: (request: IncomingMessage, response: ServerResponse) => void
 }
@@ -122,7 +134,10 @@ export const makeFastLane = (d: FastLaneDependencies) => {
           body.toString("utf8"),
         ),
       )
-      if (answer !== undefined) return writeRemembered(request, response, "/oauth2/introspect", answer, started)
+      if (answer !== undefined) {
+        metrics.listenerAnswers.inc({ endpoint: "introspect", how: "replayed" })
+        return writeRemembered(request, response, "/oauth2/introspect", answer, started)
+      }
       request.unshift(body)
       d.handOff(request, response)
     }
@@ -154,10 +169,18 @@ export const makeFastLane = (d: FastLaneDependencies) => {
       return true
     }
     if (d.answer === undefined || !answerableFromMemory(request.headers)) return false
-    if (method === "GET" && USERINFO_TARGET.test(target)) {
+    const userinfo = method === "GET" ? USERINFO_TARGET.exec(target) : null
+    if (userinfo !== null) {
       const authorization = request.headers.authorization
-      const answer = authorization === undefined ? undefined : d.answer(userinfoAnswerKey(target, authorization))
+      if (authorization === undefined) return false
+      let answer = d.answer(userinfoAnswerKey(target, authorization))
+      let how = "replayed"
+      if (answer === undefined && d.computeUserinfo !== undefined) {
+        answer = d.computeUserinfo(userinfo[1]!, target, authorization)
+        how = "computed"
+      }
       if (answer === undefined) return false
+      metrics.listenerAnswers.inc({ endpoint: "userinfo", how })
       writeRemembered(request, response, "/oauth2/userinfo", answer, started)
       return true
     }

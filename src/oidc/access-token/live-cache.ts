@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Context, Effect, Layer, Option, Queue } from "effect"
 import { onLiveStateChanged } from "../../platform/live-state-changes.js"
@@ -84,6 +85,38 @@ export interface AnswerDependencies {
   readonly client?: OAuthClientRow
   /** The answer is false from this time on at the latest (the access token's `exp`). */
   readonly validUntilMs: number
+  /**
+   * What lets the listener compute this endpoint's 200 for other tokens of the Environment (see
+   * AnswerTemplate): the route, the Environment's issuer and the key that verified the token.
+   */
+  readonly template?: {
+    readonly route: string
+    readonly issuer: string
+    readonly kid: string
+    readonly key: KeyObject
+  }
+}
+
+/**
+ * What the listener needs to compute an endpoint's 200 for a token the Effect path has not seen
+ * (src/oidc/userinfo/from-memory.ts), learned from an Effect-path 200 of the same route,
+ * Environment and key: that path resolved the Environment (status, issuer) and the key (still a
+ * key of the Environment) moments ago. Held ANSWER_TTL_MS, like a remembered answer, so another
+ * replica's change of the Environment or its keys is seen as soon as through a remembered answer;
+ * this replica's change ends it at once.
+ */
+export interface AnswerTemplate {
+  readonly issuer: string
+  readonly key: KeyObject
+  readonly contentType: string
+  /** Every header of the 200 but x-request-id (the same for every token of the route). */
+  readonly headers: Readonly<Record<string, string>>
+}
+
+interface TemplateEntry {
+  readonly template: AnswerTemplate
+  readonly environmentId: string
+  readonly until: number
 }
 
 interface HeldClient {
@@ -140,11 +173,19 @@ export class LiveStateCache extends Context.Service<
      * ANSWER_TTL_MS old. Synchronous: the listener answers from it before any fiber exists.
      */
     readonly answer: (key: string) => RememberedAnswer | undefined
+    /**
+     * The live state of a user's session when this memory holds it and may serve it (LISTEN up,
+     * the session unexpired), else undefined; never reads Postgres. Synchronous, as `answer`.
+     */
+    readonly peek: (environmentId: string, userId: string, sessionId: string) => LiveState | undefined
+    /** The template of `route`'s 200 for tokens of `environmentId` signed with `kid`, while it holds. */
+    readonly template: (route: string, environmentId: string, kid: string) => AnswerTemplate | undefined
   }
 >()("oidc/LiveStateCache") {}
 
 const userKey = (environmentId: string, userId: string) => `${environmentId} ${userId}`
 const clientKey = (clientId: string) => `client ${clientId}`
+const templateKey = (route: string, environmentId: string, kid: string) => `${route} ${environmentId} ${kid}`
 
 /** Map insertion order is the order of storing: the first key is the least recently stored. */
 const oldestKey = <K>(map: Map<K, unknown>): K => map.keys().next().value!
@@ -164,6 +205,7 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
   let heldSessions = 0
   const clients = new Map<string, HeldClient>()
   const answers = new Map<string, AnswerEntry>()
+  const templates = new Map<string, TemplateEntry>()
   const pendingUntil = new Map<string, number>()
   let listening = false
   let epoch = 0
@@ -186,6 +228,7 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
     heldSessions = 0
     clients.clear()
     answers.clear()
+    templates.clear()
   }
   /** May a row read since `startedAt` be kept under `key`? */
   const mayKeep = (key: string, startedAt: number) => {
@@ -230,6 +273,7 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
   // This replica's change of an Environment (status, domains, keys) ends its answers at once.
   const stopEnvironment = onEnvironmentChanged((environmentId) => {
     for (const [key, entry] of answers) if (entry.environmentId === environmentId) answers.delete(key)
+    for (const [key, entry] of templates) if (entry.environmentId === environmentId) templates.delete(key)
   })
   yield* Effect.addFinalizer(() => Effect.sync(stopEnvironment))
 
@@ -259,19 +303,23 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
   )
   yield* Effect.forkScoped(Effect.forever(Effect.andThen(listenOnce, Effect.sleep(RELISTEN_AFTER))))
 
+  const peek = (environmentId: string, userId: string, sessionId: string) => {
+    const held = byUser.get(userKey(environmentId, userId))?.get(sessionId)
+    // A remembered expiry that has passed is read again: a later one is not announced (sql/0140).
+    const nowMs = clock.currentTimeMillisUnsafe()
+    return held !== undefined &&
+      listening &&
+      held.session_idle_expires_at!.getTime() > nowMs &&
+      held.session_absolute_expires_at!.getTime() > nowMs
+      ? held
+      : undefined
+  }
+
   const read = (environmentId: string, userId: string, sessionId: string) =>
     Effect.gen(function* () {
       const key = userKey(environmentId, userId)
-      const held = byUser.get(key)?.get(sessionId)
-      // A remembered expiry that has passed is read again: a later one is not announced (sql/0140).
-      const nowMs = clock.currentTimeMillisUnsafe()
-      if (
-        held !== undefined &&
-        listening &&
-        held.session_idle_expires_at!.getTime() > nowMs &&
-        held.session_absolute_expires_at!.getTime() > nowMs
-      )
-        return held
+      const held = peek(environmentId, userId, sessionId)
+      if (held !== undefined) return held
       const startedAt = epoch
       const row = yield* liveState(environmentId, userId, sessionId)
       // Kept only when nothing was invalidated meanwhile, LISTEN is up, the user has no local
@@ -305,6 +353,19 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
     const client = d.client === undefined ? undefined : clients.get(d.client.id)
     if (d.client !== undefined && client?.row !== d.client) return
     const nowMs = clock.currentTimeMillisUnsafe()
+    if (d.template !== undefined) {
+      const t = d.template
+      storeBounded(
+        templates,
+        templateKey(t.route, d.environmentId, t.kid),
+        {
+          template: { issuer: t.issuer, key: t.key, contentType: answer.contentType, headers: answer.headers },
+          environmentId: d.environmentId,
+          until: nowMs + ANSWER_TTL_MS,
+        },
+        ANSWER_CAPACITY,
+      )
+    }
     storeBounded(
       answers,
       key,
@@ -340,8 +401,19 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
     return undefined
   }
 
+  const template = (route: string, environmentId: string, kid: string) => {
+    const key = templateKey(route, environmentId, kid)
+    const entry = templates.get(key)
+    if (entry === undefined) return undefined
+    if (listening && entry.until > clock.currentTimeMillisUnsafe()) return entry.template
+    templates.delete(key)
+    return undefined
+  }
+
   return LiveStateCache.of({
     read,
+    peek,
+    template,
     readClient,
     listening: () => listening,
     epoch: () => epoch,

@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto"
 import { type Cause, Clock, Effect, Option } from "effect"
 import { decodeProtectedHeader, type JWTPayload, type ProtectedHeaderParameters } from "jose"
 import { verifyEs256 } from "./jws-verify.js"
@@ -30,6 +31,8 @@ export interface VerifiedAccessToken {
   /** The audience exactly as in the token (string or array), for introspection. */
   readonly rawAud: string | ReadonlyArray<string>
   readonly live: LiveState
+  /** The Environment key that verified it (the listener's answers from memory verify with it). */
+  readonly key?: { readonly kid: string; readonly key: KeyObject }
 }
 
 export interface VerifyAccessTokenOptions {
@@ -91,64 +94,108 @@ const shape = (p: JWTPayload): AccessTokenClaims | undefined => {
   }
 }
 
-/**
- * THE access-token verifier (UserInfo, introspection, /me). Spec, Authentication rule 6:
- * ES256 is fixed (the header `alg` is never trusted; every other value fails), `typ` must be
- * at+jwt (RFC 9068 4), `kid` selects an Environment key (active, or retired and kept);
- * then `iss`, the caller's `aud` rule and expiry against the Effect Clock. Then the live
- * checks (UserInfo / Introspect): the user is active, `sv` equals the user's security
- * version, and the session behind `sid` belongs to the user and is neither revoked nor
- * expired. A database failure while reading that state is 503 user_unavailable, never 401.
- */
-export const verifyAccessToken = Effect.fnUntraced(function* (token: string, options: VerifyAccessTokenOptions) {
-  const keys = yield* Keys
-  const nowMs = yield* Clock.currentTimeMillis
-  const reject = (description: string) =>
-    new AccessTokenRejected({ detail: description, wwwAuthenticate: bearerChallenge(options.realm, description) })
+/** A refusal of the checks below: the description its 401 names. */
+export type Refusal = { readonly refused: string }
+const refused = (description: string): Refusal => ({ refused: description })
+export const isRefusal = (value: object): value is Refusal => "refused" in value
 
+/** The `kid` of an ES256 token's header, before any key is chosen (the header `alg` is never trusted). */
+export const accessTokenKid = (token: string): { readonly kid: string } | Refusal => {
   let header: ProtectedHeaderParameters
   try {
     header = decodeProtectedHeader(token)
   } catch {
-    return yield* reject("The access token is malformed")
+    return refused("The access token is malformed")
   }
   if (header.alg !== "ES256" || typeof header.kid !== "string")
-    return yield* reject("The access token must be signed with ES256 and name its kid")
-  const key = yield* keys.verificationKey(options.environmentId, header.kid).pipe(Effect.catchCause(unavailable))
-  if (Option.isNone(key)) return yield* reject("The access token was not signed by a key of this issuer")
-  // Signature, then the claim checks in the order jose's jwtVerify made them (typ, required
-  // claims, iss, nbf, exp), each with the same answer as before (jws-verify.ts says why not jose).
-  const verified = verifyEs256(token, key.value, "at+jwt")
-  if (verified === "typ") return yield* reject("The token is not an access token (typ at+jwt)")
-  if (typeof verified === "string") return yield* reject("The access token is malformed or its signature is invalid")
+    return refused("The access token must be signed with ES256 and name its kid")
+  return { kid: header.kid }
+}
+
+/**
+ * The checks of a token under the Environment key its `kid` named: signature, then the claim
+ * checks in the order jose's jwtVerify made them (typ, required claims, iss, nbf, exp), each with
+ * the same answer as before (jws-verify.ts says why not jose), then the claims' shape and the
+ * caller's audience rule. Synchronous: the listener's answers from memory make the same checks.
+ */
+export const checkSignedAccessToken = (
+  token: string,
+  key: KeyObject,
+  nowMs: number,
+  options: Pick<VerifyAccessTokenOptions, "issuer" | "audience">,
+): Omit<VerifiedAccessToken, "live"> | Refusal => {
+  const verified = verifyEs256(token, key, "at+jwt")
+  if (verified === "typ") return refused("The token is not an access token (typ at+jwt)")
+  if (typeof verified === "string") return refused("The access token is malformed or its signature is invalid")
   const p = verified.payload
-  if (p["iss"] === undefined) return yield* reject("The access token was issued by another issuer")
+  if (p["iss"] === undefined) return refused("The access token was issued by another issuer")
   if (REQUIRED_CLAIMS.some((c) => p[c] === undefined))
-    return yield* reject("The access token is malformed or its signature is invalid")
-  if (p["iss"] !== options.issuer) return yield* reject("The access token was issued by another issuer")
+    return refused("The access token is malformed or its signature is invalid")
+  if (p["iss"] !== options.issuer) return refused("The access token was issued by another issuer")
   const nowSeconds = Math.floor(nowMs / 1000)
   if (
     (p["iat"] !== undefined && typeof p["iat"] !== "number") ||
     typeof p["exp"] !== "number" ||
     (p["nbf"] !== undefined && (typeof p["nbf"] !== "number" || p["nbf"] > nowSeconds))
   ) {
-    return yield* reject("The access token is malformed or its signature is invalid")
+    return refused("The access token is malformed or its signature is invalid")
   }
-  if (p["exp"] <= nowSeconds) return yield* reject("The access token has expired")
+  if (p["exp"] <= nowSeconds) return refused("The access token has expired")
   const claims = shape(p as JWTPayload)
-  if (!claims) return yield* reject("The access token lacks required claims")
-  if (!options.audience(claims.aud)) return yield* reject("The access token is not meant for this audience")
+  if (!claims) return refused("The access token lacks required claims")
+  if (!options.audience(claims.aud)) return refused("The access token is not meant for this audience")
+  return { claims, rawAud: p["aud"] as string | ReadonlyArray<string> }
+}
 
-  const live = yield* readLiveState(options.environmentId, claims.sub, claims.sid).pipe(Effect.catchCause(unavailable))
-  if (live?.status !== "active") return yield* reject("The user is not active")
+/**
+ * The live checks (UserInfo / Introspect; spec: Authentication rule 8): the user is active, `sv`
+ * equals the user's security version, and the session behind `sid` belongs to the user and is
+ * neither revoked nor expired. Undefined when the token passes them.
+ */
+export const liveRefusal = (
+  live: LiveState | undefined,
+  claims: AccessTokenClaims,
+  nowMs: number,
+): Refusal | undefined => {
+  if (live?.status !== "active") return refused("The user is not active")
   if (live.security_version !== claims.sv)
-    return yield* reject("The access token was issued before a security change; sign in again")
+    return refused("The access token was issued before a security change; sign in again")
   if (live.session_id === null || live.session_revoked_at !== null)
-    return yield* reject("The session of this access token has ended")
-  if (live.session_idle_expires_at!.getTime() <= nowMs || live.session_absolute_expires_at!.getTime() <= nowMs) {
-    return yield* reject("The session of this access token has expired")
-  }
-  return { claims, rawAud: p["aud"] as string | ReadonlyArray<string>, live } satisfies VerifiedAccessToken
+    return refused("The session of this access token has ended")
+  if (live.session_idle_expires_at!.getTime() <= nowMs || live.session_absolute_expires_at!.getTime() <= nowMs)
+    return refused("The session of this access token has expired")
+  return undefined
+}
+
+/**
+ * THE access-token verifier (UserInfo, introspection, /me). Spec, Authentication rule 6:
+ * ES256 is fixed (the header `alg` is never trusted; every other value fails), `typ` must be
+ * at+jwt (RFC 9068 4), `kid` selects an Environment key (active, or retired and kept);
+ * then `iss`, the caller's `aud` rule and expiry against the Effect Clock. Then the live
+ * checks (liveRefusal). A database failure while reading that state is 503
+ * user_unavailable, never 401.
+ */
+export const verifyAccessToken = Effect.fnUntraced(function* (token: string, options: VerifyAccessTokenOptions) {
+  const keys = yield* Keys
+  const nowMs = yield* Clock.currentTimeMillis
+  const reject = ({ refused: description }: Refusal) =>
+    new AccessTokenRejected({ detail: description, wwwAuthenticate: bearerChallenge(options.realm, description) })
+
+  const header = accessTokenKid(token)
+  if (isRefusal(header)) return yield* reject(header)
+  const key = yield* keys.verificationKey(options.environmentId, header.kid).pipe(Effect.catchCause(unavailable))
+  if (Option.isNone(key)) return yield* reject(refused("The access token was not signed by a key of this issuer"))
+  const checked = checkSignedAccessToken(token, key.value, nowMs, options)
+  if (isRefusal(checked)) return yield* reject(checked)
+  const { claims } = checked
+  const live = yield* readLiveState(options.environmentId, claims.sub, claims.sid).pipe(Effect.catchCause(unavailable))
+  const refusal = liveRefusal(live, claims, nowMs)
+  if (refusal !== undefined) return yield* reject(refusal)
+  return {
+    ...checked,
+    live: live!,
+    key: { kid: header.kid, key: key.value },
+  } satisfies VerifiedAccessToken
 }, withCallSpan("oidc.verifyAccessToken"))
 
 /** Audience rules of the spec's decisions: UserInfo and introspection accept any audience; /me needs the issuer. */

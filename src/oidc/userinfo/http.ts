@@ -6,7 +6,8 @@ import { route } from "../../http/route.js"
 import { bearerToken } from "../access-token/bearer.js"
 import { rememberAnswer, userinfoAnswerKey } from "../access-token/remembered-answers.js"
 import { anyAudience, verifyAccessToken } from "../access-token/verify.js"
-import { scopedUserClaims } from "../tokens/claims.js"
+import { userinfoClaims } from "./claims.js"
+import { USERINFO_TEMPLATE } from "./from-memory.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
 const REALM = "userinfo"
@@ -21,7 +22,7 @@ const REALM = "userinfo"
 export const userinfoEndpoint = Effect.gen(function* () {
   const env = yield* CurrentEnvironment
   const token = yield* bearerToken(REALM)
-  const { claims, live } = yield* verifyAccessToken(token, {
+  const { claims, live, key } = yield* verifyAccessToken(token, {
     environmentId: env.record.id,
     issuer: env.urls.issuer,
     audience: anyAudience,
@@ -38,13 +39,12 @@ export const userinfoEndpoint = Effect.gen(function* () {
     sessionId: claims.sid,
     live,
     validUntilMs: claims.exp * 1000,
+    // On the issuer host only: the listener computes answers there alone.
+    ...(key && env.via === "issuer" && { template: { route: USERINFO_TEMPLATE, issuer: env.urls.issuer, ...key } }),
   })
-  return HttpServerResponse.jsonUnsafe(
-    { sub: claims.sub, ...scopedUserClaims(claims.scopes, live) },
-    {
-      headers: { "cache-control": "no-store", pragma: "no-cache" },
-    },
-  )
+  return HttpServerResponse.jsonUnsafe(userinfoClaims(claims, live), {
+    headers: { "cache-control": "no-store", pragma: "no-cache" },
+  })
 }).pipe(withCallSpan("oidc.userinfo"))
 
 export const userinfoRoutes = [

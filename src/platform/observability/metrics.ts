@@ -67,6 +67,12 @@ export const makeMetrics = () => {
       help: "Requests refused with 429 rate_limited, by limit (the counter's bucket)",
       labelNames: ["bucket"] as const,
     }),
+    listenerAnswers: new Counter({
+      ...metric,
+      name: "authservice_listener_answers_total",
+      help: "UserInfo and introspection 200s the listener answered before the application, by endpoint and how (replayed, computed)",
+      labelNames: ["endpoint", "how"] as const,
+    }),
     webhookDeliveries: new Counter({
       ...metric,
       name: "authservice_webhook_deliveries_total",
