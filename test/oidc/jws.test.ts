@@ -1,6 +1,6 @@
 import { generateKeyPairSync, sign, verify } from "node:crypto"
 import { compactVerify, SignJWT } from "jose"
-import { verifyEs256 } from "../../src/oidc/access-token/jws-verify.js"
+import { rememberOwnSignature, verifyEs256 } from "../../src/oidc/access-token/jws-verify.js"
 import { describe, expect, it } from "vitest"
 import { derToRaw, signEs256 } from "../../src/oidc/tokens/jws.js"
 
@@ -80,5 +80,27 @@ describe("ES256 compact JWS verification (src/oidc/access-token/jws-verify.ts)",
         "at+jwt",
       ),
     ).not.toBeTypeOf("string")
+  })
+})
+
+describe("signatures this process made (rememberOwnSignature)", () => {
+  it("a token remembered under its signer's public key needs no verification there, and only there", () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" })
+    const other = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey
+    const jwt = signEs256({ alg: "ES256", typ: "at+jwt", kid: "own" }, { sub: "usr_own" }, privateKey)
+    // The signature part replaced: only a remembered token can pass verifyEs256 like this,
+    // which is what shows that the remembered one was not verified again.
+    const [h, p] = jwt.split(".") as [string, string]
+    const unverifiable = `${h}.${p}.${Buffer.alloc(64, 1).toString("base64url")}`
+    expect(verifyEs256(unverifiable, publicKey, "at+jwt")).toBe("signature")
+    rememberOwnSignature(unverifiable, publicKey)
+    const remembered = verifyEs256(unverifiable, publicKey, "at+jwt")
+    expect(remembered).toEqual({ header: { alg: "ES256", typ: "at+jwt", kid: "own" }, payload: { sub: "usr_own" } })
+    expect(verifyEs256(unverifiable, other, "at+jwt")).toBe("signature")
+    expect(verifyEs256(unverifiable, publicKey, "JWT")).toBe("typ")
+    // What is not a compact ES256 JWS is not remembered.
+    const none = `${Buffer.from(JSON.stringify({ alg: "none" })).toString("base64url")}.${p}.`
+    rememberOwnSignature(none, publicKey)
+    expect(verifyEs256(none, publicKey, "at+jwt")).toBe("malformed")
   })
 })

@@ -1,4 +1,6 @@
+import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Keys } from "../../src/platform/keys/service.js"
 import { sample } from "../operations/support.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
@@ -168,5 +170,25 @@ describe("UserInfo computed by the listener", () => {
       await queryRows(app, "update environments set status = 'active' where id = $1", [env.environment_id])
       await app.advance("7 seconds")
     }
+  })
+
+  it("a token this replica signed is known authentic here: the signer's public key is the verifier's, one object for the process", async () => {
+    const keyObjects = () =>
+      app.run(
+        Effect.gen(function* () {
+          const keys = yield* Keys
+          const signing = yield* keys.signingKey(env.environment_id)
+          const verifying = yield* keys.verificationKey(env.environment_id, signing.kid)
+          return { signer: signing.publicKey, verifier: Option.getOrThrow(verifying) }
+        }),
+      )
+    const before = await keyObjects()
+    expect(before.signer).toBe(before.verifier)
+    // Past the key caches' 10 seconds the rows are read again: still the same objects, so the
+    // signatures remembered under them still count.
+    await app.advance("11 seconds")
+    const after = await keyObjects()
+    expect(after.verifier).toBe(before.verifier)
+    expect(after.signer).toBe(before.signer)
   })
 })

@@ -57,6 +57,21 @@ const BASE64URL = /^[A-Za-z0-9_-]+$/
 const normalizeTyp = (typ: unknown) =>
   typeof typ === "string" ? typ.toLowerCase().replace(/^application\//, "") : undefined
 
+/** The three parts of an ES256 compact JWS with its header and payload read, before any signature check. */
+const parseCompact = (token: string) => {
+  const parts = token.split(".")
+  if (parts.length !== 3 || !parts.every((p) => BASE64URL.test(p))) return undefined
+  const header = parseSegment(parts[0]!)
+  const payload = parseSegment(parts[1]!)
+  if (!header || !payload || header["alg"] !== "ES256" || "crit" in header) return undefined
+  return { parts, verified: { header, payload } }
+}
+
+const remember = (token: string, key: KeyObject, verified: VerifiedJws) => {
+  if (verifiedSignatures.size >= CACHE_CAPACITY) verifiedSignatures.delete(verifiedSignatures.keys().next().value!)
+  verifiedSignatures.set(token, { key, verified })
+}
+
 /**
  * Verifies an ES256 compact JWS with `typ` `expectedTyp` under `key`. The header's `alg` is
  * checked by the caller before the key is chosen; a `crit` header is refused (RFC 7515
@@ -66,16 +81,24 @@ export const verifyEs256 = (token: string, key: KeyObject, expectedTyp: string):
   const hit = verifiedSignatures.get(token)
   if (hit !== undefined && hit.key === key)
     return normalizeTyp(hit.verified.header["typ"]) === expectedTyp ? hit.verified : "typ"
-  const parts = token.split(".")
-  if (parts.length !== 3 || !parts.every((p) => BASE64URL.test(p))) return "malformed"
-  const header = parseSegment(parts[0]!)
-  const payload = parseSegment(parts[1]!)
-  if (!header || !payload || header["alg"] !== "ES256" || "crit" in header) return "malformed"
+  const compact = parseCompact(token)
+  if (compact === undefined) return "malformed"
+  const { parts, verified } = compact
   const signature = Buffer.from(parts[2]!, "base64url")
   if (signature.length !== 64) return "signature"
   if (!verify("sha256", Buffer.from(`${parts[0]}.${parts[1]}`), key, rawToDer(signature))) return "signature"
-  const verified = { header, payload }
-  if (verifiedSignatures.size >= CACHE_CAPACITY) verifiedSignatures.delete(verifiedSignatures.keys().next().value!)
-  verifiedSignatures.set(token, { key, verified })
-  return normalizeTyp(header["typ"]) === expectedTyp ? verified : "typ"
+  remember(token, key, verified)
+  return normalizeTyp(verified.header["typ"]) === expectedTyp ? verified : "typ"
+}
+
+/**
+ * A token this process has just signed with the private half of `publicKey` (the access token
+ * of a grant) is authentic by construction: it is remembered as verified, so the client's first
+ * UserInfo or introspection after a sign-in or a refresh, on this replica, makes no ECDSA
+ * verification (about 0.15 ms of CPU each on this machine). Only the signer calls this, with the
+ * very string it produced; every other check of verifyEs256's callers still runs on every call.
+ */
+export const rememberOwnSignature = (token: string, publicKey: KeyObject) => {
+  const compact = parseCompact(token)
+  if (compact !== undefined) remember(token, publicKey, compact.verified)
 }

@@ -3,6 +3,7 @@ import { Crypto } from "../../platform/crypto.js"
 import { Keys } from "../../platform/keys/service.js"
 import { type ProfileSource, scopedUserClaims, unixSeconds } from "./claims.js"
 import { signEs256 } from "./jws.js"
+import { rememberOwnSignature } from "../access-token/jws-verify.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
 /** Spec, Limits: access token and ID token 300 seconds (`expires_in` 300). */
@@ -45,7 +46,7 @@ export const accessTokenAudience = (issuer: string, resources: ReadonlyArray<str
 export const mintTokens = Effect.fnUntraced(function* (grant: TokenGrant, nowMs: number) {
   const keys = yield* Keys
   const crypto = yield* Crypto
-  const { kid, key } = yield* keys.signingKey(grant.environmentId)
+  const { kid, key, publicKey } = yield* keys.signingKey(grant.environmentId)
   const iat = unixSeconds(nowMs)
   const authTime = unixSeconds(grant.authTime)
   const amr = [grant.amr]
@@ -69,6 +70,7 @@ export const mintTokens = Effect.fnUntraced(function* (grant: TokenGrant, nowMs:
     },
     key,
   )
+  rememberOwnSignature(accessToken, publicKey)
   const idToken = grant.scopes.includes("openid")
     ? signEs256(
         { alg: "ES256", typ: "JWT", kid },

@@ -16,6 +16,8 @@ const CACHE_TTL_MS = 10_000
 export interface SigningKey {
   readonly kid: string
   readonly key: KeyObject
+  /** Its public half: the very object `verificationKey` answers for `kid` on this process. */
+  readonly publicKey: KeyObject
 }
 
 export const sealContext = (kid: string) => ({ purpose: "signing-key", table: "signing_keys", rowId: kid })
@@ -80,13 +82,31 @@ export const KeysLive = Layer.effect(
         if (cached && now - cached.loadedAt < CACHE_TTL_MS) return cached.key
         const row = yield* repo.activeKey(environmentId)
         if (!row) return yield* Effect.die(new Error(`Environment ${environmentId} has no active signing key`))
-        const key = { kid: row.kid, key: yield* unseal(row) }
+        const privateKey = yield* unseal(row)
+        const key = {
+          kid: row.kid,
+          key: privateKey,
+          publicKey: publicKeyObject(environmentId, row.kid, privateKey, now),
+        }
         activeByEnv.set(environmentId, { key, loadedAt: now })
         return key
       },
       Effect.provideService(SqlClient.SqlClient, sql),
       Effect.orDie,
     )
+
+    /**
+     * One public KeyObject per kid for the life of the process (kids are immutable): the verifier's
+     * memory of verified signatures is keyed by that object, so a new object per cache refresh
+     * would make every token verify again.
+     */
+    const publicKeyObject = (environmentId: string, kid: string, privateKey: KeyObject, now: number) => {
+      const cached = publicByKid.get(kid)
+      if (cached !== undefined && cached.environmentId === environmentId) return cached.key
+      const key = createPublicKey(privateKey)
+      publicByKid.set(kid, { environmentId, key, keptUntil: now + CACHE_TTL_MS })
+      return key
+    }
 
     const retireActive = Effect.fnUntraced(function* (environmentId: string) {
       const now = yield* Clock.currentTimeMillis
@@ -128,10 +148,13 @@ export const KeysLive = Layer.effect(
           }
           const row = yield* repo.keyByKid(environmentId, kid)
           if (!row || (row.kept_until !== null && row.kept_until.getTime() <= now)) return Option.none()
-          const key = createPublicKey({
-            key: { kty: row.public_jwk.kty, crv: row.public_jwk.crv, x: row.public_jwk.x, y: row.public_jwk.y },
-            format: "jwk",
-          })
+          const key =
+            cached !== undefined && cached.environmentId === environmentId
+              ? cached.key
+              : createPublicKey({
+                  key: { kty: row.public_jwk.kty, crv: row.public_jwk.crv, x: row.public_jwk.x, y: row.public_jwk.y },
+                  format: "jwk",
+                })
           // An active key's keptUntil is unknown until it is retired: re-read it after the cache TTL.
           publicByKid.set(kid, { environmentId, key, keptUntil: row.kept_until?.getTime() ?? now + CACHE_TTL_MS })
           return Option.some(key)
