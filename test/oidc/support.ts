@@ -299,3 +299,9 @@ export const createSiblingEnvironment = (app: TestApp, env: Bootstrapped) =>
       )
     }),
   )
+
+/** The headers two answers of one endpoint must agree on (the date, the connection and the request id differ by nature). */
+export const stableHeaders = (headers: Record<string, unknown>) => {
+  const { date: _d, "x-request-id": _r, connection: _c, "keep-alive": _k, ...rest } = headers
+  return rest
+}

@@ -10,6 +10,7 @@ import {
   exchangeCode,
   mintCode,
   queryRows,
+  stableHeaders,
   type TestClient,
   userinfo,
 } from "./support.js"
@@ -55,11 +56,6 @@ const fromApplication = (accessToken: string) =>
     method: "POST",
     headers: { authorization: `Bearer ${accessToken}` },
   })
-/** The headers both paths must agree on (the date, the connection and the request id differ by nature). */
-const stable = (headers: Record<string, unknown>) => {
-  const { date: _d, "x-request-id": _r, connection: _c, "keep-alive": _k, ...rest } = headers
-  return rest
-}
 /** One application 200 of this Environment: it leaves the template the listener computes with. */
 const warm = async () => {
   const { accessToken } = await signIn()
@@ -86,7 +82,7 @@ describe("UserInfo computed by the listener", () => {
     const application = await fromApplication(accessToken)
     expect(application.status).toBe(200)
     expect(res.text).toBe(application.text)
-    expect(stable(res.headers)).toEqual(stable(application.headers))
+    expect(stableHeaders(res.headers)).toEqual(stableHeaders(application.headers))
   })
 
   it("answers whatever query the request carries (UserInfo reads none), each request its own computation", async () => {
