@@ -32,7 +32,7 @@ export interface VerifiedAccessToken {
   readonly rawAud: string | ReadonlyArray<string>
   readonly live: LiveState
   /** The Environment key that verified it (the listener's answers from memory verify with it). */
-  readonly key?: { readonly kid: string; readonly key: KeyObject }
+  readonly key: { readonly kid: string; readonly key: KeyObject }
 }
 
 export interface VerifyAccessTokenOptions {
@@ -123,7 +123,7 @@ export const checkSignedAccessToken = (
   key: KeyObject,
   nowMs: number,
   options: Pick<VerifyAccessTokenOptions, "issuer" | "audience">,
-): Omit<VerifiedAccessToken, "live"> | Refusal => {
+): Omit<VerifiedAccessToken, "live" | "key"> | Refusal => {
   const verified = verifyEs256(token, key, "at+jwt")
   if (verified === "typ") return refused("The token is not an access token (typ at+jwt)")
   if (typeof verified === "string") return refused("The access token is malformed or its signature is invalid")

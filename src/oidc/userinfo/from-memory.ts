@@ -15,8 +15,8 @@ export const USERINFO_TEMPLATE = "userinfo"
 const BEARER = /^Bearer ([A-Za-z0-9_.-]+)$/
 
 /**
- * UserInfo's 200 computed by the listener (docs/decisions/performance.md, "UserInfo and
- * introspection for distinct tokens"): for a token this replica has not answered before, when
+ * UserInfo's 200 computed by the listener (docs/decisions/performance.md, "UserInfo for a
+ * token not seen before is computed by the listener"): for a token this replica has not answered before, when
  * everything the Effect path reads for it is already in memory. The Environment, its issuer and
  * the verifying key come from a template an Effect-path 200 left moments ago (AnswerTemplate), the
  * live state from this replica's memory, and the checks are the Effect path's own functions

@@ -40,7 +40,7 @@ export const userinfoEndpoint = Effect.gen(function* () {
     live,
     validUntilMs: claims.exp * 1000,
     // On the issuer host only: the listener computes answers there alone.
-    ...(key && env.via === "issuer" && { template: { route: USERINFO_TEMPLATE, issuer: env.urls.issuer, ...key } }),
+    ...(env.via === "issuer" && { template: { route: USERINFO_TEMPLATE, issuer: env.urls.issuer, ...key } }),
   })
   return HttpServerResponse.jsonUnsafe(userinfoClaims(claims, live), {
     headers: { "cache-control": "no-store", pragma: "no-cache" },
