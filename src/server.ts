@@ -8,6 +8,8 @@ import { CurrentMetrics } from "./platform/observability/metrics.js"
 import { makeHttpApp } from "./http/app.js"
 import { makeFastLane } from "./oidc/access-token/fast-lane.js"
 import { makeUserinfoFromMemory } from "./oidc/userinfo/from-memory.js"
+import { makeIntrospectionFromMemory } from "./oidc/introspect/from-memory.js"
+import { countClientIntrospection } from "./oidc/introspect/caller.js"
 import { makeStaticAnswers, StaticAnswers } from "./http/static-answers.js"
 import { allRoutes } from "./routes.js"
 
@@ -16,7 +18,7 @@ import { allRoutes } from "./routes.js"
  *
  * Before a request reaches the Effect application, the listener answers from memory what it
  * holds a still-true answer for (src/oidc/access-token/fast-lane.ts: the public documents,
- * remembered UserInfo and introspection answers, UserInfo computed from memory). Everything else, and every first
+ * remembered UserInfo and introspection answers, both computed from memory for new tokens). Everything else, and every first
  * request, goes through the application unchanged.
  */
 export const HttpServerLive = (port: number, host?: string) =>
@@ -32,6 +34,10 @@ export const HttpServerLive = (port: number, host?: string) =>
       // its server span; memory answers are for the untraced (native tracer) case only.
       const traced = (yield* Tracer.Tracer) !== Tracer.nativeTracer
       const liveCache = yield* LiveStateCache
+      // The listener's introspection counts its requests as the application does (one limit for both).
+      const runCount = Effect.runPromiseWith(
+        yield* Effect.context<Effect.Services<ReturnType<typeof countClientIntrospection>>>(),
+      )
       let handOff: (request: IncomingMessage, response: ServerResponse) => void = () => {}
       const fastLane = makeFastLane({
         config,
@@ -40,6 +46,14 @@ export const HttpServerLive = (port: number, host?: string) =>
         staticAnswers: answers,
         answer: liveCache.answer,
         computeUserinfo: makeUserinfoFromMemory(liveCache, clock),
+        computeIntrospection: makeIntrospectionFromMemory(liveCache, clock, (environmentId, clientId, ip) =>
+          runCount(
+            countClientIntrospection(environmentId, clientId, ip).pipe(
+              Effect.as(true),
+              Effect.catchTag("RateLimited", () => Effect.succeed(false)),
+            ),
+          ),
+        ),
         handOff: (request, response) => handOff(request, response),
       })
 

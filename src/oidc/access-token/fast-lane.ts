@@ -7,6 +7,8 @@ import { answerableFromMemory, introspectionAnswerKey, userinfoAnswerKey } from 
 import type { AppConfig } from "../../platform/config.js"
 import type { AppMetrics } from "../../platform/observability/metrics.js"
 import { newRequestId } from "../../platform/request-id.js"
+import { clientIp } from "../../platform/trust-proxy.js"
+import type { IntrospectionRequest } from "../introspect/from-memory.js"
 import { logRequest } from "../../http/log.js"
 import { type StaticAnswersApi, writeStaticAnswer } from "../../http/static-answers.js"
 
@@ -19,8 +21,9 @@ import { type StaticAnswersApi, writeStaticAnswer } from "../../http/static-answ
  * - UserInfo and introspection 200s, remembered by the Effect path with every input of the
  *   request in their key and replayed while the state they were built from is unchanged
  *   (src/oidc/access-token/remembered-answers.ts, src/oidc/access-token/live-cache.ts);
- * - UserInfo 200s for tokens not seen before, computed with the application's own checks when
- *   everything they need is in memory (src/oidc/userinfo/from-memory.ts).
+ * - UserInfo and introspection 200s for tokens not seen before, computed with the application's
+ *   own checks when everything they need is in memory (src/oidc/userinfo/from-memory.ts,
+ *   src/oidc/introspect/from-memory.ts; introspection's count against its limit included).
  * Everything else, every first request and every refusal, goes through the application
  * unchanged. A memory answer gets its own request id, its request metrics and its log line,
  * like every other answer.
@@ -30,7 +33,7 @@ import { type StaticAnswersApi, writeStaticAnswer } from "../../http/static-answ
 const STATIC_TARGET = /^\/e\/[^/?]+\/(?:oauth2\/jwks|\.well-known\/openid-configuration)$/
 /** UserInfo reads no query parameter, so a query (a cache-buster) changes nothing of its answer. */
 const USERINFO_TARGET = /^\/e\/([^/?]+)\/oauth2\/userinfo(?:\?[^#]*)?$/
-const INTROSPECT_TARGET = /^\/e\/[^/?]+\/oauth2\/introspect$/
+const INTROSPECT_TARGET = /^\/e\/([^/?]+)\/oauth2\/introspect$/
 /** Introspection bodies are a token and a hint: a larger body is left to the application. */
 const MAX_INTROSPECTION_BODY = 8 * 1024
 
@@ -50,6 +53,12 @@ export interface FastLaneDependencies {
     target: string,
     authorization: string,
   ) => RememberedAnswer | undefined
+  /**
+   * Introspection's active 200 computed from memory (src/oidc/introspect/from-memory.ts): undefined
+   * when it cannot be (nothing was counted), else a promise of the answer, or of undefined when
+   * the application must answer after all.
+   */
+  readonly computeIntrospection?: (request: IntrospectionRequest) => Promise<RememberedAnswer | undefined> | undefined
   /** Hands a request to the Effect application (after the lane read its body, put back). */
   readonly handOff: (request: IncomingMessage, response: ServerResponse) => void
 }
@@ -111,7 +120,13 @@ export const makeFastLane = (d: FastLaneDependencies) => {
   }
 
   /** Reads a small body with a declared length, then answers it from memory or hands it off with its body put back. */
-  const introspect = (request: IncomingMessage, response: ServerResponse, target: string, started: bigint) => {
+  const introspect = (
+    request: IncomingMessage,
+    response: ServerResponse,
+    environmentId: string,
+    target: string,
+    started: bigint,
+  ) => {
     const length = Number(request.headers["content-length"])
     const chunks: Array<Buffer> = []
     let received = 0
@@ -126,20 +141,32 @@ export const makeFastLane = (d: FastLaneDependencies) => {
       request.off("readable", onReadable)
       request.off("end", onEnd)
       const body = Buffer.concat(chunks)
-      const answer = d.answer!(
-        introspectionAnswerKey(
-          target,
-          request.headers.authorization,
-          request.headers["content-type"],
-          body.toString("utf8"),
-        ),
-      )
+      const text = body.toString("utf8")
+      const { authorization, "content-type": contentType } = request.headers
+      const answer = d.answer!(introspectionAnswerKey(target, authorization, contentType, text))
       if (answer !== undefined) {
         metrics.listenerAnswers.inc({ endpoint: "introspect", how: "replayed" })
         return writeRemembered(request, response, "/oauth2/introspect", answer, started)
       }
-      request.unshift(body)
-      d.handOff(request, response)
+      const handOff = () => {
+        request.unshift(body)
+        d.handOff(request, response)
+      }
+      const computed = d.computeIntrospection?.({
+        environmentId,
+        target,
+        authorization,
+        contentType,
+        body: text,
+        // node:http joins a repeated X-Forwarded-For into one string, as the application reads it.
+        ip: clientIp(config.trustProxy, request.socket.remoteAddress, request.headers["x-forwarded-for"] as string),
+      })
+      if (computed === undefined) return handOff()
+      computed.then((answer) => {
+        if (answer === undefined) return handOff()
+        metrics.listenerAnswers.inc({ endpoint: "introspect", how: "computed" })
+        writeRemembered(request, response, "/oauth2/introspect", answer, started)
+      }, handOff)
     }
     // The body ended short of its declared length: the application answers that.
     const onEnd = () => {
@@ -184,7 +211,8 @@ export const makeFastLane = (d: FastLaneDependencies) => {
       writeRemembered(request, response, "/oauth2/userinfo", answer, started)
       return true
     }
-    if (method === "POST" && INTROSPECT_TARGET.test(target)) {
+    const introspection = method === "POST" ? INTROSPECT_TARGET.exec(target) : null
+    if (introspection !== null) {
       const declared = request.headers["content-length"]
       if (
         declared === undefined ||
@@ -194,7 +222,7 @@ export const makeFastLane = (d: FastLaneDependencies) => {
         request.headers.expect !== undefined
       )
         return false
-      introspect(request, response, target, started)
+      introspect(request, response, introspection[1]!, target, started)
       return true
     }
     return false

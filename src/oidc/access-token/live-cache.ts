@@ -143,6 +143,8 @@ export class LiveStateCache extends Context.Service<
     readonly read: (environmentId: string, userId: string, sessionId: string) => ReturnType<typeof liveState>
     /** A client's authentication state (introspection callers), from memory when it may be. */
     readonly readClient: (environmentId: string, clientId: string) => ReturnType<typeof clientById>
+    /** A client row when this memory holds it and may serve it (LISTEN up), else undefined; never reads Postgres. */
+    readonly peekClient: (environmentId: string, clientId: string) => OAuthClientRow | undefined
     /** Whether entries are being kept (the LISTEN connection is up). */
     readonly listening: () => boolean
     /** The invalidation count: taken before a read of user and session rows that `prime` may keep. */
@@ -335,10 +337,15 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
     storeSession(key, row.session_id, row)
   }
 
+  const peekClient = (environmentId: string, clientId: string) => {
+    const held = clients.get(clientId)
+    return held !== undefined && held.environmentId === environmentId && listening ? held.row : undefined
+  }
+
   const readClient = (environmentId: string, clientId: string) =>
     Effect.gen(function* () {
-      const held = clients.get(clientId)
-      if (held !== undefined && held.environmentId === environmentId && listening) return held.row
+      const held = peekClient(environmentId, clientId)
+      if (held !== undefined) return held
       const startedAt = epoch
       const row = yield* clientById(environmentId, clientId)
       if (row === undefined || !mayKeep(clientKey(clientId), startedAt)) return row
@@ -415,6 +422,7 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
     peek,
     template,
     readClient,
+    peekClient,
     listening: () => listening,
     epoch: () => epoch,
     prime,

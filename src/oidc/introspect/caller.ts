@@ -6,6 +6,9 @@ import { authenticateClient, presentedClient } from "../token/client-auth.js"
 import type { OAuthClientRow } from "../token/client-repo.js"
 import type { OAuthParams } from "../token/params.js"
 import { limitOAuthRequest } from "../token/rate-limit.js"
+import { Config } from "../../platform/config.js"
+import { consumePerAddress } from "../../rate-limit/service.js"
+import { writeLimits } from "../../rate-limit/write-limits.js"
 
 /** An allowed caller: the authenticated web_bff client's row, or a Management API key. */
 export type IntrospectionCaller = { readonly client: OAuthClientRow } | { readonly apiKey: true }
@@ -56,3 +59,17 @@ export const limitIntrospection = Effect.fnUntraced(function* (environmentId: st
 })
 
 const API_KEY_CALLER = "api_key"
+
+/**
+ * `limitIntrospection`'s count for a caller already known to be the client `clientId` of this
+ * Environment, from a given address (the listener's introspection from memory, which has no
+ * request fiber): the same limits, chain and key, so both paths share one budget.
+ */
+export const countClientIntrospection = Effect.fnUntraced(function* (
+  environmentId: string,
+  clientId: string,
+  ip: string | undefined,
+) {
+  const config = yield* Config
+  yield* consumePerAddress(environmentId, writeLimits(config.rateLimits).introspect, ip, clientId)
+})

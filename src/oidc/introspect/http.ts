@@ -9,6 +9,8 @@ import { failuresAsServerError, invalidRequest } from "../token/errors.js"
 import { readParams } from "../token/params.js"
 import { NO_STORE } from "../token/response.js"
 import { introspectionCaller, limitIntrospection } from "./caller.js"
+import { activeIntrospection } from "./claims.js"
+import { INTROSPECTION_TEMPLATE } from "./from-memory.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 
 const inactive = () => HttpServerResponse.jsonUnsafe({ active: false }, { headers: NO_STORE })
@@ -57,27 +59,13 @@ export const introspectionEndpoint = Effect.gen(function* () {
       live: verified.live,
       client: caller.client,
       validUntilMs: c.exp * 1000,
+      // On the issuer host only: the listener computes answers there alone.
+      ...(env.via === "issuer" && {
+        template: { route: INTROSPECTION_TEMPLATE, issuer: env.urls.issuer, ...verified.key },
+      }),
     })
   }
-  return HttpServerResponse.jsonUnsafe(
-    {
-      active: true,
-      scope: c.scope,
-      client_id: c.client_id,
-      token_type: "Bearer",
-      exp: c.exp,
-      iat: c.iat,
-      sub: c.sub,
-      aud: verified.rawAud,
-      iss: c.iss,
-      jti: c.jti,
-      sid: c.sid,
-      auth_time: c.auth_time,
-      amr: c.amr,
-      acr: c.acr,
-    },
-    { headers: NO_STORE },
-  )
+  return HttpServerResponse.jsonUnsafe(activeIntrospection(c, verified.rawAud), { headers: NO_STORE })
 }).pipe(withCallSpan("oidc.introspect"))
 
 export const introspectionRoutes = [route("POST", "/oauth2/introspect", introspectionEndpoint)]

@@ -37,39 +37,42 @@ const parseBasic = (header: string) => {
 }
 
 /**
- * Which credentials the request carries: HTTP Basic, or `client_id` (+ `client_secret`) in
+ * Which credentials a request carries: HTTP Basic, or `client_id` (+ `client_secret`) in
  * the body. Using two methods at once is invalid_request (RFC 6749 2.3); no client id at
- * all is invalid_client.
+ * all is invalid_client. Synchronous: the listener's introspection from memory reads the same way.
  */
-export const presentedClient = Effect.fnUntraced(function* (params: OAuthParams) {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const authorization = request.headers["authorization"]
-  const bodyClientId = yield* params.one("client_id")
-  const bodySecret = yield* params.one("client_secret")
+export const presentedClientOf = (
+  authorization: string | undefined,
+  bodyClientId: string | undefined,
+  bodySecret: string | undefined,
+): PresentedClient | OAuthError => {
   if (authorization !== undefined && /^Basic\b/i.test(authorization.trim())) {
     const basic = parseBasic(authorization)
     if (!basic)
-      return yield* invalidClient("The Authorization header is not valid HTTP Basic client authentication", {
+      return invalidClient("The Authorization header is not valid HTTP Basic client authentication", {
         basicChallenge: true,
       })
     if (bodySecret !== undefined)
-      return yield* invalidRequest("Use one client authentication method, not Basic and client_secret together")
-    if (bodyClientId !== undefined && bodyClientId !== basic.clientId) {
-      return yield* invalidRequest("client_id in the body differs from the one in the Authorization header")
-    }
-    return {
-      method: "client_secret_basic",
-      clientId: basic.clientId,
-      secret: basic.secret,
-    } satisfies PresentedClient as PresentedClient
+      return invalidRequest("Use one client authentication method, not Basic and client_secret together")
+    if (bodyClientId !== undefined && bodyClientId !== basic.clientId)
+      return invalidRequest("client_id in the body differs from the one in the Authorization header")
+    return { method: "client_secret_basic", clientId: basic.clientId, secret: basic.secret }
   }
   if (bodyClientId === undefined)
-    return yield* invalidClient(
-      "Client authentication is missing: send client_id (and its secret for a confidential client)",
-    )
-  if (bodySecret !== undefined)
-    return { method: "client_secret_post", clientId: bodyClientId, secret: bodySecret } as PresentedClient
-  return { method: "none", clientId: bodyClientId } as PresentedClient
+    return invalidClient("Client authentication is missing: send client_id (and its secret for a confidential client)")
+  if (bodySecret !== undefined) return { method: "client_secret_post", clientId: bodyClientId, secret: bodySecret }
+  return { method: "none", clientId: bodyClientId }
+}
+
+/** `presentedClientOf` the current request and its parameters. */
+export const presentedClient = Effect.fnUntraced(function* (params: OAuthParams) {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const presented = presentedClientOf(
+    request.headers["authorization"],
+    yield* params.one("client_id"),
+    yield* params.one("client_secret"),
+  )
+  return presented instanceof OAuthError ? yield* presented : presented
 })
 
 /** What a failed check says, and whether the answer carries the Basic challenge (RFC 6749 5.2). */
