@@ -9,7 +9,7 @@ import { makeHttpApp } from "./http/app.js"
 import { makeFastLane } from "./oidc/access-token/fast-lane.js"
 import { makeUserinfoFromMemory } from "./oidc/userinfo/from-memory.js"
 import { makeIntrospectionFromMemory } from "./oidc/introspect/from-memory.js"
-import { countClientIntrospection } from "./oidc/introspect/caller.js"
+import { makeIntrospectionCounter } from "./oidc/introspect/caller.js"
 import { makeStaticAnswers, StaticAnswers } from "./http/static-answers.js"
 import { allRoutes } from "./routes.js"
 
@@ -34,10 +34,6 @@ export const HttpServerLive = (port: number, host?: string) =>
       // its server span; memory answers are for the untraced (native tracer) case only.
       const traced = (yield* Tracer.Tracer) !== Tracer.nativeTracer
       const liveCache = yield* LiveStateCache
-      // The listener's introspection counts its requests as the application does (one limit for both).
-      const runCount = Effect.runPromiseWith(
-        yield* Effect.context<Effect.Services<ReturnType<typeof countClientIntrospection>>>(),
-      )
       let handOff: (request: IncomingMessage, response: ServerResponse) => void = () => {}
       const fastLane = makeFastLane({
         config,
@@ -46,14 +42,7 @@ export const HttpServerLive = (port: number, host?: string) =>
         staticAnswers: answers,
         answer: liveCache.answer,
         computeUserinfo: makeUserinfoFromMemory(liveCache, clock),
-        computeIntrospection: makeIntrospectionFromMemory(liveCache, clock, (environmentId, clientId, ip) =>
-          runCount(
-            countClientIntrospection(environmentId, clientId, ip).pipe(
-              Effect.as(true),
-              Effect.catchTag("RateLimited", () => Effect.succeed(false)),
-            ),
-          ),
-        ),
+        computeIntrospection: makeIntrospectionFromMemory(liveCache, clock, yield* makeIntrospectionCounter),
         handOff: (request, response) => handOff(request, response),
       })
 

@@ -1,4 +1,4 @@
-import { Cause, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { type CounterHit, hitMany } from "./repo.js"
 
@@ -18,12 +18,18 @@ export class RateLimitCounters extends Context.Service<
   {
     /** Adds one hit to a fixed window and returns the window's count with it (committed). */
     readonly hit: (hit: CounterHit) => Effect.Effect<number>
+    /**
+     * `hit` without a fiber, outside any transaction (the listener's answers from memory, which
+     * have no request fiber): the same groups, the same count.
+     */
+    readonly hitUnsafe: (hit: CounterHit) => Promise<number>
   }
 >()("rate-limit/RateLimitCounters") {}
 
 interface Waiting {
   readonly hit: CounterHit
-  readonly count: Deferred.Deferred<number>
+  readonly done: (count: number) => void
+  readonly fail: (defect: unknown) => void
 }
 
 const keyOf = (h: { environmentId: string; bucket: string; subject: string; windowStart: Date }) =>
@@ -42,13 +48,14 @@ const commitGroup = Effect.fnUntraced(function* (group: ReadonlyArray<Waiting>) 
     hitMany([...byWindow.values()].map((waiting) => ({ ...waiting[0]!.hit, hits: waiting.length }))),
   )
   if (Exit.isFailure(exit)) {
-    for (const w of group) Deferred.doneUnsafe(w.count, Effect.die(Cause.squash(exit.cause)))
+    const defect = Cause.squash(exit.cause)
+    for (const w of group) w.fail(defect)
     return
   }
   const totals = new Map(exit.value.map((row) => [keyOf(row), row.hits]))
   for (const [key, waiting] of byWindow) {
     const total = totals.get(key)!
-    for (const [i, w] of waiting.entries()) Deferred.doneUnsafe(w.count, Effect.succeed(total - waiting.length + i + 1))
+    for (const [i, w] of waiting.entries()) w.done(total - waiting.length + i + 1)
   }
 })
 
@@ -64,10 +71,16 @@ export const RateLimitCountersLive = Layer.effect(
       Effect.forkScoped,
     )
     const grouped = (hit: CounterHit) =>
-      Effect.suspend(() => {
-        const count = Deferred.makeUnsafe<number>()
-        Queue.offerUnsafe(queue, { hit, count })
-        return Deferred.await(count)
+      Effect.callback<number>((resume) => {
+        Queue.offerUnsafe(queue, {
+          hit,
+          done: (count) => resume(Effect.succeed(count)),
+          fail: (defect) => resume(Effect.die(defect)),
+        })
+      })
+    const hitUnsafe = (hit: CounterHit) =>
+      new Promise<number>((done, fail) => {
+        Queue.offerUnsafe(queue, { hit, done, fail })
       })
     // Inside a transaction the hit runs on the transaction's connection, as it did before
     // grouping: a group's statement needs a pooled connection, and transactions waiting for
@@ -82,6 +95,7 @@ export const RateLimitCountersLive = Layer.effect(
         Effect.flatMap(Effect.serviceOption(sql.transactionService), (transaction) =>
           Option.isSome(transaction) ? inTransaction(hit) : grouped(hit),
         ),
+      hitUnsafe,
     }
   }),
 )

@@ -74,6 +74,32 @@ export const consumeAll = Effect.fnUntraced(function* (environmentId: string, st
 })
 
 /**
+ * `consumeAll` without a fiber, for the listener's answers from memory (src/oidc/introspect/from-memory.ts):
+ * the same hits, in the same order, through the same grouped counters, under the same Clock. The
+ * counter resolves true when every step was within its limit and false at the first that was
+ * not (that request's 429 is the application's to give); it rejects when a count failed.
+ */
+export const makeChainCounter = Effect.gen(function* () {
+  const crypto = yield* Crypto
+  const clock = yield* Clock.Clock
+  const counters = yield* RateLimitCounters
+  return async (environmentId: string, steps: ReadonlyArray<Step>) => {
+    for (const step of steps) {
+      const w = windowOf(clock.currentTimeMillisUnsafe(), step.limit.windowMs)
+      const hits = await counters.hitUnsafe({
+        environmentId,
+        bucket: step.limit.bucket,
+        subject: subjectOf(crypto, step.limit, step.subject),
+        windowStart: w.windowStart,
+        windowEnd: w.windowEnd,
+      })
+      if (hits > step.limit.limit) return false
+    }
+    return true
+  }
+})
+
+/**
  * The chain of a limit per client address (`addressSubject`: IPv4 address, IPv6 /64) and, for
  * IPv6, per /56 and per /48 around it, then the family's per-Environment ceiling when it has
  * one. `key` (a client id) splits every address budget by it, so one address holds one budget

@@ -7,7 +7,7 @@ import type { OAuthClientRow } from "../token/client-repo.js"
 import type { OAuthParams } from "../token/params.js"
 import { limitOAuthRequest } from "../token/rate-limit.js"
 import { Config } from "../../platform/config.js"
-import { consumePerAddress } from "../../rate-limit/service.js"
+import { addressSteps, makeChainCounter } from "../../rate-limit/service.js"
 import { writeLimits } from "../../rate-limit/write-limits.js"
 
 /** An allowed caller: the authenticated web_bff client's row, or a Management API key. */
@@ -62,14 +62,13 @@ const API_KEY_CALLER = "api_key"
 
 /**
  * `limitIntrospection`'s count for a caller already known to be the client `clientId` of this
- * Environment, from a given address (the listener's introspection from memory, which has no
- * request fiber): the same limits, chain and key, so both paths share one budget.
+ * Environment, from a given address, without a fiber (the listener's introspection from memory):
+ * the same limits, chain and key, so both paths share one budget.
  */
-export const countClientIntrospection = Effect.fnUntraced(function* (
-  environmentId: string,
-  clientId: string,
-  ip: string | undefined,
-) {
+export const makeIntrospectionCounter = Effect.gen(function* () {
   const config = yield* Config
-  yield* consumePerAddress(environmentId, writeLimits(config.rateLimits).introspect, ip, clientId)
+  const count = yield* makeChainCounter
+  const limits = writeLimits(config.rateLimits).introspect
+  return (environmentId: string, clientId: string, ip: string | undefined) =>
+    count(environmentId, addressSteps(limits, ip, clientId))
 })
