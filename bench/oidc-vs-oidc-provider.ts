@@ -46,6 +46,7 @@ import {
   samplesOf,
   startServer,
   stopChild,
+  machineCpuSeconds,
   treeCpuSeconds,
   largestProcessRssMb,
   waitFor,
@@ -380,15 +381,22 @@ async function main() {
         if (t.name === BARE && !STATIC_SCENARIOS.has(scenario)) continue
         const p = prepared.get(t)!
         const before = t.cpu()
+        const loadBefore = process.cpuUsage()
+        const machineBefore = machineCpuSeconds()
         const run = await runScenario(scenario, t, p)
         const after = t.cpu()
+        const loadUsed = process.cpuUsage(loadBefore)
+        const machineAfter = machineCpuSeconds()
         const answered = Math.max(1, run.rps * run.seconds)
         const perRequest = (k: keyof Cpu) => (1000 * (after[k] - before[k])) / answered
+        const idle = machineAfter.idle - machineBefore.idle
         const r: Measured = {
           ...run,
           serverCpuMs: perRequest("server"),
           workerCpuMs: perRequest("worker"),
           postgresCpuMs: perRequest("postgres"),
+          loadCpuMs: (loadUsed.user + loadUsed.system) / 1000 / answered,
+          idlePercent: (100 * idle) / (idle + machineAfter.busy - machineBefore.busy),
         }
         if ("tokens" in run) p.refreshTokens = run.tokens as Array<string>
         samplesOf(samples, t.name, scenario).push(r)
@@ -955,6 +963,10 @@ interface Measured extends LoadResult {
   readonly serverCpuMs: number
   readonly workerCpuMs: number
   readonly postgresCpuMs: number
+  /** The load generator's (this process, autocannon in it) CPU per answered request. */
+  readonly loadCpuMs: number
+  /** The share of the machine's CPU time left idle during the run (all processes, all cores). */
+  readonly idlePercent: number
 }
 
 function report(results: Record<string, Record<string, Measured>>, scenarios: ReadonlyArray<string>) {
@@ -963,16 +975,17 @@ function report(results: Record<string, Record<string, Measured>>, scenarios: Re
     `\n${CONNECTIONS} connections, ${SECONDS} s per run, one 2-core machine shared by the servers, Postgres and autocannon\n`,
   )
   console.log(
-    "| scenario | server | req/s | p50 ms | p99 ms | non-2xx | errors | server CPU ms/req | worker CPU ms/req | Postgres CPU ms/req |",
+    "| scenario | server | req/s | p50 ms | p99 ms | non-2xx | errors | server CPU ms/req | worker CPU ms/req | Postgres CPU ms/req | load generator CPU ms/req | machine idle % |",
   )
-  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
   for (const scenario of scenarios) {
     for (const name of names) {
       const r = results[name]![scenario]
       if (!r) continue
       console.log(
         `| ${scenario} | ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} | ` +
-          `${r.serverCpuMs.toFixed(3)} | ${r.workerCpuMs.toFixed(3)} | ${r.postgresCpuMs.toFixed(3)} |`,
+          `${r.serverCpuMs.toFixed(3)} | ${r.workerCpuMs.toFixed(3)} | ${r.postgresCpuMs.toFixed(3)} | ` +
+          `${r.loadCpuMs.toFixed(3)} | ${r.idlePercent.toFixed(0)} |`,
       )
     }
   }

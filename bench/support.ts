@@ -211,6 +211,17 @@ export const table = (rows: Record<string, LoadResult>) => {
  * /proc (Linux). A load-independent cost measure: CPU per request stays comparable when other
  * work on the machine changes the req/s.
  */
+/**
+ * The machine's CPU time so far, busy and idle, in seconds over all cores (/proc/stat): what is
+ * left idle during a run says whether the 2 cores, shared by every process, were the bound.
+ */
+export const machineCpuSeconds = (): { readonly busy: number; readonly idle: number } => {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
+  const ticks = 100
+  const idle = (fields[3]! + fields[4]!) / ticks
+  return { busy: fields.reduce((a, b) => a + b, 0) / ticks - idle, idle }
+}
+
 export const treeCpuSeconds = (rootPid: number): number => {
   const ticks = 100 // USER_HZ on Linux
   const stats = new Map<number, { ppid: number; cpu: number }>()
