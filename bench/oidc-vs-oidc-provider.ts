@@ -1034,14 +1034,21 @@ async function soak(minutes: number) {
   const ours = await seedOurs(server.port, server.env["DATABASE_URL"]!, env, server.cpu)
   const p = await prepare(ours)
   await prepareRound(ours, p)
-  // Access tokens live 5 minutes: a new one every minute, as a client renews it.
+  const pool = [...p.refreshTokens]
+  // Access tokens live 5 minutes: a new one every minute, as a client renews it (by a refresh:
+  // the codes may all be spent by then; raise BENCH_CODES for code exchanges to the end).
   const renew = setInterval(() => {
-    void post(ours, "/oauth2/token", exchangeBody(ours.codes.pop()!)).then((x) => {
-      p.accessToken = x["access_token"]!
-    })
+    const refreshToken = pool.shift()
+    if (refreshToken === undefined) return
+    post(ours, "/oauth2/token", { grant_type: "refresh_token", refresh_token: refreshToken }).then(
+      (x) => {
+        p.accessToken = x["access_token"]!
+        pool.push(x["refresh_token"]!)
+      },
+      (error: unknown) => console.warn(`soak: the access token could not be renewed: ${String(error)}`),
+    )
   }, 60_000)
   const path = (endpoint: string) => new URL(`${ours.base}${endpoint}`).pathname
-  const pool = [...p.refreshTokens]
   const form = { ...headersOf(ours) }
   const requests: Array<autocannon.Request> = [
     {
