@@ -1,3 +1,4 @@
+import { request as httpRequest } from "node:http"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { sample } from "../operations/support.js"
@@ -113,6 +114,17 @@ const hits = async () => {
   return rows[0]!.hits
 }
 
+/** Until `n` statements wait for the lock on the counter table (the listener's count among them). */
+const waitForLockWaiters = async (n: number) => {
+  for (let waiting = 0; waiting < n; ) {
+    const rows = await queryRows<{ n: number }>(
+      app,
+      "select count(*)::int as n from pg_locks where relation = 'rate_limit_counters'::regclass and not granted",
+    )
+    waiting = rows[0]!.n
+  }
+}
+
 describe("introspection computed by the listener", () => {
   it("answers a token it has not seen with the application's answer: status, body, headers", async () => {
     const ip = newAddress()
@@ -217,6 +229,41 @@ describe("introspection computed by the listener", () => {
     expect((await hits()) - hitsBefore).toBe(1 + (LIMIT - 1) + 2 + 1)
   })
 
+  it("a caller that goes away while its count waits ends nothing but its own exchange", async () => {
+    const ip = newAddress()
+    const { accessToken } = await signIn()
+    await warm(ip)
+    await db.query("begin")
+    await db.query("lock table rate_limit_counters in share row exclusive mode")
+    try {
+      const body = new URLSearchParams({ token: accessToken }).toString()
+      const gone = new Promise<void>((resolve) => {
+        const req = httpRequest({
+          host: "127.0.0.1",
+          port: app.port,
+          method: "POST",
+          path: `/e/${env.environment_id}/oauth2/introspect`,
+          headers: {
+            host: app.config.canonicalIssuerHost,
+            "content-type": "application/x-www-form-urlencoded",
+            "content-length": Buffer.byteLength(body),
+            authorization: basic(bff.id, bff.secret!),
+            "x-forwarded-for": ip,
+          },
+        })
+        req.on("error", () => resolve())
+        req.end(body)
+        // Gone once the listener's count waits for the lock.
+        void waitForLockWaiters(1).then(() => req.destroy())
+      })
+      await gone
+    } finally {
+      await db.query("commit")
+    }
+    // The listener settled the abandoned exchange; the server answers the next one.
+    expect((await introspect(accessToken, { ip })).json).toMatchObject({ active: true })
+  })
+
   it("a change committed while the count waits is answered by the application with the new state", async () => {
     const ip = newAddress()
     const { user, accessToken } = await signIn()
@@ -227,14 +274,7 @@ describe("introspection computed by the listener", () => {
     let answer: ReturnType<typeof introspect> | undefined
     try {
       answer = introspect(accessToken, { ip })
-      // The listener's count is waiting for the lock.
-      for (let waiting = 0; waiting === 0; ) {
-        const rows = await queryRows<{ n: number }>(
-          app,
-          "select count(*)::int as n from pg_locks where relation = 'rate_limit_counters'::regclass and not granted",
-        )
-        waiting = rows[0]!.n
-      }
+      await waitForLockWaiters(1)
       await queryRows(app, "update users set status = 'blocked' where id = $1", [user.id])
       // UserInfo counts nothing: once it refuses, this replica has dropped the user's state.
       for (let i = 0; i < 100 && (await userinfo(app, env, accessToken)).status === 200; i++);

@@ -162,11 +162,18 @@ export const makeFastLane = (d: FastLaneDependencies) => {
         ip: clientIp(config.trustProxy, request.socket.remoteAddress, request.headers["x-forwarded-for"] as string),
       })
       if (computed === undefined) return handOff()
-      computed.then((answer) => {
-        if (answer === undefined) return handOff()
-        metrics.listenerAnswers.inc({ endpoint: "introspect", how: "computed" })
-        writeRemembered(request, response, "/oauth2/introspect", answer, started)
-      }, handOff)
+      const settle = (answer: RememberedAnswer | undefined) => {
+        // Outside any handler: a throw here (the connection gone meanwhile) would be an
+        // unhandled rejection, so the exchange is ended instead.
+        try {
+          if (answer === undefined) return handOff()
+          metrics.listenerAnswers.inc({ endpoint: "introspect", how: "computed" })
+          writeRemembered(request, response, "/oauth2/introspect", answer, started)
+        } catch {
+          response.destroy()
+        }
+      }
+      computed.then(settle, () => settle(undefined))
     }
     // The body ended short of its declared length: the application answers that.
     const onEnd = () => {
