@@ -144,6 +144,20 @@ describe("UserInfo computed by the listener", () => {
     expect(await computed()).toBe(before)
   })
 
+  it("renews the template ahead of its end: one request goes to the application, the others stay computed past the first template's second", async () => {
+    const tokens = await Promise.all([signIn(), signIn(), signIn(), signIn()])
+    await warm()
+    await app.advance("800 millis")
+    const before = await computed()
+    // In the template's last 250 ms: the first request renews it through the application.
+    for (const { accessToken } of tokens.slice(0, 2)) expect((await userinfo(app, env, accessToken)).status).toBe(200)
+    expect(await computed()).toBe(before + 1)
+    // 1.3 s after the first template was made: still computed, from the renewed one.
+    await app.advance("500 millis")
+    for (const { accessToken } of tokens.slice(2)) expect((await userinfo(app, env, accessToken)).status).toBe(200)
+    expect(await computed()).toBe(before + 3)
+  })
+
   it("refuses a token past its expiry though its user and session are in memory and the template is fresh", async () => {
     const old = await signIn()
     await app.advance("300 seconds")

@@ -117,7 +117,17 @@ interface TemplateEntry {
   readonly template: AnswerTemplate
   readonly environmentId: string
   readonly until: number
+  /** When a request was last sent to the application to renew this template (see `template`). */
+  renewalAskedAt: number
 }
+
+/**
+ * A template is renewed ahead of its end: in its last REFRESH_AHEAD_MS one request at a time goes
+ * to the application (whose 200 leaves a new template) while the others keep being computed.
+ * Left to expire, the next requests of every connection would reach the application at once,
+ * once a second.
+ */
+const REFRESH_AHEAD_MS = 250
 
 interface HeldClient {
   readonly environmentId: string
@@ -369,6 +379,7 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
           template: { issuer: t.issuer, key: t.key, contentType: answer.contentType, headers: answer.headers },
           environmentId: d.environmentId,
           until: nowMs + ANSWER_TTL_MS,
+          renewalAskedAt: 0,
         },
         ANSWER_CAPACITY,
       )
@@ -412,9 +423,18 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
     const key = templateKey(route, environmentId, kid)
     const entry = templates.get(key)
     if (entry === undefined) return undefined
-    if (listening && entry.until > clock.currentTimeMillisUnsafe()) return entry.template
-    templates.delete(key)
-    return undefined
+    const nowMs = clock.currentTimeMillisUnsafe()
+    if (!listening || entry.until <= nowMs) {
+      templates.delete(key)
+      return undefined
+    }
+    // Renewal ahead of the end: this request goes to the application, the next ones are computed
+    // until its 200 replaces the template (or, should it not, until another is sent half the window later).
+    if (entry.until - nowMs <= REFRESH_AHEAD_MS && nowMs - entry.renewalAskedAt >= REFRESH_AHEAD_MS / 2) {
+      entry.renewalAskedAt = nowMs
+      return undefined
+    }
+    return entry.template
   }
 
   return LiveStateCache.of({
