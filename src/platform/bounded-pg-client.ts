@@ -1,4 +1,4 @@
-import { PgClient, type PgConnection, PgPool } from "@effect/sql-pg"
+import { PgClient, PgConnection, PgPool } from "@effect/sql-pg"
 import { Context, Effect, Fiber, type Scope } from "effect"
 import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { Borrower, Connection } from "effect/sql/SqlConnection"
@@ -141,8 +141,18 @@ export const makeBoundedPgClient = Effect.fnUntraced(function* (config: PgPool.C
     [PgClient.TypeId]: PgClient.TypeId,
     config,
     json: (value: unknown) => Statement.fragment([PgJson(value, undefined, undefined)]),
-    // A listener holds its connection until its scope closes: never bounded.
-    listen: (channel: string) => Effect.flatMap(pool.reserve, (c) => c.listen(channel)),
+    // A listener holds its connection until its scope closes: never bounded. It has a
+    // connection of its own, outside the pool and its maxConnections: on a
+    // multiplexed pool a reserved connection is taken out of circulation by effect's
+    // `Pool.reserve`, which adds `concurrency - 1` to the pool's usage but neither grows the pool
+    // nor wakes anybody. After a Postgres restart the LISTEN's retry and the next borrower both
+    // wait for the first new connection; the wake resumes the LISTEN first, synchronously, which
+    // reserves it, and the wake loop stops at the empty available list: the other borrower sleeps
+    // until the LISTEN returns its connection, which is never (its checkout ends at its bound,
+    // test/faults/postgres-restart.test.ts). Held for ever, a LISTEN must not reserve a pooled
+    // connection; a transaction's reservation ends with it, so a borrower waits for it at most.
+    listen: (channel: string) =>
+      Effect.flatMap(PgConnection.make({ ...config, multiplex: false }), (c) => c.listen(channel)),
     notify: (channel: string, payload: string) =>
       Effect.asVoid(
         Effect.scoped(Effect.flatMap(acquirer, (c) => c.executeRaw("SELECT pg_notify($1, $2)", [channel, payload]))),

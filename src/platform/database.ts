@@ -57,6 +57,7 @@ export const SqlLive = (options: SqlOptions) =>
         makeBoundedPgClient(
           {
             url: Redacted.make(url),
+            // The pool's; a LISTEN has a connection of its own besides (bounded-pg-client.ts).
             maxConnections: options.maxConnections ?? 10,
             applicationName: "authservice",
             ...(options.connectTimeoutMs === undefined
