@@ -60,6 +60,10 @@ export const SqlLive = (options: SqlOptions) =>
             // The pool's; a LISTEN has a connection of its own besides (bounded-pg-client.ts).
             maxConnections: options.maxConnections ?? 10,
             applicationName: "authservice",
+            // Single statements of concurrent requests share a connection, pipelined: Postgres CPU
+            // per refresh about halves (docs/decisions/performance.md, "Pipelined statements").
+            multiplex: true,
+            multiplexConcurrency: 16,
             ...(options.connectTimeoutMs === undefined
               ? {}
               : { connectTimeout: Duration.millis(options.connectTimeoutMs) }),
