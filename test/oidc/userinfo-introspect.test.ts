@@ -325,6 +325,11 @@ describe("POST /oauth2/introspect", () => {
     const who = await createUser(app, env)
     const stale = await tokens(undefined, who)
     await queryRows(app, "update users set security_version = 5 where id = $1", [who.id])
+    // A write of this replica (what every service write does): its memory drops the user at once.
+    // Written behind the service's back, as here, it is the notification that drops it, within
+    // milliseconds (test/faults/live-state.test.ts), and an answer computed from memory before it
+    // arrives would still be active.
+    liveStateChanged(env.environment_id, who.id)
     expect((await introspect(stale.access_token, asBff())).json).toEqual({ active: false })
 
     const out = await tokens()
