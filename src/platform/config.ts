@@ -59,10 +59,8 @@ export interface AppConfig {
   /** Connecting to Postgres gives up after this long (DATABASE_CONNECT_TIMEOUT_MS). */
   readonly databaseConnectTimeoutMs: number
   /**
-   * A statement running longer than this is cancelled by Postgres (its `statement_timeout`) and
-   * fails as a storage outage (503); one not answered CLIENT_GRACE_MS after it, waiting for a
-   * pooled connection included, is given up by the client (DATABASE_STATEMENT_TIMEOUT_MS;
-   * src/platform/bounded-pg-client.ts).
+   * A statement not answered within this long, waiting for a pooled connection included, fails
+   * as a storage outage (503) and is cancelled (DATABASE_STATEMENT_TIMEOUT_MS).
    */
   readonly databaseStatementTimeoutMs: number
   /** Bearer token required at the Prometheus endpoint when set (METRICS_TOKEN). */

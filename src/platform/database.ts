@@ -37,25 +37,16 @@ export const sqlDirectoryLoader = (dir: string = SQL_DIR): Migrator.Loader =>
       ),
   )
 
-/**
- * Migrations run with no statement bound, neither the client's nor the database's
- * `statement_timeout` (an index build on a large table may take minutes; a second migrator waits
- * for the first one's lock on the migrations table): ./bounded-pg-client.ts, UnboundedStatements.
- */
-export const runMigrationsFrom = (loader: Migrator.Loader, table = "schema_migrations") =>
-  Migrator.make({})({ loader, table }).pipe(Effect.provideService(UnboundedStatements, true))
-
-export const runMigrations = runMigrationsFrom(sqlDirectoryLoader())
+/** Migrations run with no statement bound (an index build on a large table may take minutes). */
+export const runMigrations = Migrator.make({})({ loader: sqlDirectoryLoader(), table: "schema_migrations" }).pipe(
+  Effect.provideService(UnboundedStatements, true),
+)
 
 export interface SqlOptions {
   readonly maxConnections?: number | undefined
   /** Connect time-out (default 5 s, @effect/sql-pg's). */
   readonly connectTimeoutMs?: number | undefined
-  /**
-   * Bound of each statement: the database's `statement_timeout` on every pooled connection, and
-   * (with CLIENT_GRACE_MS more) the client's own for a statement and the wait for a pooled
-   * connection (./bounded-pg-client.ts).
-   */
+  /** Bound of each statement and of the wait for a pooled connection (./bounded-pg-client.ts). */
   readonly statementTimeoutMs: number
 }
 
@@ -66,13 +57,8 @@ export const SqlLive = (options: SqlOptions) =>
         makeBoundedPgClient(
           {
             url: Redacted.make(url),
-            // The pool's; a LISTEN has a connection of its own besides (bounded-pg-client.ts).
             maxConnections: options.maxConnections ?? 10,
             applicationName: "authservice",
-            // Single statements of concurrent requests share a connection, pipelined: Postgres CPU
-            // per refresh about halves (docs/decisions/performance.md, "Pipelined statements").
-            multiplex: true,
-            multiplexConcurrency: 16,
             ...(options.connectTimeoutMs === undefined
               ? {}
               : { connectTimeout: Duration.millis(options.connectTimeoutMs) }),

@@ -7,7 +7,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest"
-import { clientDeadlineMs } from "../../src/platform/bounded-pg-client.js"
 import { freePort, loadEmbeddedPostgres } from "../../src/platform/embedded-postgres.js"
 import { createClient, createUser, form, mintCode, type MintedCode, type TestClient } from "../oidc/support.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
@@ -27,12 +26,10 @@ import { type Answer, call, type Child, startEntry, stopChild, until } from "./s
 const CONNECT_TIMEOUT_MS = 2_000
 const STATEMENT_TIMEOUT_MS = 2_000
 /**
- * Longest answer allowed: a frozen database cancels nothing (its statement_timeout does not
- * fire), so a frozen statement is abandoned at the client's own deadline (STATEMENT_TIMEOUT_MS +
- * its grace), then @effect/sql-pg waits up to 5 s for its cancellation before closing the
- * connection.
+ * Longest answer allowed: a frozen statement is abandoned at STATEMENT_TIMEOUT_MS, then
+ * @effect/sql-pg waits up to 5 s for its cancellation before closing the connection.
  */
-const ANSWER_BOUND_MS = clientDeadlineMs(STATEMENT_TIMEOUT_MS) + 5_000 + 3_000
+const ANSWER_BOUND_MS = STATEMENT_TIMEOUT_MS + 5_000 + 3_000
 
 let dir: string
 let postgres: InstanceType<Awaited<ReturnType<typeof loadEmbeddedPostgres>>>
