@@ -5,6 +5,7 @@ import { sample } from "../operations/support.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
   basic,
+  blockUser,
   createClient,
   createSiblingEnvironment,
   createUser,
@@ -12,6 +13,7 @@ import {
   mintCode,
   postForm,
   queryRows,
+  revokeSession,
   stableHeaders,
   type TestClient,
   userinfo,
@@ -171,22 +173,8 @@ describe("introspection computed by the listener", () => {
     const good = await signIn()
     const sibling = await createSiblingEnvironment(app, env)
     const elsewhere = await signIn({ on: { ...env, environment_id: sibling.id } })
-    expect(
-      (
-        await app.management(`/v1/users/${blocked.user.id}/block?environment_id=${env.environment_id}`, {
-          method: "POST",
-          body: {},
-        })
-      ).status,
-    ).toBe(200)
-    expect(
-      (
-        await app.management(
-          `/v1/users/${revoked.user.id}/sessions/${revoked.sessionId}?environment_id=${env.environment_id}`,
-          { method: "DELETE" },
-        )
-      ).status,
-    ).toBe(200)
+    await blockUser(app, env, blocked.user.id)
+    await revokeSession(app, env, revoked.user.id, revoked.sessionId)
     await warm(ip)
     const before = await computed()
     for (const [token, secret] of [

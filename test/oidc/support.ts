@@ -305,3 +305,20 @@ export const stableHeaders = (headers: Record<string, unknown>) => {
   const { date: _d, "x-request-id": _r, connection: _c, "keep-alive": _k, ...rest } = headers
   return rest
 }
+
+/** Blocks a user through the Management API (its live state changes as any block's does). */
+export const blockUser = async (app: TestApp, env: Bootstrapped, userId: string) => {
+  const res = await app.management(`/v1/users/${userId}/block?environment_id=${env.environment_id}`, {
+    method: "POST",
+    body: {},
+  })
+  if (res.status !== 200) throw new Error(`block: ${res.status} ${res.text}`)
+}
+
+/** Revokes one login session of a user through the Management API. */
+export const revokeSession = async (app: TestApp, env: Bootstrapped, userId: string, sessionId: string) => {
+  const res = await app.management(`/v1/users/${userId}/sessions/${sessionId}?environment_id=${env.environment_id}`, {
+    method: "DELETE",
+  })
+  if (res.status !== 200) throw new Error(`session revocation: ${res.status} ${res.text}`)
+}

@@ -4,12 +4,14 @@ import { Keys } from "../../src/platform/keys/service.js"
 import { sample } from "../operations/support.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import {
+  blockUser,
   createClient,
   createSiblingEnvironment,
   createUser,
   exchangeCode,
   mintCode,
   queryRows,
+  revokeSession,
   stableHeaders,
   type TestClient,
   userinfo,
@@ -106,22 +108,8 @@ describe("UserInfo computed by the listener", () => {
     const noOpenid = await signIn({ scopes: ["profile"] })
     const sibling = await createSiblingEnvironment(app, env)
     const elsewhere = await signIn({ on: { ...env, environment_id: sibling.id } })
-    expect(
-      (
-        await app.management(`/v1/users/${blocked.user.id}/block?environment_id=${env.environment_id}`, {
-          method: "POST",
-          body: {},
-        })
-      ).status,
-    ).toBe(200)
-    expect(
-      (
-        await app.management(
-          `/v1/users/${revoked.user.id}/sessions/${revoked.sessionId}?environment_id=${env.environment_id}`,
-          { method: "DELETE" },
-        )
-      ).status,
-    ).toBe(200)
+    await blockUser(app, env, blocked.user.id)
+    await revokeSession(app, env, revoked.user.id, revoked.sessionId)
     await warm()
     const before = await computed()
     const forged = `${revoked.accessToken.slice(0, -4)}AAAA`

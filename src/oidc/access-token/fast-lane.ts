@@ -143,7 +143,8 @@ export const makeFastLane = (d: FastLaneDependencies) => {
       const body = Buffer.concat(chunks)
       const text = body.toString("utf8")
       const { authorization, "content-type": contentType } = request.headers
-      const answer = d.answer!(introspectionAnswerKey(target, authorization, contentType, text))
+      const answerKey = introspectionAnswerKey(target, authorization, contentType, text)
+      const answer = d.answer!(answerKey)
       if (answer !== undefined) {
         metrics.listenerAnswers.inc({ endpoint: "introspect", how: "replayed" })
         return writeRemembered(request, response, "/oauth2/introspect", answer, started)
@@ -154,7 +155,7 @@ export const makeFastLane = (d: FastLaneDependencies) => {
       }
       const computed = d.computeIntrospection?.({
         environmentId,
-        target,
+        answerKey,
         authorization,
         contentType,
         body: text,

@@ -1,6 +1,5 @@
 import type { Clock } from "effect"
 import type { LiveStateCache, RememberedAnswer } from "../access-token/live-cache.js"
-import { introspectionAnswerKey } from "../access-token/remembered-answers.js"
 import { accessTokenKid, anyAudience, checkSignedAccessToken, isRefusal, liveRefusal } from "../access-token/verify.js"
 import { looksLikeRefreshToken } from "../refresh/token-format.js"
 import { checkClient, presentedClientOf } from "../token/client-auth.js"
@@ -14,7 +13,8 @@ export const INTROSPECTION_TEMPLATE = "introspect"
 /** What the listener read of an introspection request. */
 export interface IntrospectionRequest {
   readonly environmentId: string
-  readonly target: string
+  /** The request's key among remembered answers (introspectionAnswerKey), built once by the listener. */
+  readonly answerKey: string
   readonly authorization: string | undefined
   readonly contentType: string | undefined
   readonly body: string
@@ -103,7 +103,7 @@ export const makeIntrospectionFromMemory =
           body: Buffer.from(JSON.stringify(activeIntrospection(claims, checked.rawAud))),
         }
         cache.rememberAnswer(
-          introspectionAnswerKey(request.target, request.authorization, request.contentType, request.body),
+          request.answerKey,
           {
             environmentId,
             userId: claims.sub,
