@@ -4,6 +4,7 @@ import { Clock, Context, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { onEnvironmentChanged } from "../platform/environment-changes.js"
 import { CurrentEnvironment } from "../tenancy/current-environment.js"
+import { BoundedMap } from "../platform/bounded-map.js"
 
 /**
  * The issuer's public documents (JWKS, discovery) are the same bytes for every caller, so
@@ -57,7 +58,7 @@ export const STATIC_PATHS = new Set(["/oauth2/jwks", "/.well-known/openid-config
 const CAPACITY = 20_000
 
 export const makeStaticAnswers = (): StaticAnswersApi => {
-  const entries = new Map<string, StaticAnswer>()
+  const entries = new BoundedMap<string, StaticAnswer>(CAPACITY)
   const stopListening = onEnvironmentChanged((environmentId) => {
     for (const path of STATIC_PATHS) entries.delete(`/e/${environmentId}${path}`)
   })
@@ -75,9 +76,7 @@ export const makeStaticAnswers = (): StaticAnswersApi => {
         headers: kept?.headers ?? headers,
         expiresAt: nowMs + TTL_MS,
       }
-      entries.delete(key)
-      if (entries.size >= CAPACITY) entries.delete(entries.keys().next().value!)
-      entries.set(key, answer)
+      entries.store(key, answer)
       return answer
     },
     lookup: (target, nowMs) => {

@@ -1,4 +1,5 @@
 import { type KeyObject, verify } from "node:crypto"
+import { BoundedMap } from "../../platform/bounded-map.js"
 
 /**
  * ES256 JWS Compact verification with node:crypto and the bare KeyObject (RFC 7515 5.2;
@@ -27,7 +28,9 @@ export interface VerifiedJws {
  * the tokens of the last 20 s at 1,000 grants per second.
  */
 const CACHE_CAPACITY = 20_000
-const verifiedSignatures = new Map<string, { readonly key: KeyObject; readonly verified: VerifiedJws }>()
+const verifiedSignatures = new BoundedMap<string, { readonly key: KeyObject; readonly verified: VerifiedJws }>(
+  CACHE_CAPACITY,
+)
 
 /** R || S (32 bytes each) -> ECDSA-Sig-Value DER (RFC 3279 2.2.3), what the bare KeyObject form verifies. */
 const rawToDer = (raw: Buffer): Buffer => {
@@ -72,8 +75,7 @@ const parseCompact = (token: string) => {
 }
 
 const remember = (token: string, key: KeyObject, verified: VerifiedJws) => {
-  if (verifiedSignatures.size >= CACHE_CAPACITY) verifiedSignatures.delete(verifiedSignatures.keys().next().value!)
-  verifiedSignatures.set(token, { key, verified })
+  verifiedSignatures.store(token, { key, verified })
 }
 
 /**

@@ -1,3 +1,4 @@
+import { BoundedMap } from "../../platform/bounded-map.js"
 import type { KeyObject } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Context, Effect, Layer, Option, Queue } from "effect"
@@ -199,26 +200,17 @@ const userKey = (environmentId: string, userId: string) => `${environmentId} ${u
 const clientKey = (clientId: string) => `client ${clientId}`
 const templateKey = (route: string, environmentId: string, kid: string) => `${route} ${environmentId} ${kid}`
 
-/** Map insertion order is the order of storing: the first key is the least recently stored. */
-const oldestKey = <K>(map: Map<K, unknown>): K => map.keys().next().value!
-
-/** Stores `value` as the most recent entry of `map`, dropping the oldest beyond `capacity`. */
-const storeBounded = <K, V>(map: Map<K, V>, key: K, value: V, capacity: number) => {
-  map.delete(key)
-  if (map.size >= capacity) map.delete(oldestKey(map))
-  map.set(key, value)
-}
-
 /** This replica's live-state memory (a scoped Effect: it listens until its scope closes). */
 export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStateCacheOptions) {
   const pg = yield* PgClient.PgClient
-  const byUser = new Map<string, Map<string, LiveState>>()
+  // Users are bounded by the sessions they hold altogether (heldSessions), not by their number.
+  const byUser = new BoundedMap<string, BoundedMap<string, LiveState>>(Number.POSITIVE_INFINITY)
   /** Sessions held in `byUser` altogether. */
   let heldSessions = 0
-  const clients = new Map<string, HeldClient>()
-  const answers = new Map<string, AnswerEntry>()
-  const templates = new Map<string, TemplateEntry>()
-  const pendingUntil = new Map<string, number>()
+  const clients = new BoundedMap<string, HeldClient>(options.clients)
+  const answers = new BoundedMap<string, AnswerEntry>(ANSWER_CAPACITY)
+  const templates = new BoundedMap<string, TemplateEntry>(ANSWER_CAPACITY)
+  const pendingUntil = new BoundedMap<string, number>(options.pending)
   let listening = false
   let epoch = 0
 
@@ -257,21 +249,20 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
    * that ends first is dropped early (its user's notification still invalidates it).
    */
   const markPending = (key: string, now: number) => {
-    for (const [oldest, until] of pendingUntil) {
-      if (until > now) break
+    for (let oldest = pendingUntil.oldestKey(); oldest !== undefined; oldest = pendingUntil.oldestKey()) {
+      if (pendingUntil.get(oldest)! > now) break
       pendingUntil.delete(oldest)
     }
-    storeBounded(pendingUntil, key, now + LOCAL_PENDING_MS, options.pending)
+    pendingUntil.store(key, now + LOCAL_PENDING_MS)
   }
   /** Keeps a session's row as the most recent entry, within both bounds. */
   const storeSession = (key: string, sessionId: string, row: LiveState) => {
-    const sessions = byUser.get(key) ?? new Map<string, LiveState>()
-    byUser.delete(key)
-    byUser.set(key, sessions)
+    const sessions = byUser.get(key) ?? new BoundedMap<string, LiveState>(options.sessionsPerUser)
+    byUser.store(key, sessions)
     const before = sessions.size
-    storeBounded(sessions, sessionId, row, options.sessionsPerUser)
+    sessions.store(sessionId, row)
     heldSessions += sessions.size - before
-    while (heldSessions > options.sessions) dropUser(oldestKey(byUser))
+    while (heldSessions > options.sessions) dropUser(byUser.oldestKey()!)
   }
 
   const clock = yield* Clock.Clock
@@ -359,7 +350,7 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
       const startedAt = epoch
       const row = yield* clientById(environmentId, clientId)
       if (row === undefined || !mayKeep(clientKey(clientId), startedAt)) return row
-      storeBounded(clients, clientId, { environmentId, row }, options.clients)
+      clients.store(clientId, { environmentId, row })
       return row
     })
 
@@ -372,33 +363,23 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
     const nowMs = clock.currentTimeMillisUnsafe()
     if (d.template !== undefined) {
       const t = d.template
-      storeBounded(
-        templates,
-        templateKey(t.route, d.environmentId, t.kid),
-        {
-          template: { issuer: t.issuer, key: t.key, contentType: answer.contentType, headers: answer.headers },
-          environmentId: d.environmentId,
-          until: nowMs + ANSWER_TTL_MS,
-          renewalAskedAt: 0,
-        },
-        ANSWER_CAPACITY,
-      )
-    }
-    storeBounded(
-      answers,
-      key,
-      {
-        answer,
+      templates.store(templateKey(t.route, d.environmentId, t.kid), {
+        template: { issuer: t.issuer, key: t.key, contentType: answer.contentType, headers: answer.headers },
         environmentId: d.environmentId,
-        userKey: userKeyOf,
-        sessions,
-        live: d.live,
-        clientId: d.client?.id,
-        client,
-        until: Math.min(d.validUntilMs, nowMs + ANSWER_TTL_MS),
-      },
-      ANSWER_CAPACITY,
-    )
+        until: nowMs + ANSWER_TTL_MS,
+        renewalAskedAt: 0,
+      })
+    }
+    answers.store(key, {
+      answer,
+      environmentId: d.environmentId,
+      userKey: userKeyOf,
+      sessions,
+      live: d.live,
+      clientId: d.client?.id,
+      client,
+      until: Math.min(d.validUntilMs, nowMs + ANSWER_TTL_MS),
+    })
   }
 
   const answer = (key: string) => {

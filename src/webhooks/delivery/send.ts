@@ -9,6 +9,7 @@ import { makeReceiverBackoff, type ReceiverBackoff } from "./receiver-backoff.js
 import { makeTargetSlots, type TargetSlots } from "./target-slots.js"
 import { withCallSpan } from "../../platform/observability/span.js"
 import { currentTraceparent } from "../../platform/observability/trace-context.js"
+import { BoundedMap } from "../../platform/bounded-map.js"
 
 /** Total time of one send: connect, request, response headers and the (bounded) body. */
 export const DEFAULT_SEND_TIMEOUT_MS = 10_000
@@ -98,13 +99,12 @@ export const makeSender = (options: SenderOptions) => {
 
   // The URL policy's verdict per URL text (a pure function of it and the options): a burst sends
   // to the same few URLs, each parsed and checked once. The URL object is only read by node:http.
-  const verdicts = new Map<string, UrlVerdict>()
+  const verdicts = new BoundedMap<string, UrlVerdict>(URL_VERDICTS_CAPACITY)
   const checkedUrl = (raw: string): UrlVerdict => {
     const held = verdicts.get(raw)
     if (held !== undefined) return held
     const verdict = checkWebhookUrl(raw, { allowPrivateTargets: options.allowPrivateTargets })
-    if (verdicts.size >= URL_VERDICTS_CAPACITY) verdicts.delete(verdicts.keys().next().value!)
-    verdicts.set(raw, verdict)
+    verdicts.store(raw, verdict)
     return verdict
   }
 

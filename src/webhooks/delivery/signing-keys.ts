@@ -2,6 +2,7 @@ import { createSecretKey, type KeyObject } from "node:crypto"
 import { Effect } from "effect"
 import { Crypto } from "../../platform/crypto.js"
 import { secretSealContext } from "../service.js"
+import { BoundedMap } from "../../platform/bounded-map.js"
 
 /**
  * A webhook's signing secret as an HMAC key, opened once per process and sealed value (as the
@@ -11,7 +12,7 @@ import { secretSealContext } from "../service.js"
  * re-seal stores a new sealed value, so it is a new entry; old ones age out.
  */
 const CAPACITY = 1_000
-const keys = new Map<string, KeyObject>()
+const keys = new BoundedMap<string, KeyObject>(CAPACITY)
 
 export const webhookSigningKey = Effect.fnUntraced(function* (webhookId: string, sealed: string) {
   const cacheKey = `${webhookId}\n${sealed}`
@@ -19,7 +20,6 @@ export const webhookSigningKey = Effect.fnUntraced(function* (webhookId: string,
   if (held !== undefined) return held
   const crypto = yield* Crypto
   const key = createSecretKey(yield* crypto.open(secretSealContext(webhookId), sealed))
-  if (keys.size >= CAPACITY) keys.delete(keys.keys().next().value!)
-  keys.set(cacheKey, key)
+  keys.store(cacheKey, key)
   return key
 })

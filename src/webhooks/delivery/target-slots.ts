@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { BoundedMap } from "../../platform/bounded-map.js"
 
 /**
  * Bounded concurrency per receiver (per origin: scheme, host and port), per process. A slow
@@ -137,7 +138,7 @@ export const makeTargetSlots = (limit: number, options: { readonly promptMs?: nu
 
 /** Origins of the URLs seen last (each URL parsed once, not once per send). */
 const ORIGINS_CAPACITY = 1_000
-const origins = new Map<string, string>()
+const origins = new BoundedMap<string, string>(ORIGINS_CAPACITY)
 
 /** The key of a receiver: its origin, so every path of one host shares its slots. */
 export const targetOf = (url: string): string => {
@@ -149,7 +150,6 @@ export const targetOf = (url: string): string => {
   } catch {
     origin = url
   }
-  if (origins.size >= ORIGINS_CAPACITY) origins.delete(origins.keys().next().value!)
-  origins.set(url, origin)
+  origins.store(url, origin)
   return origin
 }
