@@ -98,6 +98,14 @@ export const verifyEs256 = (token: string, key: KeyObject, expectedTyp: string):
 }
 
 /**
+ * The header of a token whose signature this process verified or made (undefined otherwise):
+ * the very object parsed from that token string, so a caller choosing the key by its `kid` need
+ * not decode it again. Says nothing of validity: verifyEs256 still checks the token under the key.
+ */
+export const rememberedHeader = (token: string): Record<string, unknown> | undefined =>
+  verifiedSignatures.get(token)?.verified.header
+
+/**
  * A token this process has just signed with the private half of `publicKey` (the access token
  * of a grant) is authentic by construction: it is remembered as verified, so the client's first
  * UserInfo or introspection after a sign-in or a refresh, on this replica, makes no ECDSA
