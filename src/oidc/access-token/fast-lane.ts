@@ -140,7 +140,8 @@ export const makeFastLane = (d: FastLaneDependencies) => {
       if (received < length) return
       request.off("readable", onReadable)
       request.off("end", onEnd)
-      const body = Buffer.concat(chunks)
+      // A small body usually arrives in one chunk: no copy then.
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
       const text = body.toString("utf8")
       const { authorization, "content-type": contentType } = request.headers
       const answerKey = introspectionAnswerKey(target, authorization, contentType, text)
