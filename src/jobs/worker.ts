@@ -218,10 +218,25 @@ export const WorkerLive = (
       // (a job it could not complete or fail: it then shuts itself down, and after repeated
       // failures its batchers can hold that shutdown forever, leaving its jobs locked and taking
       // no new ones: seen in test/faults), or when the heartbeat finds the database back after
-      // failing. A lost runner is retired within a bounded time, whether or not it finishes.
+      // failing or after a failed job fetch. A lost runner is retired within a bounded time,
+      // whether or not it finishes.
       events.on("pool:fatalError", ({ workerPool, error }) => {
         const { current } = Ref.getUnsafe(state)
         if (current.ids.includes(workerPool.id)) current.markLost(`fatal pool error: ${String(error)}`)
+      })
+      // Pools (runner ids) whose job fetch failed since the last heartbeat that succeeded. A
+      // failed fetch may still lock a job: node-postgres gives up on the fetch at its
+      // query_timeout, but a database that stopped answering without closing the connection
+      // (frozen processes, a partition) still has the statement, runs it when it answers again
+      // and locks a job under this pool's id that no task of ours runs, for graphile-worker's 4
+      // hours. The heartbeat alone misses it when none of its statements was in flight long
+      // enough to fail (its deadline is the statement bound + grace, longer than the fetch's):
+      // test/faults/postgres-restart.test.ts, the freeze, left fan-out jobs locked, never run.
+      // So the next heartbeat that succeeds treats it as after a failed heartbeat: the runner is
+      // lost, and its jobs are released once it is stopped.
+      const fetchFailed = new Set<string>()
+      events.on("worker:getJob:error", ({ worker }) => {
+        fetchFailed.add(worker.workerPool.id)
       })
       // The first runner failing to start fails the worker's start with graphile-worker's error.
       // Uninterruptible up to its stop being registered: a SIGINT/SIGTERM during start-up waits
@@ -336,7 +351,11 @@ export const WorkerLive = (
           return yield* Effect.logError("worker heartbeat failed", beaten.cause)
         }
         const wasDown = yield* Ref.modify(state, (s) => [s.databaseWasDown, { ...s, databaseWasDown: false }] as const)
-        if (wasDown) (yield* Ref.get(state)).current.markLost("the database is back after a failed heartbeat")
+        const { current: now } = yield* Ref.get(state)
+        const fetchOrphans = now.ids.some((id) => fetchFailed.has(id))
+        fetchFailed.clear()
+        if (wasDown) now.markLost("the database is back after a failed heartbeat")
+        else if (fetchOrphans) now.markLost("the database is back after a failed job fetch")
         const releasing = (yield* Ref.get(state)).retired
         if (releasing.length > 0) {
           yield* releaseWorkers(releasing)

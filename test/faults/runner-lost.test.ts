@@ -38,7 +38,7 @@ afterAll(async () => {
   await app?.close()
 }, 60_000)
 
-const startWorker = () =>
+const startWorker = (env: Record<string, string> = {}) =>
   startEntry(
     "src/worker.ts",
     {
@@ -46,6 +46,7 @@ const startWorker = () =>
       MASTER_KEY: Buffer.from(app.config.masterKey!).toString("base64url"),
       DATA_DIR: mkdtempSync(join(tmpdir(), "authservice-runner-lost-")),
       WORKER_CONCURRENCY: "2",
+      ...env,
     },
     /worker: running/,
   )
@@ -176,4 +177,54 @@ it("a stop that comes while the replacement runner is starting stops it too: the
   } finally {
     await holder.end().catch(() => {})
   }
+}, 120_000)
+
+it("a job fetch that failed retires the runner at the next heartbeat that succeeds (the database may still run that fetch and lock a job no task runs)", async () => {
+  if (worker) await stopChild(worker)
+  // graphile-worker's fetch is bounded by node-postgres's query_timeout (the statement bound,
+  // here 1 s), which gives up on the client only: a database that still holds the statement
+  // (frozen, or waiting for a lock as here) runs it later, and a job it locks then is locked
+  // under the runner's id with no task of this process running it, for graphile-worker's 4
+  // hours. The worker cannot know whether that happened, so a failed fetch retires its runner as
+  // a failed heartbeat does: replaced, and its jobs released once it is stopped.
+  worker = await startWorker({ DATABASE_STATEMENT_TIMEOUT_MS: "1000" })
+  const holder = new pg.Client({ connectionString: app.databaseUrl })
+  await holder.connect()
+  try {
+    await holder.query("begin")
+    await holder.query("lock table graphile_worker._private_jobs in exclusive mode")
+    await until(
+      "a job fetch waiting on the lock past the worker's 1 s bound",
+      async () =>
+        (
+          await db.query(
+            `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%_private_jobs%'
+              and now() - query_start > interval '1500 milliseconds'`,
+          )
+        ).rows.length > 0
+          ? true
+          : undefined,
+      30_000,
+    )
+    await holder.query("commit")
+  } finally {
+    await holder.end().catch(() => {})
+  }
+  await until(
+    "the runner to be retired after the failed fetch",
+    async () => (worker!.output().includes("the database is back after a failed job fetch") ? true : undefined),
+    20_000,
+  ).catch((e) => {
+    console.log("worker output:", worker!.output().slice(-4000))
+    throw e
+  })
+  expect(worker.output()).toContain("graphile-worker runner started again")
+  const next = await quickJob(4)
+  await until(
+    "the new runner to run a new job",
+    async () => ((await jobRow(next)) === undefined ? true : undefined),
+    20_000,
+  )
+  await until("no job left locked", async () => ((await lockedJobs()).length === 0 ? true : undefined), 20_000)
+  expect(worker.process.exitCode).toBeNull()
 }, 120_000)
