@@ -218,7 +218,12 @@ it("a job fetch that failed retires the runner at the next heartbeat that succee
     console.log("worker output:", worker!.output().slice(-4000))
     throw e
   })
-  expect(worker.output()).toContain("graphile-worker runner started again")
+  // The replacement runner starts after the old one has stopped, a moment after the line above.
+  await until(
+    "the replacement runner to start",
+    async () => (worker!.output().includes("graphile-worker runner started again") ? true : undefined),
+    20_000,
+  )
   const next = await quickJob(4)
   await until(
     "the new runner to run a new job",
