@@ -167,6 +167,8 @@ const startPostgres = async () => {
     const c = new pg.Client({ connectionString: pgServer.url })
     await c.connect()
     await c.query("alter system set shared_preload_libraries = 'pg_stat_statements'")
+    // Planning time too: a statement planned again on every call shows plans = calls.
+    await c.query("alter system set pg_stat_statements.track_planning = on")
     // BENCH_PG_STATS=all: the statements inside functions too (graphile-worker's add_job).
     if (process.env["BENCH_PG_STATS"] === "all") await c.query("alter system set pg_stat_statements.track = 'all'")
     await c.end()
@@ -423,18 +425,19 @@ async function main() {
       const c = new pg.Client({ connectionString: postgres.url })
       await c.connect()
       const { rows } = await c.query(
-        `select calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 130) as query
-        from pg_stat_statements order by total_exec_time desc`,
+        `select calls, plans, total_exec_time + total_plan_time as total_exec_time, total_plan_time,
+          left(regexp_replace(query, '\\s+', ' ', 'g'), 120) as query
+        from pg_stat_statements order by total_exec_time + total_plan_time desc`,
       )
       await c.end()
       // Since the reset: the measured rounds' logins (the warm-up's are not counted).
       const n = rounds.reduce((a, r) => a + r.r.logins, 0)
       const calls = rows.reduce((a, r) => a + Number(r.calls), 0)
       console.log(`\npg_stat_statements per login (${(calls / n).toFixed(1)} statements per login), by total time:`)
-      console.log("  ms/login calls/login  mean ms  statement")
+      console.log("  ms/login (planning) calls/login plans/call  mean ms  statement")
       for (const row of rows.slice(0, 40))
         console.log(
-          `${(row.total_exec_time / n).toFixed(3).padStart(10)} ${(row.calls / n).toFixed(2).padStart(11)} ${(row.total_exec_time / row.calls).toFixed(3).padStart(8)}  ${row.query}`,
+          `${(row.total_exec_time / n).toFixed(3).padStart(10)} ${`(${(row.total_plan_time / n).toFixed(3)})`.padStart(10)} ${(row.calls / n).toFixed(2).padStart(11)} ${(row.plans / Math.max(1, row.calls)).toFixed(2).padStart(10)} ${(row.total_exec_time / row.calls).toFixed(3).padStart(8)}  ${row.query}`,
         )
     }
     console.log(`load average at end: ${load1()}`)
