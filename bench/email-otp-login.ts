@@ -37,7 +37,15 @@ import { join } from "node:path"
 import pg from "pg"
 import { SMTPServer } from "smtp-server"
 import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
-import { BENCH_RATE_LIMITS, bootstrap, postmasterPid, stopChild, treeCpuSeconds, waitFor } from "./support.js"
+import {
+  BENCH_RATE_LIMITS,
+  bootstrap,
+  machineCpuSeconds,
+  postmasterPid,
+  stopChild,
+  treeCpuSeconds,
+  waitFor,
+} from "./support.js"
 
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 20)
 const USERS = Number(process.env["BENCH_USERS"] ?? 32)
@@ -392,8 +400,13 @@ async function main() {
     }> = []
     for (let i = 0; i < ROUNDS; i++) {
       const before = cpu()
+      const machineBefore = machineCpuSeconds()
       const r = await run(ctx, SECONDS)
       const after = cpu()
+      const machineAfter = machineCpuSeconds()
+      const stolen = machineAfter.steal - machineBefore.steal
+      const stolenPercent =
+        (100 * stolen) / (stolen + machineAfter.busy - machineBefore.busy + machineAfter.idle - machineBefore.idle)
       const n = Math.max(1, r.logins)
       const ms = {
         server: (1000 * (after.server - before.server)) / n,
@@ -403,7 +416,7 @@ async function main() {
       }
       rounds.push({ rate: r.logins / r.elapsed, r, ms, load: load1() })
       console.log(
-        `round ${i + 1}: ${(r.logins / r.elapsed).toFixed(1)} logins/s (${r.logins} in ${r.elapsed.toFixed(1)} s, ${r.failures} failed${r.firstFailure ? `: ${r.firstFailure}` : ""}), load ${load1()}`,
+        `round ${i + 1}: ${(r.logins / r.elapsed).toFixed(1)} logins/s (${r.logins} in ${r.elapsed.toFixed(1)} s, ${r.failures} failed${r.firstFailure ? `: ${r.firstFailure}` : ""}), load ${load1()}, ${stolenPercent.toFixed(0)} % stolen by the hypervisor`,
       )
     }
     const median = [...rounds].sort((a, b) => a.rate - b.rate)[Math.floor(rounds.length / 2)]!

@@ -392,13 +392,16 @@ async function main() {
         const answered = Math.max(1, run.rps * run.seconds)
         const perRequest = (k: keyof Cpu) => (1000 * (after[k] - before[k])) / answered
         const idle = machineAfter.idle - machineBefore.idle
+        const steal = machineAfter.steal - machineBefore.steal
+        const machineTotal = idle + steal + machineAfter.busy - machineBefore.busy
         const r: Measured = {
           ...run,
           serverCpuMs: perRequest("server"),
           workerCpuMs: perRequest("worker"),
           postgresCpuMs: perRequest("postgres"),
           loadCpuMs: (loadUsed.user + loadUsed.system) / 1000 / answered,
-          idlePercent: (100 * idle) / (idle + machineAfter.busy - machineBefore.busy),
+          idlePercent: (100 * idle) / machineTotal,
+          stealPercent: (100 * steal) / machineTotal,
         }
         if ("tokens" in run) p.refreshTokens = run.tokens as Array<string>
         samplesOf(samples, t.name, scenario).push(r)
@@ -969,6 +972,8 @@ interface Measured extends LoadResult {
   readonly loadCpuMs: number
   /** The share of the machine's CPU time left idle during the run (all processes, all cores). */
   readonly idlePercent: number
+  /** The share the hypervisor gave to another tenant (machineCpuSeconds). */
+  readonly stealPercent: number
 }
 
 function report(results: Record<string, Record<string, Measured>>, scenarios: ReadonlyArray<string>) {
@@ -977,9 +982,9 @@ function report(results: Record<string, Record<string, Measured>>, scenarios: Re
     `\n${CONNECTIONS} connections, ${SECONDS} s per run, one 2-core machine shared by the servers, Postgres and autocannon\n`,
   )
   console.log(
-    "| scenario | server | req/s | p50 ms | p99 ms | non-2xx | errors | server CPU ms/req | worker CPU ms/req | Postgres CPU ms/req | load generator CPU ms/req | machine idle % |",
+    "| scenario | server | req/s | p50 ms | p99 ms | non-2xx | errors | server CPU ms/req | worker CPU ms/req | Postgres CPU ms/req | load generator CPU ms/req | machine idle % | stolen % |",
   )
-  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
   for (const scenario of scenarios) {
     for (const name of names) {
       const r = results[name]![scenario]
@@ -987,7 +992,7 @@ function report(results: Record<string, Record<string, Measured>>, scenarios: Re
       console.log(
         `| ${scenario} | ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} | ` +
           `${r.serverCpuMs.toFixed(3)} | ${r.workerCpuMs.toFixed(3)} | ${r.postgresCpuMs.toFixed(3)} | ` +
-          `${r.loadCpuMs.toFixed(3)} | ${r.idlePercent.toFixed(0)} |`,
+          `${r.loadCpuMs.toFixed(3)} | ${r.idlePercent.toFixed(0)} | ${r.stealPercent.toFixed(0)} |`,
       )
     }
   }

@@ -212,14 +212,17 @@ export const table = (rows: Record<string, LoadResult>) => {
  * work on the machine changes the req/s.
  */
 /**
- * The machine's CPU time so far, busy and idle, in seconds over all cores (/proc/stat): what is
- * left idle during a run says whether the 2 cores, shared by every process, were the bound.
+ * The machine's CPU time so far in seconds over all cores (/proc/stat): busy, idle, and stolen
+ * (the hypervisor ran something else while this VM wanted its cores). What is left idle during a
+ * run says whether the 2 cores, shared by every process, were the bound; steal says how much of
+ * the machine another tenant took, which slows every process and moves CPU per request between runs.
  */
-export const machineCpuSeconds = (): { readonly busy: number; readonly idle: number } => {
+export const machineCpuSeconds = (): { readonly busy: number; readonly idle: number; readonly steal: number } => {
   const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
   const ticks = 100
   const idle = (fields[3]! + fields[4]!) / ticks
-  return { busy: fields.reduce((a, b) => a + b, 0) / ticks - idle, idle }
+  const steal = (fields[7] ?? 0) / ticks
+  return { busy: fields.reduce((a, b) => a + b, 0) / ticks - idle - steal, idle, steal }
 }
 
 export const treeCpuSeconds = (rootPid: number): number => {

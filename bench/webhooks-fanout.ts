@@ -41,7 +41,14 @@ import { Events } from "../src/platform/events/service.js"
 import { AppLayer, prepareDatabase } from "../src/runtime.js"
 import { bootstrap } from "../src/tenancy/bootstrap.js"
 import { Webhooks } from "../src/webhooks/service.js"
-import { localTcpPorts, postgresCpuSeconds, processCpuSeconds, childPids, treeCpuSeconds } from "./support.js"
+import {
+  childPids,
+  localTcpPorts,
+  machineCpuSeconds,
+  postgresCpuSeconds,
+  processCpuSeconds,
+  treeCpuSeconds,
+} from "./support.js"
 
 const EVENTS = Number(process.env["BENCH_EVENTS"] ?? 10_000)
 const WORKERS = Number(process.env["BENCH_WORKERS"] ?? 1)
@@ -203,6 +210,7 @@ async function main() {
     worker: workers.reduce((sum, child) => sum + treeCpuSeconds(child.pid!), 0),
     postgres: postgresCpuSeconds(postmaster),
     backends: new Map(childPids(postmaster).map((pid) => [pid, processCpuSeconds(pid)])),
+    machine: machineCpuSeconds(),
   })
   const loadBefore = loadavg()
   const beforeEmission = snapshot()
@@ -293,6 +301,8 @@ async function main() {
   const perDelivery = (seconds: number) => ((seconds * 1000) / lags.length).toFixed(3)
   const workerCpu = deliveryTo.worker - deliveryFrom.worker
   const pgCpu = deliveryTo.postgres - deliveryFrom.postgres
+  const machine = (k: "busy" | "idle" | "steal") => deliveryTo.machine[k] - deliveryFrom.machine[k]
+  const stolenPercent = (100 * machine("steal")) / (machine("busy") + machine("idle") + machine("steal"))
   console.log(
     `worker CPU: ${workerCpu.toFixed(2)} s, ${perDelivery(workerCpu)} ms per delivery ` +
       `(one core could deliver ${Math.round(lags.length / workerCpu)}/s on this cost alone)`,
@@ -307,11 +317,12 @@ async function main() {
     console.log(`emission (before the workers): Postgres CPU ${((emitPg * 1000) / EVENTS).toFixed(3)} ms per event`)
   }
   console.log(
-    `load average before ${loadBefore.map((l) => l.toFixed(2)).join(" ")}, after ${loadAfter.map((l) => l.toFixed(2)).join(" ")}`,
+    `load average before ${loadBefore.map((l) => l.toFixed(2)).join(" ")}, after ${loadAfter.map((l) => l.toFixed(2)).join(" ")}; ` +
+      `${stolenPercent.toFixed(0)} % of the machine's CPU time stolen by the hypervisor in the delivery phase`,
   )
   console.log(
     `RESULT mode=${PREFILL ? "prefill" : RATE ? `rate${RATE}` : "burst"} events=${EVENTS} deliveries_per_s=${Math.round(lags.length / (elapsed / 1000))} ` +
-      `worker_ms=${perDelivery(workerCpu)} pg_ms=${perDelivery(pgCpu)} pg_worker_ms=${perDelivery(pgOfWorker)} load1=${loadBefore[0]!.toFixed(2)}/${loadAfter[0]!.toFixed(2)}`,
+      `worker_ms=${perDelivery(workerCpu)} pg_ms=${perDelivery(pgCpu)} pg_worker_ms=${perDelivery(pgOfWorker)} load1=${loadBefore[0]!.toFixed(2)}/${loadAfter[0]!.toFixed(2)} stolen=${stolenPercent.toFixed(0)}%`,
   )
   for (const child of workers) child.removeAllListeners("exit").kill("SIGTERM")
   await Promise.all(
