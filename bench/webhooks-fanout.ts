@@ -23,6 +23,7 @@
 //   BENCH_RATE events/s to emit at (unset: as fast as possible, a burst; set it below the
 //   delivery throughput to see the steady-state lag)
 //   BENCH_PREFILL=1 emit every event before the workers start (the worker side's throughput alone)
+//   BENCH_WORKER_LOGS=1 the worker logs as in production (JSON lines at info; default: warnings only)
 //   DATABASE_URL an existing Postgres instead of an embedded one
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -36,6 +37,7 @@ import { Effect, Layer, ManagedRuntime, References } from "effect"
 import { SqlClient } from "effect/sql"
 import { WorkerLive } from "../src/jobs/worker.js"
 import { parseConfig } from "../src/platform/config.js"
+import { LoggerLive } from "../src/platform/observability/logger.js"
 import { startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
 import { Events } from "../src/platform/events/service.js"
 import { AppLayer, prepareDatabase } from "../src/runtime.js"
@@ -66,12 +68,15 @@ if (process.argv[2] === "worker") {
   const keyring = { current: config.masterKey! }
   const app = AppLayer(config, config.databaseUrl!, keyring, { maxConnections: CONCURRENCY + 2 })
   const ready = Layer.effectDiscard(Effect.sync(() => process.stdout.write("ready\n")))
+  // BENCH_WORKER_LOGS=1: the worker writes the log lines a production worker writes (JSON, info),
+  // a job line per job and one per attempt, read and dropped by the parent.
+  const logs = process.env["BENCH_WORKER_LOGS"] === "1" ? LoggerLive(true, "info") : quiet
   NodeRuntime.runMain(
     Layer.launch(
       ready.pipe(
         Layer.provide(WorkerLive({ concurrency: CONCURRENCY, pollInterval: 1000 })),
-        Layer.provide(Layer.mergeAll(app, quiet)),
-        Layer.provide(quiet),
+        Layer.provide(Layer.mergeAll(app, logs)),
+        Layer.provide(logs),
       ),
     ) as Effect.Effect<never>,
   )
