@@ -13,6 +13,7 @@ import { workerLogger } from "./worker-logger.js"
  */
 const ADD_JOBS = `"graphile_worker".add_jobs("graphile_worker".job_spec[], boolean)`
 export const ADD_JOBS_PLAN_SETTING = "plan_cache_mode=force_generic_plan"
+const INSUFFICIENT_PRIVILEGE = "42501"
 
 /**
  * Sets it when it is not set, under a transaction-scoped advisory lock: two processes migrating at
@@ -44,6 +45,11 @@ export const installWorkerSchema = (url: string) =>
       const client = await pgPool.connect()
       try {
         await useGenericPlansInAddJobs(client)
+      } catch (e) {
+        // A role that may migrate but does not own graphile-worker's functions: jobs are
+        // enqueued as before, only slower; a speed setting does not stop the migration.
+        if ((e as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw e
+        workerLogger.warn(`add_jobs keeps planning on every call: ${(e as Error).message}`)
       } finally {
         client.release()
       }

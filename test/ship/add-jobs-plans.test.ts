@@ -83,3 +83,22 @@ it("two processes migrating at once both succeed and leave it set", async () => 
     expect(await addJobsSettings()).toEqual([ADD_JOBS_PLAN_SETTING])
   }
 })
+
+it("a migrating role that does not own graphile-worker's functions migrates all the same, without the setting", async () => {
+  const role = `authservice_not_owner_${process.pid}`
+  await query(`drop role if exists ${role}`)
+  await query(`create role ${role} login password 'not-owner'`)
+  try {
+    await query(`grant usage on schema graphile_worker to ${role}`)
+    await query(`grant select on all tables in schema graphile_worker to ${role}`)
+    await clearSetting()
+    const asRole = new URL(url)
+    asRole.username = role
+    asRole.password = "not-owner"
+    await Effect.runPromise(installWorkerSchema(asRole.toString()))
+    expect(await addJobsSettings()).toBeNull()
+  } finally {
+    await query(`drop owned by ${role}`)
+    await query(`drop role ${role}`)
+  }
+})
