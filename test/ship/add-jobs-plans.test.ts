@@ -6,7 +6,8 @@ import { adminQuery, databaseUrl } from "../support/template.js"
 
 // graphile-worker's add_jobs plans its statements once per connection (a generic plan) instead of
 // on every call (src/platform/worker-schema.ts): set by every migration of graphile-worker's
-// schema, again after an upgrade cleared it, and by two migrating processes at once.
+// schema, again after an upgrade cleared it, and by two migrating processes at once; a migrating
+// role that does not own the function migrates without it.
 
 const NAME = `authservice_addjobs_${process.pid}`
 let url: string
