@@ -41,6 +41,7 @@ import {
   BENCH_RATE_LIMITS,
   bootstrap,
   machineCpuSeconds,
+  machineShares,
   postmasterPid,
   stopChild,
   treeCpuSeconds,
@@ -403,10 +404,7 @@ async function main() {
       const machineBefore = machineCpuSeconds()
       const r = await run(ctx, SECONDS)
       const after = cpu()
-      const machineAfter = machineCpuSeconds()
-      const stolen = machineAfter.steal - machineBefore.steal
-      const stolenPercent =
-        (100 * stolen) / (stolen + machineAfter.busy - machineBefore.busy + machineAfter.idle - machineBefore.idle)
+      const { stolenPercent } = machineShares(machineBefore, machineCpuSeconds())
       const n = Math.max(1, r.logins)
       const ms = {
         server: (1000 * (after.server - before.server)) / n,

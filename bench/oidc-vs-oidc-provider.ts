@@ -47,6 +47,7 @@ import {
   startServer,
   stopChild,
   machineCpuSeconds,
+  machineShares,
   treeCpuSeconds,
   largestProcessRssMb,
   waitFor,
@@ -391,17 +392,15 @@ async function main() {
         const machineAfter = machineCpuSeconds()
         const answered = Math.max(1, run.rps * run.seconds)
         const perRequest = (k: keyof Cpu) => (1000 * (after[k] - before[k])) / answered
-        const idle = machineAfter.idle - machineBefore.idle
-        const steal = machineAfter.steal - machineBefore.steal
-        const machineTotal = idle + steal + machineAfter.busy - machineBefore.busy
+        const machine = machineShares(machineBefore, machineAfter)
         const r: Measured = {
           ...run,
           serverCpuMs: perRequest("server"),
           workerCpuMs: perRequest("worker"),
           postgresCpuMs: perRequest("postgres"),
           loadCpuMs: (loadUsed.user + loadUsed.system) / 1000 / answered,
-          idlePercent: (100 * idle) / machineTotal,
-          stealPercent: (100 * steal) / machineTotal,
+          idlePercent: machine.idlePercent,
+          stealPercent: machine.stolenPercent,
         }
         if ("tokens" in run) p.refreshTokens = run.tokens as Array<string>
         samplesOf(samples, t.name, scenario).push(r)

@@ -217,12 +217,26 @@ export const table = (rows: Record<string, LoadResult>) => {
  * run says whether the 2 cores, shared by every process, were the bound; steal says how much of
  * the machine another tenant took, which slows every process and moves CPU per request between runs.
  */
-export const machineCpuSeconds = (): { readonly busy: number; readonly idle: number; readonly steal: number } => {
+export interface MachineCpu {
+  readonly busy: number
+  readonly idle: number
+  readonly steal: number
+}
+
+export const machineCpuSeconds = (): MachineCpu => {
   const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
   const ticks = 100
   const idle = (fields[3]! + fields[4]!) / ticks
   const steal = (fields[7] ?? 0) / ticks
   return { busy: fields.reduce((a, b) => a + b, 0) / ticks - idle - steal, idle, steal }
+}
+
+/** Shares of the machine's CPU time between two readings of machineCpuSeconds, in percent. */
+export const machineShares = (before: MachineCpu, after: MachineCpu) => {
+  const idle = after.idle - before.idle
+  const steal = after.steal - before.steal
+  const total = idle + steal + after.busy - before.busy
+  return { idlePercent: (100 * idle) / total, stolenPercent: (100 * steal) / total }
 }
 
 export const treeCpuSeconds = (rootPid: number): number => {

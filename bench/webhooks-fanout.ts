@@ -47,6 +47,7 @@ import {
   childPids,
   localTcpPorts,
   machineCpuSeconds,
+  machineShares,
   postgresCpuSeconds,
   processCpuSeconds,
   treeCpuSeconds,
@@ -306,8 +307,7 @@ async function main() {
   const perDelivery = (seconds: number) => ((seconds * 1000) / lags.length).toFixed(3)
   const workerCpu = deliveryTo.worker - deliveryFrom.worker
   const pgCpu = deliveryTo.postgres - deliveryFrom.postgres
-  const machine = (k: "busy" | "idle" | "steal") => deliveryTo.machine[k] - deliveryFrom.machine[k]
-  const stolenPercent = (100 * machine("steal")) / (machine("busy") + machine("idle") + machine("steal"))
+  const { stolenPercent } = machineShares(deliveryFrom.machine, deliveryTo.machine)
   console.log(
     `worker CPU: ${workerCpu.toFixed(2)} s, ${perDelivery(workerCpu)} ms per delivery ` +
       `(one core could deliver ${Math.round(lags.length / workerCpu)}/s on this cost alone)`,
