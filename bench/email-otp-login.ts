@@ -38,6 +38,7 @@ import pg from "pg"
 import { SMTPServer } from "smtp-server"
 import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
 import {
+  AS_DEPLOYED,
   BENCH_RATE_LIMITS,
   bootstrap,
   machineCpuSeconds,
@@ -335,9 +336,10 @@ async function main() {
     PORT: String(port),
     DATABASE_URL: postgres.url,
     MASTER_KEY: randomBytes(32).toString("base64url"),
-    LOG_REQUESTS: "false",
     SMTP_URL: query ? `${sink.url}/?${query}` : sink.url,
     ...BENCH_RATE_LIMITS,
+    // As the image runs it: JSON log lines, one per request (LOG_REQUESTS defaults to true).
+    ...AS_DEPLOYED,
   }
   const children: Array<ChildProcess> = []
   const server = spawnEntry("src/main.ts", env)

@@ -40,6 +40,7 @@ import pg from "pg"
 import { derToRaw } from "../src/oidc/tokens/jws.js"
 import { freePort } from "../src/platform/embedded-postgres.js"
 import {
+  AS_DEPLOYED,
   bootstrap,
   type LoadResult,
   load,
@@ -345,7 +346,10 @@ async function main() {
   const server = await startServer({
     entry: process.env["BENCH_LAYOUT"] === "start" ? "src/start.ts" : "src/main.ts",
     worker: process.env["BENCH_LAYOUT"] !== "start",
-    env: process.env["BENCH_PROFILE"] ? { NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=/tmp/authservice-prof" } : {},
+    env: {
+      ...AS_DEPLOYED,
+      ...(process.env["BENCH_PROFILE"] ? { NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=/tmp/authservice-prof" } : {}),
+    },
   })
   const env = bootstrap(server.env)
   const ours = await seedOurs(server.port, server.env["DATABASE_URL"]!, env, server.cpu)
@@ -1035,7 +1039,7 @@ function report(results: Record<string, Record<string, Measured>>, scenarios: Re
  * server's RSS sampled every 30 s: the performance target is a flat RSS over 10 minutes (start/end).
  */
 async function soak(minutes: number) {
-  const server = await startServer()
+  const server = await startServer({ env: AS_DEPLOYED })
   const env = bootstrap(server.env)
   const ours = await seedOurs(server.port, server.env["DATABASE_URL"]!, env, server.cpu)
   const p = await prepare(ours)

@@ -23,6 +23,17 @@ export interface BenchServer {
  * far past what any caller may send (the limits' counting still runs, so its cost is measured).
  * Numbers and reasoning of the real defaults: docs/decisions/rate-limits-and-caches.md, "Write limits".
  */
+/**
+ * Our server and worker as the image runs them (Dockerfile: NODE_ENV=production, so JSON log
+ * lines), as oidc-provider runs beside them; the schema is migrated at start (production's
+ * default is a separate `npm run migrate`), and with no SMTP_URL mail stays in memory.
+ */
+export const AS_DEPLOYED: Record<string, string> = {
+  NODE_ENV: "production",
+  MIGRATE_ON_START: "true",
+  MAIL_ALLOW_DEV_MAILER: "true",
+}
+
 export const BENCH_RATE_LIMITS: Record<string, string> = Object.fromEntries(
   [
     "RATE_LIMIT_IP_PER_MINUTE",
@@ -70,7 +81,8 @@ export const startServer = async (
     PORT: String(port),
     DATABASE_URL: databaseUrl,
     MASTER_KEY: process.env["MASTER_KEY"] ?? randomBytes(32).toString("base64url"),
-    LOG_REQUESTS: "false",
+    // Request logs stay on, as `npm start` runs (LOG_REQUESTS defaults to true); stdout goes to
+    // /dev/null unless BENCH_SERVER_LOG names a file.
     ...BENCH_RATE_LIMITS,
     ...options.env,
     // BENCH_SERVER_ENV='{"NAME":"value"}': settings for the server and worker of this run (A/B runs).
