@@ -19,11 +19,6 @@ export interface BenchServer {
 }
 
 /**
- * Every rate limit raised out of the way: a bench drives one client, one key and one address
- * far past what any caller may send (the limits' counting still runs, so its cost is measured).
- * Numbers and reasoning of the real defaults: docs/decisions/rate-limits-and-caches.md, "Write limits".
- */
-/**
  * Our server and worker as the image runs them (Dockerfile: NODE_ENV=production, so JSON log
  * lines), as oidc-provider runs beside them; the schema is migrated at start (production's
  * default is a separate `npm run migrate`), and with no SMTP_URL mail stays in memory.
@@ -34,6 +29,11 @@ export const AS_DEPLOYED: Record<string, string> = {
   MAIL_ALLOW_DEV_MAILER: "true",
 }
 
+/**
+ * Every rate limit raised out of the way: a bench drives one client, one key and one address
+ * far past what any caller may send (the limits' counting still runs, so its cost is measured).
+ * Numbers and reasoning of the real defaults: docs/decisions/rate-limits-and-caches.md, "Write limits".
+ */
 export const BENCH_RATE_LIMITS: Record<string, string> = Object.fromEntries(
   [
     "RATE_LIMIT_IP_PER_MINUTE",
