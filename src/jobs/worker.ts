@@ -234,9 +234,17 @@ export const WorkerLive = (
       // test/faults/postgres-restart.test.ts, the freeze, left fan-out jobs locked, never run.
       // So the next heartbeat that succeeds treats it as after a failed heartbeat: the runner is
       // lost, and its jobs are released once it is stopped.
+      // graphile-worker logs a failed fetch only at its debug level; the first of each runner is
+      // an operator's warning (the runner is replaced because of it).
       const fetchFailed = new Set<string>()
-      events.on("worker:getJob:error", ({ worker }) => {
+      events.on("worker:getJob:error", ({ worker, error }) => {
+        if (fetchFailed.has(worker.workerPool.id)) return
         fetchFailed.add(worker.workerPool.id)
+        Effect.runForkWith(context)(
+          Effect.logWarning("a job fetch failed; the runner is replaced at the next heartbeat that succeeds", {
+            error: String(error),
+          }),
+        )
       })
       // The first runner failing to start fails the worker's start with graphile-worker's error.
       // Uninterruptible up to its stop being registered: a SIGINT/SIGTERM during start-up waits

@@ -206,6 +206,16 @@ it("a job fetch that failed retires the runner at the next heartbeat that succee
           : undefined,
       30_000,
     )
+    // The worker's own word that the fetch failed, not the time alone: a worker process held off
+    // the CPU past its 1 s bound (a loaded CI machine) would get the fetch's answer instead.
+    await until(
+      "the worker to report the failed fetch",
+      async () => (worker!.output().includes("a job fetch failed") ? true : undefined),
+      30_000,
+    ).catch((e) => {
+      console.log("worker output:", worker!.output().slice(-4000))
+      throw e
+    })
     await holder.query("commit")
   } finally {
     await holder.end().catch(() => {})
