@@ -22,7 +22,10 @@
 // with its own token; above 10,000 the pools outgrow our verified-signature memory, see
 // docs/decisions/performance.md), BENCH_SCENARIOS (all of the above, comma separated), BENCH_ONLY
 // (authservice or oidc-provider), BENCH_PEER_POSTGRES=1 (also run oidc-provider on a Postgres
-// adapter), BENCH_PROFILE=1 (our server under --cpu-prof, profiles in /tmp/authservice-prof),
+// adapter), BENCH_FLOOR=1 (also run the refresh scenarios against bench/refresh-floor.ts: the least
+// any server must do per refresh that it persists as ours does, to tell a target this machine
+// cannot reach from one our server misses), BENCH_PROFILE=1 (our server under --cpu-prof, profiles
+// in /tmp/authservice-prof),
 // BENCH_SOAK_MINUTES (our server alone under a mixed workload for that long; RSS every 30 s).
 //
 // With BENCH_PEER_POSTGRES=1 oidc-provider also runs with a Postgres adapter (the shape of its
@@ -336,6 +339,12 @@ const FRESH_TOTAL = 2 * FRESH * ROUNDS
 const STATIC_SCENARIOS = new Set(["jwks", "discovery"])
 const PEER = "oidc-provider (memory)"
 const BARE = "bare node:http"
+/** BENCH_FLOOR=1: bench/refresh-floor.ts, the least any server must do per durable refresh here. */
+const FLOOR = "floor (node:http + pg)"
+const FLOOR_SCENARIOS = new Set(["refresh-first", "refresh-chained"])
+/** Targets that run only some scenarios: the bare server the static ones, the floor the refreshes. */
+const runsScenario = (t: Target, scenario: string) =>
+  t.name === BARE ? STATIC_SCENARIOS.has(scenario) : t.name === FLOOR ? FLOOR_SCENARIOS.has(scenario) : true
 const load1 = () =>
   loadavg()
     .map((x) => x.toFixed(2))
@@ -368,26 +377,35 @@ async function main() {
       targets.push(await startOidcProvider("postgres", server.env["DATABASE_URL"]!, postgresCpu))
   }
   if (only === undefined && scenarios.some((s) => STATIC_SCENARIOS.has(s))) targets.push(await startBare(ours))
+  if (process.env["BENCH_FLOOR"] && scenarios.some((s) => FLOOR_SCENARIOS.has(s)))
+    targets.push(await startFloor(server.env["DATABASE_URL"]!, ours, postgresCpu))
 
   // Interleaved rounds (scenario by scenario, server by server), median per cell: other work on
   // the machine drifts over minutes, and sequential blocks per server would fold that drift into
   // the comparison.
   const rounds = ROUNDS
-  const active = targets.filter((t) => only === undefined || t.name.startsWith(only) || t.name === BARE)
+  const active = targets.filter(
+    (t) => only === undefined || t.name.startsWith(only) || t.name === BARE || t.name === FLOOR,
+  )
   const prepared = new Map<Target, Prepared>()
   for (const t of active)
     prepared.set(
       t,
-      t.name === BARE ? { refreshTokens: [], accessToken: "", freshAccess: [], freshRefresh: [] } : await prepare(t),
+      t.name === BARE
+        ? { refreshTokens: [], accessToken: "", freshAccess: [], freshRefresh: [] }
+        : // The floor rotates families our server made (it exchanges no codes).
+          await prepare(t.name === FLOOR ? ours : t),
     )
   // A short warm-up of every static path (JIT, connection setup) before anything is measured.
   for (const t of active) if (scenarios.includes("jwks")) await getLoad(t, "/oauth2/jwks", undefined, 1)
   const samples: Record<string, Record<string, Array<Measured>>> = {}
   for (let round = 0; round < rounds; round++) {
-    for (const t of active) if (t.name !== BARE) await prepareRound(t, prepared.get(t)!)
+    for (const t of active)
+      if (t.name === FLOOR) await prepareFloorRound(ours, prepared.get(t)!)
+      else if (t.name !== BARE) await prepareRound(t, prepared.get(t)!)
     for (const scenario of scenarios) {
       for (const t of active) {
-        if (t.name === BARE && !STATIC_SCENARIOS.has(scenario)) continue
+        if (!runsScenario(t, scenario)) continue
         const p = prepared.get(t)!
         const before = t.cpu()
         const loadBefore = process.cpuUsage()
@@ -508,6 +526,33 @@ async function startBare(ours: Target): Promise<Target> {
     stop: () => stopChild(child),
     cpu: () => ({ server: treeCpuSeconds(child.pid!), worker: 0, postgres: 0 }),
   }
+}
+
+/** bench/refresh-floor.ts in its own process, on our database and our client. */
+async function startFloor(databaseUrl: string, ours: Target, postgresCpu: () => number): Promise<Target> {
+  const port = await freePort()
+  const child = spawn(TSX, [join(process.cwd(), "bench/refresh-floor.ts"), String(port), databaseUrl], {
+    env: { ...process.env, NODE_ENV: "production" },
+    stdio: "inherit",
+  })
+  children.push(child)
+  await waitFor(port, `127.0.0.1:${port}`, "/")
+  return {
+    name: FLOOR,
+    base: `http://127.0.0.1:${port}${new URL(ours.base).pathname}`,
+    host: `127.0.0.1:${port}`,
+    clientId: ours.clientId,
+    codes: [],
+    freshCodes: [],
+    freshOpaque: [],
+    stop: () => stopChild(child),
+    cpu: () => ({ server: treeCpuSeconds(child.pid!), worker: 0, postgres: postgresCpu() }),
+  }
+}
+
+/** The floor's refresh-first pool: families our server makes from its codes, outside the measured runs. */
+async function prepareFloorRound(ours: Target, p: Prepared) {
+  p.freshRefresh = (await exchangeAll(ours, ours.codes.splice(-FRESH))).map((x) => x["refresh_token"]!)
 }
 
 /** Spec/STACK: measure jose SignJWT against node:crypto sign on the access-token claim set. */
@@ -1033,6 +1078,22 @@ function report(results: Record<string, Record<string, Measured>>, scenarios: Re
     const cpu = scenario.startsWith("refresh") && ours.serverCpuMs > 0.4 ? " (server CPU <= 0.4 ms: NOT met)" : ""
     console.log(`  ${scenario}: ${parts.join(", ")}; our p99 ${ours.p99} ms${p99}${cpu}`)
   }
+  // Whether a grant target is within reach of any server that persists each rotation as ours does.
+  const floorParts = scenarios.flatMap((scenario) => {
+    const floor = results[FLOOR]?.[scenario]
+    if (!floor) return []
+    const peers = [PEER, PG_PEER].filter((n) => results[n]?.[scenario])
+    return [
+      `  ${scenario}: ${peers
+        .map((n) => {
+          const ratio = floor.rps / results[n]![scenario]!.rps
+          const target = targetOf(scenario, n)!
+          return `${n} ${ratio.toFixed(2)} (target ${target}: ${ratio >= target ? "within" : "beyond"} the floor's reach)`
+        })
+        .join(", ")}`,
+    ]
+  })
+  if (floorParts.length > 0) console.log(`\nratio ${FLOOR} / other (req/s):\n${floorParts.join("\n")}`)
 }
 
 /**
