@@ -557,7 +557,8 @@ async function startFloor(databaseUrl: string, ours: Target, postgresCpu: () => 
 
 /**
  * The floor's refresh-first pool: families our server makes, outside the measured runs, each of a
- * user of its own as ours are (a pool of one user's sessions costs Postgres more per rotation).
+ * user of its own as ours are (with one user's families the floor's Postgres CPU per first
+ * rotation was higher; docs/decisions/performance.md).
  */
 async function prepareFloorRound(ours: Target, p: Prepared) {
   p.freshRefresh = (await exchangeAll(ours, ours.freshCodes.splice(-FRESH))).map((x) => x["refresh_token"]!)
