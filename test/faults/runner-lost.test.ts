@@ -79,6 +79,12 @@ const reportState = async () => {
     .catch((e: unknown) => String(e))
   console.log("database activity:", JSON.stringify(activity, null, 1))
 }
+/** `until`, reporting the worker's output and the database's activity when it times out. */
+const untilReported = (what: string, probe: () => Promise<true | undefined>, timeoutMs: number) =>
+  until(what, probe, timeoutMs).catch(async (e: unknown) => {
+    await reportState()
+    throw e
+  })
 
 it("a runner that cannot complete a job is replaced: the process stays up, the new runner takes jobs, the old one's locked job is released and run", async () => {
   worker = await startWorker()
@@ -221,26 +227,20 @@ it("a job fetch that failed retires the runner at the next heartbeat that succee
       30_000,
     )
     // The worker's own word that a fetch failed, not the time alone.
-    await until(
+    await untilReported(
       "the worker to report the failed fetch",
       async () => (worker!.output().includes("a job fetch failed") ? true : undefined),
       30_000,
-    ).catch(async (e) => {
-      await reportState()
-      throw e
-    })
+    )
     await holder.query("commit")
   } finally {
     await holder.end().catch(() => {})
   }
-  await until(
+  await untilReported(
     "the runner to be retired after the failed fetch",
     async () => (worker!.output().includes("the database is back after a failed job fetch") ? true : undefined),
     20_000,
-  ).catch(async (e) => {
-    await reportState()
-    throw e
-  })
+  )
   // The replacement runner starts after the old one has stopped, a moment after the line above.
   await until(
     "the replacement runner to start",
