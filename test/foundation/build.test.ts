@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { inject } from "vitest"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { send } from "../support/http.js"
-import { adminQuery, databaseUrl } from "../support/template.js"
+import { scratchDatabase } from "../support/template.js"
 
 const ROOT = process.cwd()
 // Its own output folder beside dist/ (two levels below the root, as dist/ is), so the
@@ -77,17 +77,13 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
   // biome-ignore lint/suspicious/noDuplicateTestHooks: two steps with their own timeouts, the build and then the database
   beforeAll(async () => {
     // An empty database: the compiled server must find and apply the migrations itself.
-    const name = `authservice_build_${process.pid}`
-    await adminQuery(inject("serverUrl"), `drop database if exists "${name}" with (force)`)
-    await adminQuery(inject("serverUrl"), `create database "${name}"`)
-    dbUrl = databaseUrl(inject("serverUrl"), name)
+    dbUrl = (await scratchDatabase(inject("serverUrl"), inject("templateDb"), "build")).url
     port = await freePort()
   })
 
   afterAll(async () => {
     for (const p of processes) if (p.child.exitCode === null) p.child.kill("SIGKILL")
     rmSync(OUT, { recursive: true, force: true })
-    await adminQuery(inject("serverUrl"), `drop database if exists "authservice_build_${process.pid}" with (force)`)
   })
 
   it("`npm run server` / `npm run worker` without a build stop with one line asking for it", () => {

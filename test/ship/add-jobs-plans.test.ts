@@ -1,15 +1,14 @@
 import { Effect } from "effect"
 import pg from "pg"
-import { afterAll, beforeAll, expect, inject, it } from "vitest"
+import { beforeAll, expect, inject, it } from "vitest"
 import { ADD_JOBS_PLAN_SETTING, installWorkerSchema } from "../../src/platform/worker-schema.js"
-import { adminQuery, databaseUrl } from "../support/template.js"
+import { scratchDatabase } from "../support/template.js"
 
 // graphile-worker's add_jobs plans its statements once per connection (a generic plan) instead of
 // on every call (src/platform/worker-schema.ts): set by every migration of graphile-worker's
 // schema, again after an upgrade cleared it, and by two migrating processes at once; a migrating
 // role that does not own the function migrates without it.
 
-const NAME = `authservice_addjobs_${process.pid}`
 let url: string
 
 const query = async <T extends pg.QueryResultRow>(text: string, values: Array<unknown> = []) => {
@@ -34,13 +33,7 @@ const clearSetting = () =>
   query(`alter function "graphile_worker".add_jobs("graphile_worker".job_spec[], boolean) reset all`)
 
 beforeAll(async () => {
-  await adminQuery(inject("serverUrl"), `drop database if exists "${NAME}" with (force)`)
-  await adminQuery(inject("serverUrl"), `create database "${NAME}"`)
-  url = databaseUrl(inject("serverUrl"), NAME)
-})
-
-afterAll(async () => {
-  await adminQuery(inject("serverUrl"), `drop database if exists "${NAME}" with (force)`)
+  url = (await scratchDatabase(inject("serverUrl"), inject("templateDb"), "addjobs")).url
 })
 
 it("installing graphile-worker's schema makes add_jobs use generic plans, and jobs are still added", async () => {

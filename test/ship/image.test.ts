@@ -10,7 +10,7 @@ import { parseConfig } from "../../src/platform/config.js"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { IMAGE_INSTALL } from "../../scripts/measure-production-install.mjs"
 import { call, until } from "../faults/support.js"
-import { adminQuery, databaseUrl } from "../support/template.js"
+import { scratchDatabase } from "../support/template.js"
 
 // The container image and compose file, checked as far as this machine allows (no Docker, no base
 // images): the Dockerfile's instructions are read, its runtime stage is carried out in a temporary
@@ -194,7 +194,6 @@ interface Running {
 describe("the runtime stage carried out here: a clean production install running the build", () => {
   const app = mkdtempSync(join(tmpdir(), "authservice-image-"))
   const built = mkdtempSync(join(tmpdir(), "authservice-image-build-"))
-  const database = `authservice_image_${process.pid}`
   const running: Array<Running> = []
   let installMb: number
   let env: Record<string, string>
@@ -225,15 +224,14 @@ describe("the runtime stage carried out here: a clean production install running
         cpSync(from, to, { recursive: true })
       }
     }
-    await adminQuery(inject("serverUrl"), `drop database if exists "${database}" with (force)`)
-    await adminQuery(inject("serverUrl"), `create database "${database}"`)
+    const database = await scratchDatabase(inject("serverUrl"), inject("templateDb"), "image")
     port = await freePort()
     env = {
       // The image's system Node: the one running this test (the image's is node:24).
       PATH: `${dirname(process.execPath)}:${process.env["PATH"]}`,
       HOME: app,
       NODE_ENV: "production",
-      DATABASE_URL: databaseUrl(inject("serverUrl"), database),
+      DATABASE_URL: database.url,
       MASTER_KEY: randomBytes(32).toString("base64url"),
       MAIL_ALLOW_DEV_MAILER: "true",
       LOG_REQUESTS: "false",
@@ -245,7 +243,6 @@ describe("the runtime stage carried out here: a clean production install running
     for (const r of running) if (r.child.exitCode === null) r.child.kill("SIGKILL")
     rmSync(app, { recursive: true, force: true })
     rmSync(built, { recursive: true, force: true })
-    await adminQuery(inject("serverUrl"), `drop database if exists "${database}" with (force)`)
   })
 
   const entrypoint = (args: ReadonlyArray<string>): Running => {

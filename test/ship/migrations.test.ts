@@ -12,7 +12,7 @@ import { codeMigrations, migrationLabel } from "../../src/platform/schema-versio
 import { installWorkerSchema } from "../../src/platform/worker-schema.js"
 import { call, type Child, startEntry, stopChild, until } from "../faults/support.js"
 import { runEntry } from "../support/processes.js"
-import { adminQuery, databaseUrl } from "../support/template.js"
+import { scratchDatabase } from "../support/template.js"
 
 // Migrations are a step of their own (docs/decisions/production-operation.md, "Migrations are a
 // step of their own"): `npm run migrate` applies them and is idempotent; a production server or
@@ -22,16 +22,11 @@ import { adminQuery, databaseUrl } from "../support/template.js"
 const MASTER_KEY = randomBytes(32).toString("base64url")
 const KNOWN = codeMigrations()
 const LATEST = migrationLabel(KNOWN[KNOWN.length - 1]!)
-const databases: Array<string> = []
+let databases = 0
 const children: Array<Child> = []
 
-const freshDatabase = async () => {
-  const name = `authservice_ship_${process.pid}_${databases.length}`
-  await adminQuery(inject("serverUrl"), `drop database if exists "${name}" with (force)`)
-  await adminQuery(inject("serverUrl"), `create database "${name}"`)
-  databases.push(name)
-  return databaseUrl(inject("serverUrl"), name)
-}
+const freshDatabase = async () =>
+  (await scratchDatabase(inject("serverUrl"), inject("templateDb"), `ship${databases++}`)).url
 
 const query = async <T>(url: string, text: string): Promise<Array<T>> => {
   const client = new pg.Client({ connectionString: url })
@@ -82,7 +77,6 @@ const appliedIds = async (url: string) =>
 
 afterAll(async () => {
   await Promise.all(children.map(stopChild))
-  for (const name of databases) await adminQuery(inject("serverUrl"), `drop database if exists "${name}" with (force)`)
 })
 
 describe("npm run migrate (src/migrate.ts)", { timeout: 300_000 }, () => {

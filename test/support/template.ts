@@ -50,10 +50,25 @@ export const prepareTemplate = async (serverUrl: string, templateDb: string) => 
   await Effect.runPromise(installWorkerSchema(url))
 }
 
+/** The run's prefix of every database a test file makes: the run's end drops them all (global-setup). */
+const runPrefix = (templateDb: string) => `authservice_t_${templateDb.split("_").pop()}`
+
+/**
+ * An empty database of a test file's own (not a clone of the template), named `label`. The file
+ * never drops it: the run's end drops it with the clones. A DROP DATABASE forces an immediate
+ * checkpoint and waits for it, which on a server with fsync on and the rest of the suite writing
+ * can outlast a hook's 60 s (CI, on the PostgreSQL 15 server: an afterAll's drop timed out).
+ */
+export const scratchDatabase = async (serverUrl: string, templateDb: string, label: string) => {
+  const name = `${runPrefix(templateDb)}_${label}_${process.pid}`
+  await adminQuery(serverUrl, `create database "${name}"`)
+  return { name, url: databaseUrl(serverUrl, name) }
+}
+
 let counter = 0
 /** A fresh database cloned from the template, for one test file. */
 export const cloneDatabase = async (serverUrl: string, templateDb: string) => {
-  const name = `authservice_t_${templateDb.split("_").pop()}_${process.pid}_${++counter}`
+  const name = `${runPrefix(templateDb)}_${process.pid}_${++counter}`
   await adminQuery(serverUrl, `create database "${name}" template "${templateDb}"`)
   return { name, url: databaseUrl(serverUrl, name) }
 }
