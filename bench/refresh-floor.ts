@@ -5,7 +5,7 @@
 // much, and with node-postgres's untyped parameters a tenth to a third more:
 // docs/decisions/performance.md), and per request exactly our two round trips: the read of the client, family, user, session and presented generation
 // (src/oidc/refresh/repo.ts readClientAndFamily), then the rotation as one compare-and-set
-// statement that adds the next generation's token row, renews the session and appends the
+// statement that adds the next generation's token row, renews the session (at most once a minute) and appends the
 // login.succeeded event to the outbox (rotateFamily). In between, the same work on the token
 // side as ours: the client secret and the generation's secret checked by SHA-256, both tokens
 // signed (ES256) and the response body built by our own functions, a new secret drawn, the
@@ -69,10 +69,11 @@ const ROTATE = `with family as (
     "select $9::text",
   )}, ${part(
     "session",
-    `update login_sessions set last_active_at = $4::timestamptz, idle_expires_at = greatest(idle_expires_at, $5::timestamptz),
+    `update login_sessions set last_active_at = $4::timestamptz, idle_expires_at = greatest(idle_expires_at, $15::timestamptz),
       absolute_expires_at = greatest(absolute_expires_at, $10::timestamptz)
-    where environment_id = $1::text and id = $11::text and exists (select 1 from family)`,
-    "select $10::timestamptz, $11::text",
+    where environment_id = $1::text and id = $11::text and exists (select 1 from family)
+      and (idle_expires_at < $5::timestamptz or absolute_expires_at < $10::timestamptz)`,
+    "select $10::timestamptz, $11::text, $15::timestamptz",
   )}, ${part(
     "event",
     `insert into event_outbox (id, workspace_id, environment_id, type, envelope, occurred_at)
@@ -196,6 +197,7 @@ async function refresh(req: IncomingMessage, text: string): Promise<readonly [nu
     actor: { type: "end_user", id: row.user_id },
     data: { user_id: row.user_id, session_id: row.session_id, method: "refresh_token", client_id: clientId },
   })
+  const idleExpiresAt = Math.min(nowMs + IDLE_MS, row.absolute_expires_at.getTime())
   const rotated = await pool.query({
     name: "floor-rotate",
     text: ROTATE,
@@ -204,7 +206,7 @@ async function refresh(req: IncomingMessage, text: string): Promise<readonly [nu
       row.id,
       nextGeneration,
       now,
-      new Date(Math.min(nowMs + IDLE_MS, row.absolute_expires_at.getTime())),
+      new Date(idleExpiresAt),
       row.generation,
       seal(`refresh-grace.${row.id}.${row.generation}`, body),
       new Date(nowMs + GRACE_MS),
@@ -214,6 +216,7 @@ async function refresh(req: IncomingMessage, text: string): Promise<readonly [nu
       id,
       row.client_workspace_id,
       envelope,
+      new Date(Math.ceil(idleExpiresAt / 60_000) * 60_000),
     ],
   })
   if (rotated.rows[0]?.rotated !== 1) return refused(400, "invalid_grant")

@@ -44,6 +44,7 @@ const login = async (options: Parameters<typeof mintCode>[4] = {}, client = spa,
   }
 }
 
+const toMinute = (ms: number) => Math.ceil(ms / 60_000) * 60_000
 const familyOf = (token: string) => token.slice(3, token.indexOf("."))
 const family = async (token: string) =>
   (
@@ -272,7 +273,7 @@ describe("refresh lifetimes (TestClock)", () => {
     const res = await refresh(app, env, spa, a.refresh_token)
     const s = await session(a.sessionId)
     expect(s.last_active_at.getTime()).toBe(Math.floor(app.now() / 1000) * 1000 + (app.now() % 1000))
-    expect(s.idle_expires_at.getTime()).toBe(app.now() + 30 * 86_400_000)
+    expect(s.idle_expires_at.getTime()).toBe(toMinute(app.now() + 30 * 86_400_000))
     await app.advance("8 days")
     const late = await refresh(app, env, spa, res.json.refresh_token)
     expect((await userinfo(app, env, late.json.access_token)).status).toBe(200)
@@ -280,6 +281,40 @@ describe("refresh lifetimes (TestClock)", () => {
     expect((await postForm(app, env, "/oauth2/revoke", { token: late.json.refresh_token })).status).toBe(200)
     expect((await userinfo(app, env, late.json.access_token)).status).toBe(200)
     expect((await session(a.sessionId)).idle_expires_at.getTime()).toBe(app.now() + 7 * 86_400_000)
+  })
+
+  it("a rotation writes the session's row at most once a minute, its idle expiry the family's rounded up to the minute: never short of the family's", async () => {
+    const a = await login()
+    await app.advance(60_000 - (app.now() % 60_000) + 1_000) // a second into a minute
+    const first = await refresh(app, env, spa, a.refresh_token)
+    const renewed = await session(a.sessionId)
+    expect([renewed.last_active_at.getTime(), renewed.idle_expires_at.getTime()]).toEqual([
+      app.now(),
+      toMinute(app.now() + 30 * 86_400_000),
+    ])
+    // 50 s later, in the same minute: the family's new expiry does not pass the session's, whose row is left alone.
+    await app.advance("50 seconds")
+    const second = await refresh(app, env, spa, first.json.refresh_token)
+    expect(second.status).toBe(200)
+    expect(await session(a.sessionId)).toEqual(renewed)
+    const familyIdle = async () =>
+      (
+        await queryRows<{ idle_expires_at: Date }>(app, "select idle_expires_at from refresh_families where id = $1", [
+          familyOf(a.refresh_token),
+        ])
+      )[0]!.idle_expires_at.getTime()
+    expect(await familyIdle()).toBe(app.now() + 30 * 86_400_000)
+    expect(renewed.idle_expires_at.getTime()).toBeGreaterThanOrEqual(await familyIdle())
+    // The last millisecond of the family's idle limit, unused since: the session is still alive, and is renewed.
+    await app.advance(30 * 86_400_000 - 1)
+    const last = await refresh(app, env, spa, second.json.refresh_token)
+    expect(last.status).toBe(200)
+    expect((await userinfo(app, env, last.json.access_token)).status).toBe(200)
+    const again = await session(a.sessionId)
+    expect([again.last_active_at.getTime(), again.idle_expires_at.getTime()]).toEqual([
+      app.now(),
+      toMinute(app.now() + 30 * 86_400_000),
+    ])
   })
 
   it("a session without a family keeps its own 7-day idle / 30-day absolute limits", async () => {

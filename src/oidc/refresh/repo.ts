@@ -125,6 +125,8 @@ export interface Rotation {
   readonly now: Date
   readonly idleExpiresAt: Date
   readonly absoluteExpiresAt: Date
+  /** The session's idle expiry when its row is renewed: the family's, rounded up to the minute. */
+  readonly sessionIdleExpiresAt: Date
   /** The event reporting the rotation (login.succeeded), written only when it rotates. */
   readonly event: OutboxRow
 }
@@ -136,7 +138,10 @@ export interface Rotation {
  * response). It moves to the next generation, keeps the winner's sealed response for the
  * grace window (overwriting, i.e. purging, the previous one), adds the new token row,
  * renews the session's activity to the family's expiry and appends the rotation's event to
- * the outbox (with its webhook fan-out job when subscribed). One statement is atomic on its
+ * the outbox (with its webhook fan-out job when subscribed). The session row is written only
+ * when its expiry would otherwise fall short of the family's: it is renewed to the next
+ * minute, so a family refreshed often writes it about once a minute, not at every rotation
+ * (docs/decisions/login-and-tokens.md, "Tokens: session activity"). One statement is atomic on its
  * own: no explicit transaction, one round trip (docs/decisions/performance.md). Returns whether it rotated.
  */
 export const rotateFamily = (r: Rotation) =>
@@ -151,9 +156,11 @@ export const rotateFamily = (r: Rotation) =>
     insert into refresh_tokens (family_id, generation, environment_id, secret_hash, issued_at)
     select id, ${r.nextGeneration}, ${r.environmentId}, ${r.nextSecretHash}, ${r.now} from family
   ), session as (
-    update login_sessions set last_active_at = ${r.now}, idle_expires_at = greatest(idle_expires_at, ${r.idleExpiresAt}),
+    update login_sessions set last_active_at = ${r.now},
+      idle_expires_at = greatest(idle_expires_at, ${r.sessionIdleExpiresAt}),
       absolute_expires_at = greatest(absolute_expires_at, ${r.absoluteExpiresAt})
     where environment_id = ${r.environmentId} and id = ${r.sessionId} and exists (select 1 from family)
+      and (idle_expires_at < ${r.idleExpiresAt} or absolute_expires_at < ${r.absoluteExpiresAt})
   ), ${outboxCtes(sql, r.event, "family")}
   select (select count(*) from family)::int as rotated, (select count(*) from fanout)::int as jobs`,
   ).pipe(Effect.map((rows) => (rows[0]?.rotated ?? 0) > 0))

@@ -15,6 +15,11 @@ import { formatRefreshToken } from "./token-format.js"
 export const REFRESH_IDLE_MS = 30 * 24 * 3600_000
 export const REFRESH_ABSOLUTE_MS = 90 * 24 * 3600_000
 export const REFRESH_GRACE_MS = 5_000
+/**
+ * A rotation renews its login session's row at most once per this long: the session's idle
+ * expiry is the family's rounded up to it (docs/decisions/login-and-tokens.md, "Tokens: session activity").
+ */
+export const SESSION_RENEWAL_MS = 60_000
 
 /** Where a sealed winner response may be opened: this family and this retired generation only. */
 export const graceSealContext = (familyId: string, generation: number) => ({

@@ -15,6 +15,7 @@ import {
   newGenerationSecret,
   REFRESH_GRACE_MS,
   REFRESH_IDLE_MS,
+  SESSION_RENEWAL_MS,
   revokeSessionAndFamilies,
 } from "../refresh/service.js"
 import { type ParsedRefreshToken, parseRefreshToken } from "../refresh/token-format.js"
@@ -173,6 +174,7 @@ const attempt = Effect.fnUntraced(function* (
       scopes: scopes.values,
     }),
   )
+  const idleExpiresAt = Math.min(nowMs + REFRESH_IDLE_MS, family.absolute_expires_at.getTime())
   const rotation = {
     environmentId: ctx.environmentId,
     familyId: family.id,
@@ -183,8 +185,9 @@ const attempt = Effect.fnUntraced(function* (
     graceResponseSealed: yield* crypto.seal(graceSealContext(family.id, family.generation), body),
     graceUntil: new Date(nowMs + REFRESH_GRACE_MS),
     now,
-    idleExpiresAt: new Date(Math.min(nowMs + REFRESH_IDLE_MS, family.absolute_expires_at.getTime())),
+    idleExpiresAt: new Date(idleExpiresAt),
     absoluteExpiresAt: family.absolute_expires_at,
+    sessionIdleExpiresAt: new Date(Math.ceil(idleExpiresAt / SESSION_RENEWAL_MS) * SESSION_RENEWAL_MS),
     // A successful rotation is a login by refresh token (decisions, "Tokens: refresh events"):
     // login.succeeded with method refresh_token, written by the rotation's statement. No
     // session.created: the login session goes on, none is created.
