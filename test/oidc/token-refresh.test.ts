@@ -317,6 +317,29 @@ describe("refresh lifetimes (TestClock)", () => {
     ])
   })
 
+  it("a rotation in the same minute still writes a session whose absolute expiry fell back below the family's", async () => {
+    const a = await login()
+    await app.advance(60_000 - (app.now() % 60_000) + 1_000) // a second into a minute
+    const first = await refresh(app, env, spa, a.refresh_token)
+    const renewed = await session(a.sessionId)
+    // The session's own 30-day absolute limit again (what revoking another family of it does, restoreSessionLimits);
+    // its idle expiry, renewed this minute, alone would not make the next rotation write it.
+    await queryRows(
+      app,
+      "update login_sessions set absolute_expires_at = created_at + interval '30 days' where id = $1",
+      [a.sessionId],
+    )
+    await app.advance("10 seconds")
+    const second = await refresh(app, env, spa, first.json.refresh_token)
+    expect(second.status).toBe(200)
+    const restretched = await session(a.sessionId)
+    expect([
+      restretched.last_active_at.getTime(),
+      restretched.idle_expires_at.getTime(),
+      restretched.absolute_expires_at.getTime(),
+    ]).toEqual([app.now(), toMinute(app.now() + 30 * 86_400_000), renewed.absolute_expires_at.getTime()])
+  })
+
   it("a session without a family keeps its own 7-day idle / 30-day absolute limits", async () => {
     const minted = await mintCode(app, env, spa, user, { scopes: ["openid"] })
     const s = await session(minted.sessionId)

@@ -15,11 +15,16 @@ import { formatRefreshToken } from "./token-format.js"
 export const REFRESH_IDLE_MS = 30 * 24 * 3600_000
 export const REFRESH_ABSOLUTE_MS = 90 * 24 * 3600_000
 export const REFRESH_GRACE_MS = 5_000
+/** A rotation renews its login session's row at most once per this long. */
+const SESSION_RENEWAL_MS = 60_000
+
 /**
- * A rotation renews its login session's row at most once per this long: the session's idle
- * expiry is the family's rounded up to it (docs/decisions/login-and-tokens.md, "Tokens: session activity").
+ * The idle expiry a rotation renews its session to: the family's, rounded up to the minute, so the
+ * rotations of the rest of that minute leave the session's row alone and it is never short of the
+ * family's (docs/decisions/login-and-tokens.md, "Tokens: session activity").
  */
-export const SESSION_RENEWAL_MS = 60_000
+export const sessionIdleExpiry = (familyIdleExpiresAtMs: number) =>
+  new Date(Math.ceil(familyIdleExpiresAtMs / SESSION_RENEWAL_MS) * SESSION_RENEWAL_MS)
 
 /** Where a sealed winner response may be opened: this family and this retired generation only. */
 export const graceSealContext = (familyId: string, generation: number) => ({

@@ -15,7 +15,7 @@ import {
   newGenerationSecret,
   REFRESH_GRACE_MS,
   REFRESH_IDLE_MS,
-  SESSION_RENEWAL_MS,
+  sessionIdleExpiry,
   revokeSessionAndFamilies,
 } from "../refresh/service.js"
 import { type ParsedRefreshToken, parseRefreshToken } from "../refresh/token-format.js"
@@ -187,7 +187,7 @@ const attempt = Effect.fnUntraced(function* (
     now,
     idleExpiresAt: new Date(idleExpiresAt),
     absoluteExpiresAt: family.absolute_expires_at,
-    sessionIdleExpiresAt: new Date(Math.ceil(idleExpiresAt / SESSION_RENEWAL_MS) * SESSION_RENEWAL_MS),
+    sessionIdleExpiresAt: sessionIdleExpiry(idleExpiresAt),
     // A successful rotation is a login by refresh token (decisions, "Tokens: refresh events"):
     // login.succeeded with method refresh_token, written by the rotation's statement. No
     // session.created: the login session goes on, none is created.
