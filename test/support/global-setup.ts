@@ -25,8 +25,9 @@ declare module "vitest" {
  * are isolated and the suite stays fast on two cores.
  */
 export default async function setup(project: TestProject) {
-  // Before any worker process starts: Node reads NODE_EXTRA_CA_CERTS once, at process start.
-  const tls = await makeTestTls()
+  // Before any worker process starts: Node reads NODE_EXTRA_CA_CERTS once, at process start. What the
+  // machine already trusts there stays trusted (the registry may be reached through a proxy's CA).
+  const tls = await makeTestTls(process.env["NODE_EXTRA_CA_CERTS"])
   process.env["NODE_EXTRA_CA_CERTS"] = tls.caFile
   project.provide("testTls", tls)
   let serverUrl = process.env["TEST_DATABASE_URL"]

@@ -1,7 +1,7 @@
 // @peculiar/x509 resolves its algorithms through tsyringe, which needs a Reflect metadata polyfill loaded first.
 import "reflect-metadata"
 import * as x509 from "@peculiar/x509"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -36,7 +36,12 @@ const DAY_MS = 86_400_000
 const pkcs8Pem = async (key: CryptoKey) =>
   x509.PemConverter.encode(await crypto.subtle.exportKey("pkcs8", key), "PRIVATE KEY")
 
-export const makeTestTls = async (): Promise<TestTls> => {
+/**
+ * `alsoTrusted`: a PEM file the machine already names in NODE_EXTRA_CA_CERTS (a TLS-inspecting
+ * proxy in front of the npm registry, say). Node reads one such file, so the run's file carries
+ * those certificates after the test CA, and tests that reach the registry keep working.
+ */
+export const makeTestTls = async (alsoTrusted?: string): Promise<TestTls> => {
   // Test-harness time, not service time: the certificates are valid from a day back (clock skew) for two days.
   const now = Date.now()
   const validity = { notBefore: new Date(now - DAY_MS), notAfter: new Date(now + 2 * DAY_MS) }
@@ -74,6 +79,7 @@ export const makeTestTls = async (): Promise<TestTls> => {
     ],
   })
   const caFile = join(mkdtempSync(join(tmpdir(), "authservice-test-ca-")), "ca.pem")
-  writeFileSync(caFile, ca.toString("pem"))
+  const inherited = alsoTrusted && existsSync(alsoTrusted) ? readFileSync(alsoTrusted, "utf8") : ""
+  writeFileSync(caFile, `${ca.toString("pem")}\n${inherited}`)
   return { caFile, key: await pkcs8Pem(serverKeys.privateKey), cert: server.toString("pem") }
 }
