@@ -50,6 +50,11 @@ export interface AppConfig {
   readonly logLevel: LogLevelName
   /** Billing provider, bounce intake, deletion retention (src/platform/config-providers.ts). */
   readonly providers: ProviderConfig
+  /**
+   * DNS_SERVERS: the resolvers custom-domain validation asks (`ip`, `ip:port` or `[ipv6]:port`,
+   * comma-separated); empty: the system's.
+   */
+  readonly dnsServers: ReadonlyArray<string>
   /** Origins allowed to make cookie-authenticated Management writes (DASHBOARD_ORIGINS). */
   readonly dashboardOrigins: ReadonlyArray<string>
   /** Jobs run at once per worker process (WORKER_CONCURRENCY). */
@@ -367,6 +372,10 @@ export const parseConfig = (env: Env): AppConfig => {
     logRequests: env["LOG_REQUESTS"] === undefined ? true : flag(env, "LOG_REQUESTS"),
     logLevel: parseLogLevel(env["LOG_LEVEL"]),
     providers: parseProviderConfig(env, production),
+    dnsServers: (env["DNS_SERVERS"] ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== ""),
     dashboardOrigins: dashboardOrigins(env, `${scheme}://${managementHost}`),
     // Jobs wait on the network far more than on the CPU: many run at once. A receiver gets at
     // most a quarter of them, so one that hangs cannot take every slot (tasks.ts defers the rest).

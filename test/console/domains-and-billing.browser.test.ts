@@ -21,20 +21,16 @@ let stripe: FakeStripe
 beforeAll(async () => {
   dns = await startDnsServer()
   stripe = await startFakeStripe(STRIPE_KEY)
-  process.env["DNS_SERVERS"] = dns.address
-  try {
-    app = await startApp({
-      worker: true,
-      env: {
-        STRIPE_SECRET_KEY: STRIPE_KEY,
-        STRIPE_PRICE_ID: "price_console",
-        STRIPE_WEBHOOK_SECRET: "whsec_console_test_secret",
-        STRIPE_API_BASE: stripe.apiBase,
-      },
-    })
-  } finally {
-    delete process.env["DNS_SERVERS"]
-  }
+  app = await startApp({
+    worker: true,
+    env: {
+      DNS_SERVERS: dns.address,
+      STRIPE_SECRET_KEY: STRIPE_KEY,
+      STRIPE_PRICE_ID: "price_console",
+      STRIPE_WEBHOOK_SECRET: "whsec_console_test_secret",
+      STRIPE_API_BASE: stripe.apiBase,
+    },
+  })
   browser = await launchChromium()
 }, 60_000)
 

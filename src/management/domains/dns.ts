@@ -1,5 +1,6 @@
 import { Resolver } from "node:dns/promises"
-import { Config, Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
+import { Config } from "../../platform/config.js"
 
 /** A DNS query that failed for another reason than "no such name / no such record". */
 export class DnsLookupFailed extends Schema.TaggedError<DnsLookupFailed>()("DnsLookupFailed", {
@@ -23,27 +24,16 @@ export class DnsResolver extends Context.Service<
 /** Answers that mean "nothing published there" (node:dns error codes). */
 const NO_RECORDS = new Set(["ENOTFOUND", "ENODATA", "ENONAME", "NXDOMAIN"])
 
-/** `ip`, `ip:port` or `[ipv6]:port`, comma-separated. */
-const DnsServers = Config.String("DNS_SERVERS").pipe(
-  Config.map((raw) =>
-    raw
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== ""),
-  ),
-  Config.option,
-)
-
 /**
  * node:dns with a bounded time (2 s per try, 2 tries) so a validation request never hangs.
- * `DNS_SERVERS` (optional) replaces the system resolvers.
+ * `DNS_SERVERS` (optional, read with the rest of the configuration) replaces the system resolvers.
  */
 export const DnsResolverLive = Layer.effect(
   DnsResolver,
   Effect.gen(function* () {
-    const servers = yield* DnsServers
+    const { dnsServers } = yield* Config
     const resolver = new Resolver({ timeout: 2000, tries: 2 })
-    if (Option.isSome(servers) && servers.value.length > 0) resolver.setServers(servers.value)
+    if (dnsServers.length > 0) resolver.setServers(dnsServers)
     return DnsResolver.of({
       resolveTxt: (name) =>
         Effect.tryPromise({

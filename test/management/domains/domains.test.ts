@@ -18,12 +18,7 @@ let b: Bootstrapped
 beforeAll(async () => {
   dns = await startDnsServer()
   // The app's real resolver (node:dns) asks our fake authoritative server.
-  process.env["DNS_SERVERS"] = dns.address
-  try {
-    app = await startApp({ env: { PLATFORM_DOMAIN } })
-  } finally {
-    delete process.env["DNS_SERVERS"]
-  }
+  app = await startApp({ env: { PLATFORM_DOMAIN, DNS_SERVERS: dns.address } })
   a = await app.bootstrap()
   b = await app.bootstrap()
 })
