@@ -1,31 +1,13 @@
-import { Effect } from "effect"
-import {
-  CliUsage,
-  commandHelp,
-  COMMANDS,
-  findCommand,
-  parseCommandLine,
-  type Outcome,
-  usage,
-} from "./operator/commands.js"
-import { parseConfig } from "./platform/config.js"
-import { useOrStartEmbeddedPostgres } from "./platform/embedded-postgres.js"
-import { loadKeyring } from "./platform/master-key.js"
-import { forgetProcessOnExit, ProcessHeartbeatLive, processRegistration } from "./platform/process-heartbeat.js"
-import { AppLayer, prepareDatabase } from "./runtime.js"
+import { CliUsage } from "./operator/cli-usage.js"
+import { commandHelp, COMMAND_LINES, findCommand, parseCommandLine, usage } from "./operator/command-line.js"
 import { describeUnknown, explainConnectionFailure } from "./platform/start-failure.js"
-import { LOGIN_COMMAND, login, parseLoginFlags } from "./cli/login.js"
-
-const print = (outcome: Outcome, asJson: boolean) => {
-  if (asJson) return void process.stdout.write(JSON.stringify(outcome.json) + "\n")
-  const lines = Object.entries(outcome.json).map(
-    ([k, v]) => `${k.padEnd(20)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : String(v)}`,
-  )
-  process.stdout.write(lines.join("\n") + "\n" + (outcome.note ? `${outcome.note}\n` : ""))
-}
+import { LOGIN_COMMAND, parseLoginFlags } from "./cli/login-command.js"
 
 /**
- * Operator commands (`npm run cli -- <command>`); see COMMANDS in src/operator/commands.ts.
+ * Operator commands (`npm run cli -- <command>`): their usage and flags in
+ * src/operator/command-line.ts, what they do in src/operator/commands.ts. The application (and
+ * the OIDC client of `login`) is loaded only to run a command: usage, `--help` and wrong use
+ * answer at once.
  * Exit codes: 0 done, 1 refused or failed (one line why), 2 wrong use (one line why, then usage
  * where it helps), 3 `master-key rotate` not finished.
  */
@@ -47,7 +29,7 @@ const unknownCommand = (argv: ReadonlyArray<string>) =>
         .filter((a) => !a.startsWith("-"))
         .slice(0, 2)
         .join(" ") || argv[0]
-    }"; the commands are: ${[...COMMANDS, LOGIN_COMMAND].map((c) => c.name).join(", ")}\n${usage([LOGIN_COMMAND])}`,
+    }"; the commands are: ${[...COMMAND_LINES, LOGIN_COMMAND].map((c) => c.name).join(", ")}\n${usage([LOGIN_COMMAND])}`,
   )
 
 const main = async (argv: ReadonlyArray<string>): Promise<number> => {
@@ -57,8 +39,10 @@ const main = async (argv: ReadonlyArray<string>): Promise<number> => {
       return 0
     }
     // An OIDC client of a running server: no database, no configuration of its own.
+    const flags = parseLoginFlags(argv.slice(1))
+    const { login } = await import("./cli/login.js")
     const tokens = await login({
-      ...parseLoginFlags(argv.slice(1)),
+      ...flags,
       timeoutMs: 5 * 60_000,
       announce: (url) =>
         process.stderr.write(`Open this URL in a browser to sign in (waiting up to 5 minutes):\n\n  ${url}\n\n`),
@@ -74,30 +58,8 @@ const main = async (argv: ReadonlyArray<string>): Promise<number> => {
     process.stdout.write(commandHelp(command))
     return 0
   }
-  const config = parseConfig(process.env)
-  const keyring = loadKeyring(config)
-  // Without DATABASE_URL, use the embedded Postgres of a running `npm start`, or start one.
-  let url = config.databaseUrl
-  let stop: (() => Promise<void>) | undefined
-  if (url === undefined) ({ url, stop } = await useOrStartEmbeddedPostgres(config.dataDir))
-  try {
-    const outcome = await Effect.runPromise(
-      Effect.gen(function* () {
-        // Listed among the running processes while it runs (a command holding only the old key
-        // makes `master-key rotate` wait, like a server); with both keys it seals under the old one
-        // until the switch, like a server (src/platform/master-key.ts).
-        const registration = yield* processRegistration("cli")
-        return yield* Effect.gen(function* () {
-          yield* prepareDatabase(url, { register: registration, migrate: config.migrateOnStart })
-          return yield* command.run(args, config).pipe(Effect.provide(ProcessHeartbeatLive(registration)))
-        }).pipe(Effect.ensuring(forgetProcessOnExit(registration.processId)))
-      }).pipe(Effect.provide(AppLayer(config, url, keyring, { maxConnections: 2 }))),
-    )
-    print(outcome, args.json || command.alwaysJson === true)
-    return outcome.exitCode ?? 0
-  } finally {
-    await stop?.()
-  }
+  const { runCommand } = await import("./cli/run-command.js")
+  return runCommand(command, args)
 }
 
 entry().then(

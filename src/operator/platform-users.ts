@@ -2,13 +2,11 @@ import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createPlatformUser, startDashboardSession } from "../management/auth/dashboard.js"
 import type { AppConfig } from "../platform/config.js"
+import type { Role } from "./roles.js"
 
 export class OperatorRefused extends Schema.TaggedError<OperatorRefused>()("OperatorRefused", {
   message: Schema.String,
 }) {}
-
-export type Role = "owner" | "admin" | "member"
-export const ROLES: ReadonlyArray<Role> = ["owner", "admin", "member"]
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 

@@ -344,6 +344,30 @@ describe("operator command line", () => {
     for (const command of COMMANDS) expect(all.stdout).toContain(`\n  ${command.join(" ")}`)
   }, 240_000)
 
+  it("usage, --help and wrong use are answered without loading Effect or the application; running a command loads them", async () => {
+    // Each process reports what it resolves of Effect and of src/runtime.ts (test/support/report-loads.mjs).
+    const reporting = { NODE_OPTIONS: `--import=${new URL("../support/report-loads.mjs", import.meta.url).href}` }
+    const env = {
+      ...reporting,
+      DATABASE_URL: "postgres://postgres@127.0.0.1:1/none",
+      MASTER_KEY: randomBytes(32).toString("base64url"),
+    }
+    for (const args of [
+      ["--help"],
+      ["signing-keys", "rotate", "--help"],
+      ["signing-keys", "rotate"],
+      ["frobnicate"],
+      ["login", "--frob"],
+    ]) {
+      const out = await cli(args, env)
+      expect([args.join(" "), out.stderr]).toEqual([args.join(" "), expect.not.stringContaining("loaded ")])
+    }
+    const run = await cli(["signing-keys", "rotate", "--environment", `env_${"a".repeat(32)}`], env)
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain("loaded /node_modules/effect/\n")
+    expect(run.stderr).toContain("loaded /src/runtime.ts\n")
+  }, 120_000)
+
   it("an unknown command exits 2, names it and lists every command", async () => {
     const out = await cli(["frobnicate", "--json"])
     expect(out.code).toBe(2)

@@ -3,7 +3,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createUser, queryRows } from "../oidc/support.js"
-import { parsePurgeArgs } from "../../src/operator/purge-deleted-users.js"
+import { parsePurgeArgs } from "../../src/operator/purge-args.js"
 
 // `npm run cli -- purge-deleted-users`, run end to end as a child process (like the CLI
 // bootstrap test in test/foundation/processes.test.ts) against this file's database.

@@ -1,10 +1,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import {
-  createDashboardSessionCommand,
-  createPlatformUserCommand,
-  type Role,
-} from "../../src/operator/platform-users.js"
+import { createDashboardSessionCommand, createPlatformUserCommand } from "../../src/operator/platform-users.js"
+import type { Role } from "../../src/operator/roles.js"
 import { Tenancy } from "../../src/tenancy/service.js"
 import type { TestApp } from "./app.js"
 
