@@ -5,6 +5,7 @@ import { API_REFERENCE_PATH } from "./console/home/page.js"
 import { consoleUrl } from "./console/urls.js"
 import type { AppConfig } from "./platform/config.js"
 import { devMailboxUrl } from "./platform/mailer.js"
+import { writeLogLine } from "./platform/observability/log-sink.js"
 
 /**
  * The variables that decide the public URLs and where the embedded database lives: a CLI run
@@ -48,7 +49,7 @@ export const printUrls = ({ config, embedded }: BootContext) => {
   const management = `${scheme}://${config.managementHost}`
   // Production output is JSON lines only, so log collectors can parse every line.
   if (config.production) {
-    process.stdout.write(
+    writeLogLine(
       JSON.stringify({
         level: "info",
         msg: "listening",

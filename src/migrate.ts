@@ -2,6 +2,7 @@ import "./require-supported-node.js"
 import { Effect, Layer } from "effect"
 import { DatabaseUrl, SqlLive } from "./platform/database.js"
 import { useOrStartEmbeddedPostgres } from "./platform/embedded-postgres.js"
+import { writeLogLine } from "./platform/observability/log-sink.js"
 import { checkSchemaVersion, codeMigrations, migrationLabel, SchemaVersionMismatch } from "./platform/schema-version.js"
 import { migrateDatabase } from "./runtime.js"
 
@@ -15,9 +16,9 @@ import { migrateDatabase } from "./runtime.js"
 const production = process.env["NODE_ENV"] === "production"
 
 const say = (fields: Record<string, unknown>, text: string) =>
-  process.stdout.write(
-    production ? `${JSON.stringify({ level: "info", ...fields })}\n` : `authservice migrate: ${text}\n`,
-  )
+  production
+    ? writeLogLine(`${JSON.stringify({ level: "info", ...fields })}\n`)
+    : process.stdout.write(`authservice migrate: ${text}\n`)
 
 const fail = (line: string): never => {
   process.stderr.write(`authservice migrate: ${line}\n`)

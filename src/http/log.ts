@@ -1,4 +1,5 @@
 import type { AppConfig } from "../platform/config.js"
+import { writeLogLine } from "../platform/observability/log-sink.js"
 import { redactText } from "../platform/observability/redact.js"
 
 export interface RequestLine {
@@ -23,7 +24,7 @@ export interface RequestLine {
 export const logRequest = (config: AppConfig, line: RequestLine) => {
   const path = redactText(line.url.split("?")[0]!)
   if (config.production) {
-    process.stdout.write(
+    writeLogLine(
       JSON.stringify({
         time: new Date(line.at).toISOString(),
         level: "info",
@@ -42,6 +43,7 @@ export const logRequest = (config: AppConfig, line: RequestLine) => {
       }) + "\n",
     )
   } else {
+    // Development: at once, in order with the lines of Effect's own logger, which writes at once.
     process.stdout.write(
       `${line.method} ${line.host ?? "-"}${path} ${line.status} ${line.duration.toFixed(1)}ms ${line.requestId}${line.limit ? ` limit=${line.limit}` : ""}\n`,
     )

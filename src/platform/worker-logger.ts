@@ -1,5 +1,6 @@
 import { Logger } from "graphile-worker"
 import { type LogLevelName, logLevelEnabled, parseLogLevel } from "./observability/log-level.js"
+import { writeLogLine } from "./observability/log-sink.js"
 import { redactText } from "./observability/redact.js"
 
 // graphile-worker's logger is made before configuration is parsed: NODE_ENV and LOG_LEVEL
@@ -28,11 +29,12 @@ export const workerLogger = new Logger(() => (level, message) => {
   const ours = LEVELS[level]
   if (ours === undefined || !logLevelEnabled(minimum, ours)) return
   const text = redactText(firstLine(message))
-  process.stdout.write(
-    production
-      ? `${JSON.stringify({ time: new Date().toISOString(), level: ours, msg: text, source: "graphile-worker" })}\n`
-      : `[worker] ${ours}: ${text}\n`,
-  )
+  // Development: at once, in order with the lines of Effect's own logger, which writes at once.
+  if (production)
+    writeLogLine(
+      `${JSON.stringify({ time: new Date().toISOString(), level: ours, msg: text, source: "graphile-worker" })}\n`,
+    )
+  else process.stdout.write(`[worker] ${ours}: ${text}\n`)
 })
 
 const firstLine = (message: string) => message.split("\n", 1)[0]!.trimEnd()

@@ -1,4 +1,5 @@
 import { Context, Layer, Logger, Option, References, Tracer } from "effect"
+import { writeLogLine } from "./log-sink.js"
 import { redactValue } from "./redact.js"
 import { EFFECT_LOG_LEVEL, type LogLevelName } from "./log-level.js"
 
@@ -33,7 +34,7 @@ export const jsonLogger = Logger.make((options) => {
     }) as Record<string, unknown>),
     ...(span._tag === "Some" ? { trace_id: span.value.traceId, span_id: span.value.spanId } : {}),
   }
-  process.stdout.write(JSON.stringify(line) + "\n")
+  writeLogLine(JSON.stringify(line) + "\n")
 })
 
 /**
