@@ -44,9 +44,13 @@ describe("log sink", () => {
       "process.exitCode = 3",
       "process.exit()",
     ].join("\n")
-    const exit = await run(resolve(ROOT, "node_modules/.bin/node"), ["--import", "tsx", "--input-type=module", "-e", script], {
-      cwd: ROOT,
-    }).then(
+    const exit = await run(
+      resolve(ROOT, "node_modules/.bin/node"),
+      ["--import", "tsx", "--input-type=module", "-e", script],
+      {
+        cwd: ROOT,
+      },
+    ).then(
       () => 0,
       (e: { code: number; stdout: string }) => e,
     )

@@ -1,11 +1,11 @@
 /**
- * Where every production log line of the process goes: stdout, in one write per turn of the event loop.
- * A write to stdout is synchronous for files and, on Linux, for pipes (a container's log
- * driver), so one write per line cost a system call and a buffer per request on the hottest
- * answers (docs/decisions/performance.md, "Log lines in one write per turn"). Lines keep their
- * order, whichever of the request log, the application's logger or graphile-worker's wrote
- * them; the lines of the last turn are written when the process exits, however it exits short
- * of being killed.
+ * Where every production log line of the process goes: stdout, in one write per turn of the
+ * event loop. A write to stdout is synchronous for files and, on Linux, for pipes (a
+ * container's log driver), so one write per line cost a system call and a buffer per request on
+ * the hottest answers (docs/decisions/performance.md, "Log lines"). Lines keep their order,
+ * whichever of the request log, the application's logger or graphile-worker's wrote them; the
+ * lines of the last turn are written when the process exits, however it exits short of being
+ * killed.
  */
 let pending: Array<string> = []
 let scheduled = false
