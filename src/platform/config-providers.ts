@@ -1,3 +1,4 @@
+import { commaList } from "./comma-list.js"
 import { ConfigInvalid } from "./config-invalid.js"
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -47,10 +48,7 @@ const SNS_TOPIC_ARN = /^arn:aws(-[a-z]+)*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,
  * subscription confirmed: development and tests only.
  */
 const parseTopicArns = (raw: string | undefined, production: boolean): ReadonlyArray<string> | "any" | undefined => {
-  const entries = (raw ?? "")
-    .split(",")
-    .map((t) => t.trim())
-    .filter((t) => t !== "")
+  const entries = commaList(raw)
   if (entries.length === 0) return undefined
   if (entries.length === 1 && entries[0] === "*") {
     if (production)

@@ -2,6 +2,7 @@ import { isIP } from "node:net"
 import { Context, Layer } from "effect"
 import { parseTrustProxy, type TrustProxy } from "./trust-proxy.js"
 import { type ProviderConfig, parseProviderConfig } from "./config-providers.js"
+import { commaList } from "./comma-list.js"
 import { ConfigInvalid } from "./config-invalid.js"
 import { type LogLevelName, parseLogLevel } from "./observability/log-level.js"
 import { otelResourceAttributes } from "./observability/otel-resource.js"
@@ -372,10 +373,7 @@ export const parseConfig = (env: Env): AppConfig => {
     logRequests: env["LOG_REQUESTS"] === undefined ? true : flag(env, "LOG_REQUESTS"),
     logLevel: parseLogLevel(env["LOG_LEVEL"]),
     providers: parseProviderConfig(env, production),
-    dnsServers: (env["DNS_SERVERS"] ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== ""),
+    dnsServers: dnsServers(env["DNS_SERVERS"]),
     dashboardOrigins: dashboardOrigins(env, `${scheme}://${managementHost}`),
     // Jobs wait on the network far more than on the CPU: many run at once. A receiver gets at
     // most a quarter of them, so one that hangs cannot take every slot (tasks.ts defers the rest).
@@ -394,13 +392,30 @@ export const parseConfig = (env: Env): AppConfig => {
   }
 }
 
+/**
+ * DNS_SERVERS: `ip`, `ip:port` or `[ipv6]:port`, comma-separated (node:dns `setServers`, which
+ * would otherwise throw at start-up without naming the variable).
+ */
+const dnsServers = (raw: string | undefined): ReadonlyArray<string> =>
+  commaList(raw).map((entry) => {
+    const m = /^(?:\[([0-9a-fA-F:.]+)\]:(\d{1,5})|([^:]+):(\d{1,5})|([^[\]]+))$/.exec(entry)
+    const address = m?.[1] ?? m?.[3] ?? m?.[5]
+    const port = m?.[2] ?? m?.[4]
+    if (
+      address === undefined ||
+      isIP(address) === 0 ||
+      (port !== undefined && (Number(port) < 1 || Number(port) > 65535))
+    )
+      throw new ConfigInvalid({
+        message: `DNS_SERVERS must list resolvers as ip, ip:port or [ipv6]:port, comma-separated (got "${entry}")`,
+      })
+    return entry
+  })
+
 /** `host=address:port` pairs separated by commas (SOCIAL_PROVIDER_HOSTS). */
 const parseProviderHosts = (raw: string | undefined) => {
   const map = new Map<string, { address: string; port: number }>()
-  for (const pair of (raw ?? "")
-    .split(",")
-    .map((p) => p.trim())
-    .filter((p) => p !== "")) {
+  for (const pair of commaList(raw)) {
     const m = /^([a-z0-9.-]+)=([0-9a-fA-F.:]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(pair)
     if (!m || Number(m[3]) > 65535)
       throw new ConfigInvalid({ message: `SOCIAL_PROVIDER_HOSTS entries must be host=address:port (got "${pair}")` })

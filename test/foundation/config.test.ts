@@ -95,6 +95,18 @@ describe("configuration", () => {
     refuse({ OTEL_RESOURCE_ATTRIBUTES: "a=%zz" }, /^OTEL_RESOURCE_ATTRIBUTES must be key=value pairs/)
   })
 
+  it("DNS_SERVERS: the system's resolvers unless set; ip, ip:port or [ipv6]:port, else refused naming it", () => {
+    expect(parseConfig({}).dnsServers).toEqual([])
+    expect(parseConfig({ DNS_SERVERS: " 10.0.0.53, 127.0.0.1:5353 ,, ::1,[fd00::53]:53 " }).dnsServers).toEqual([
+      "10.0.0.53",
+      "127.0.0.1:5353",
+      "::1",
+      "[fd00::53]:53",
+    ])
+    for (const bad of ["dns.example.com", "10.0.0.53:", "10.0.0.53:0", "10.0.0.53:70000", "[fd00::53]", "300.1.1.1"])
+      refuse({ DNS_SERVERS: `10.0.0.1,${bad}` }, /^DNS_SERVERS must list resolvers/)
+  })
+
   it("refuses bad values with one line naming the variable", () => {
     refuse({ PORT: "abc" }, /^PORT /)
     refuse({ PORT: "70000" }, /^PORT /)
