@@ -1,11 +1,13 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { join } from "node:path"
-import { PgClient } from "@effect/sql-pg"
+import { PgClient, type PgPool } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
+import * as Reactivity from "effect/reactivity/Reactivity"
 import { makeBoundedPgClient, UnboundedStatements } from "./bounded-pg-client.js"
 import { splitStatements } from "./sql-split.js"
+import { PipelinedReads } from "./pipelined-reads.js"
 
 /** The connection string the process uses; embedded Postgres provides one when DATABASE_URL is unset. */
 export class DatabaseUrl extends Context.Service<DatabaseUrl, string>()("platform/DatabaseUrl") {}
@@ -50,21 +52,40 @@ export interface SqlOptions {
   readonly statementTimeoutMs: number
 }
 
+/** How many lock-free reads share one pipelined connection (./pipelined-reads.ts). */
+const PIPELINE_DEPTH = 16
+/** Connections of the pipelined reads, beside the pool's `maxConnections`. */
+export const PIPELINED_READ_CONNECTIONS = 2
+
+/**
+ * The process's Postgres client (`SqlClient`, `PgClient`: a pool of `maxConnections`) and, beside
+ * it, the pipelined client of the grants' lock-free reads (`PipelinedReads`, two more connections).
+ */
 export const SqlLive = (options: SqlOptions) =>
   Layer.unwrap(
-    DatabaseUrl.useSync((url) =>
-      PgClient.layerFrom(
-        makeBoundedPgClient(
-          {
-            url: Redacted.make(url),
-            maxConnections: options.maxConnections ?? 10,
-            applicationName: "authservice",
-            ...(options.connectTimeoutMs === undefined
-              ? {}
-              : { connectTimeout: Duration.millis(options.connectTimeoutMs) }),
-          },
-          options.statementTimeoutMs,
-        ),
-      ),
-    ),
+    DatabaseUrl.useSync((url) => {
+      const config: PgPool.Config = {
+        url: Redacted.make(url),
+        maxConnections: options.maxConnections ?? 10,
+        applicationName: "authservice",
+        ...(options.connectTimeoutMs === undefined
+          ? {}
+          : { connectTimeout: Duration.millis(options.connectTimeoutMs) }),
+      }
+      return Layer.merge(
+        PgClient.layerFrom(makeBoundedPgClient(config, options.statementTimeoutMs)),
+        Layer.effect(
+          PipelinedReads,
+          makeBoundedPgClient(
+            {
+              ...config,
+              maxConnections: PIPELINED_READ_CONNECTIONS,
+              multiplex: true,
+              multiplexConcurrency: PIPELINE_DEPTH,
+            },
+            options.statementTimeoutMs,
+          ),
+        ).pipe(Layer.provide(Reactivity.layer)),
+      )
+    }),
   )

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { PipelinedReads } from "../../platform/pipelined-reads.js"
 import { outboxCtes, type OutboxRow } from "../../platform/events/repo.js"
 import { type ClientColumns, clientColumns } from "../token/client-repo.js"
 
@@ -85,7 +86,8 @@ export interface FamilyState {
  * Reads, in one round trip, the presented client (authenticated by the caller) and, when it
  * exists, the family with its user and session and the stored hash of the presented
  * generation. No row: no such client. No lock: the rotation itself is a compare-and-set on
- * `generation` (rotateFamily).
+ * `generation` (rotateFamily). Pipelined with other requests' reads (PipelinedReads), so it must
+ * stay a statement that never waits for a row lock.
  */
 export const readClientAndFamily = (
   environmentId: string,
@@ -94,7 +96,7 @@ export const readClientAndFamily = (
   presentedGeneration: number,
   billingMonth: string,
 ) =>
-  SqlClient.SqlClient.use(
+  PipelinedReads.use(
     (sql) => sql<ClientColumns & (FamilyState | { readonly id: null })>`
     select ${clientColumns(sql)}, f.id, f.workspace_id, f.client_id, f.user_id, f.session_id, f.scopes, f.resources, f.auth_time,
       f.generation, f.idle_expires_at, f.absolute_expires_at, f.grace_generation, f.grace_response_sealed, f.grace_until,

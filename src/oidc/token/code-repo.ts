@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { PipelinedReads } from "../../platform/pipelined-reads.js"
 import type { NewFamily } from "../refresh/service.js"
 import type { GrantState } from "./check-user.js"
 import { type ClientColumns, clientColumns } from "./client-repo.js"
@@ -32,10 +33,11 @@ export interface CodeState extends GrantState {
 /**
  * Reads, in one round trip, the presented client (authenticated by the caller) and, when it
  * exists, the code with its user and session. No row: no such client. No lock: consumption
- * is a compare-and-set (consumeCodeAndIssue).
+ * is a compare-and-set (consumeCodeAndIssue). Pipelined with other requests' reads
+ * (PipelinedReads), so it must stay a statement that never waits for a row lock.
  */
 export const readClientAndCode = (environmentId: string, clientId: string, codeHash: string) =>
-  SqlClient.SqlClient.use(
+  PipelinedReads.use(
     (sql) => sql<ClientColumns & (CodeState | { readonly session_id: null })>`
   select ${clientColumns(sql)}, c.workspace_id, c.transaction_id, c.client_id, c.user_id, c.session_id, c.redirect_uri,
     c.code_challenge, c.scopes, c.resources, c.nonce, c.method, c.acr, c.auth_time, c.expires_at, c.consumed_at, c.refresh_family_id,

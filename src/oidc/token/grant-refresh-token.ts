@@ -4,6 +4,7 @@ import { Crypto, constantTimeEqual, type SecretBoxError, sha256Hex } from "../..
 import type { Audit } from "../../platform/audit.js"
 import type { Keys } from "../../platform/keys/service.js"
 import { Events } from "../../platform/events/service.js"
+import type { PipelinedReads } from "../../platform/pipelined-reads.js"
 import { ACR_BASIC } from "../codes/issue.js"
 import { OAuthError, type OriginNotAllowed } from "../../http/errors.js"
 import { type FamilyState, readClientAndFamily, rotateFamily } from "../refresh/repo.js"
@@ -75,7 +76,7 @@ const refuseReuse = Effect.fnUntraced(function* (
 type RefreshFailure = OAuthError | OriginNotAllowed | SqlError.SqlError | SecretBoxError
 
 /** The services a refresh uses: it reads and rotates the family, mints tokens, writes events and audit records. */
-type RefreshServices = SqlClient.SqlClient | Crypto | Events | Audit | Keys
+type RefreshServices = SqlClient.SqlClient | PipelinedReads | Crypto | Events | Audit | Keys
 
 /** One attempt: read the family, decide, and (for the current generation) rotate by compare-and-set. */
 const attempt = Effect.fnUntraced(function* (
