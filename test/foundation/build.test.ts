@@ -65,8 +65,8 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
     // The install step builds the admin console too (web/console/dist), so a fresh clone serves it
     // (scripts/prepare.mjs; skipped when development dependencies are omitted: test/ship).
     expect(scripts.prepare).toBe("node scripts/prepare.mjs")
-    expect(scripts.server).toBe("node dist/main.js")
-    expect(scripts.worker).toBe("node dist/worker.js")
+    expect(scripts.server).toBe("exec node dist/main.js")
+    expect(scripts.worker).toBe("exec node dist/worker.js")
     execFileSync(join(ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.build.json", "--outDir", OUT], {
       cwd: ROOT,
       stdio: "pipe",

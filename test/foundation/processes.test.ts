@@ -12,6 +12,28 @@ import { type Outcome, runEntry } from "../support/processes.js"
 
 const TSX = join(process.cwd(), "node_modules/.bin/tsx")
 
+/** The environment `npm start` runs with in these tests: its own port and data directory. */
+const startEnv = (port: number, dataDir: string) => ({
+  PATH: process.env["PATH"]!,
+  PORT: String(port),
+  DATA_DIR: dataDir,
+  LOG_REQUESTS: "false",
+})
+
+/** Polls /readyz until it answers 200 (true) or a minute has passed (false). */
+const untilReady = async (port: number) => {
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    const ready = await send(port, `api.localhost:${port}`, "/readyz").then(
+      (r) => r.status === 200,
+      () => false,
+    )
+    if (ready) return true
+    await new Promise((r) => setTimeout(r, 250))
+  }
+  return false
+}
+
 const isAlive = (pid: number) => {
   try {
     process.kill(pid, 0)
@@ -205,6 +227,40 @@ describe("npm start with embedded Postgres", () => {
     expect(existsSync(join(dataDir, "postgres", "postmaster.pid"))).toBe(false)
     expect(existsSync(join(dataDir, "postgres.url"))).toBe(false)
     rmSync(dataDir, { recursive: true, force: true })
+  }, 90_000)
+
+  it("run through npm: a SIGTERM sent to npm (a process manager stopping `npm start`) stops the service, nothing left running", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "authservice-start-"))
+    const port = await freePort()
+    // npm forwards the signal to its child: the script `exec`s node, so that child is our process
+    // (without it, the child was a shell that died and left node running, re-parented to init).
+    const npmCli = process.env["npm_execpath"]
+    const child = npmCli
+      ? spawn(process.execPath, [npmCli, "start"], { env: startEnv(port, dataDir), stdio: ["ignore", "pipe", "pipe"] })
+      : spawn("npm", ["start"], { env: startEnv(port, dataDir), stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    child.stdout.on("data", (c: Buffer) => {
+      output += c
+    })
+    child.stderr.on("data", (c: Buffer) => {
+      output += c
+    })
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+    try {
+      expect(await untilReady(port), output).toBe(true)
+      child.kill("SIGTERM")
+      expect(
+        await Promise.race([exited, new Promise<"hung">((r) => setTimeout(() => r("hung"), 30_000))]),
+        output,
+      ).toBe(0)
+      // Stopped, not orphaned: the embedded Postgres was shut down by our process, the port is free.
+      expect(existsSync(join(dataDir, "postgres", "postmaster.pid")), output).toBe(false)
+      expect(existsSync(join(dataDir, "postgres.url"))).toBe(false)
+      await expect(send(port, `api.localhost:${port}`, "/healthz")).rejects.toThrow()
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+      rmSync(dataDir, { recursive: true, force: true })
+    }
   }, 90_000)
 
   it("when the embedded Postgres dies under it, /metrics still answers and SIGTERM still ends the process within a bound", async () => {

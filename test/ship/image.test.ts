@@ -151,7 +151,8 @@ describe("Dockerfile and compose.yaml, read", () => {
 
   it("the image's commands are the package's scripts: server, worker and migrate run exactly what npm run would", () => {
     const commands = entrypointCommands()
-    for (const name of ["server", "worker", "migrate"]) expect(commands[name], name).toBe(pkg.scripts[name])
+    // The package scripts `exec` node too, so a SIGTERM sent to npm reaches it (test/foundation/processes.test.ts).
+    for (const name of ["server", "worker", "migrate"]) expect(`exec ${commands[name]}`, name).toBe(pkg.scripts[name])
     expect(commands["cli"]).toBe('node dist/cli.js "$@"')
   })
 

@@ -74,7 +74,7 @@ describe("development tools stay out of the production dependencies", () => {
       expect(pkg.devDependencies[dev], dev).toBeDefined()
     }
     // `npm start` and `npm run cli` run TypeScript through tsx, which `npm install` installs.
-    expect(pkg.scripts["start"]).toBe("node --import tsx src/start.ts")
+    expect(pkg.scripts["start"]).toBe("exec node --import tsx src/start.ts")
   })
 
   it("`npm ci --omit=dev` is under 150 MB on disk (the figure the README states), without TypeScript's compiler", () => {
@@ -107,7 +107,7 @@ describe("development tools stay out of the production dependencies", () => {
   })
 
   it("`npm run migrate` without a build stops with one line asking for it, like server and worker", () => {
-    expect(pkg.scripts["migrate"]).toBe("node dist/migrate.js")
+    expect(pkg.scripts["migrate"]).toBe("exec node dist/migrate.js")
     expect(pkg.scripts["premigrate"]).toBe("node scripts/check-build.mjs")
     expect(readFileSync(join(ROOT, "scripts/check-build.mjs"), "utf8")).toContain('"dist/migrate.js"')
     // Called as npm calls it, in a folder without dist/.
