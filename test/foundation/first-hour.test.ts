@@ -10,7 +10,7 @@ import { inject } from "vitest"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { type TestApp, startApp } from "../support/app.js"
 import { send } from "../support/http.js"
-import { type Outcome, runEntry } from "../support/processes.js"
+import { type Outcome, runEntry, watchChild } from "../support/processes.js"
 
 // "The first hour" of issue 23, tried as a new user would: real `npm start` processes (node with
 // tsx as a loader, as the npm script runs it), killed and started again; real sockets; the CLI
@@ -45,26 +45,19 @@ const npmStart = async (env: Record<string, string>): Promise<Started> => {
     env: { PATH: process.env["PATH"]!, HOME: process.env["HOME"] ?? "/root", LOG_REQUESTS: "false", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   })
-  let output = ""
-  child.stdout.on("data", (c: Buffer) => {
-    output += c
-  })
-  child.stderr.on("data", (c: Buffer) => {
-    output += c
-  })
-  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+  const { output, exited } = watchChild(child)
   const port = Number(env["PORT"])
-  await waitFor(`npm start on ${port}: ${output}`, async () => {
+  await waitFor(`npm start on ${port}`, async () => {
     const ready = await send(port, `api.localhost:${port}`, "/readyz").then(
       (r) => r.status === 200,
       () => false,
     )
-    return ready && output.includes("Health:")
+    return ready && output().includes("Health:")
   }).catch((e) => {
     child.kill("SIGKILL")
-    throw new Error(`${(e as Error).message}\n${output}`)
+    throw new Error(`${(e as Error).message}\n${output()}`)
   })
-  return { child, output: () => output, exited }
+  return { child, output, exited }
 }
 
 const getBytes = (port: number, host: string, path: string) =>

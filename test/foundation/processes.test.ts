@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort } from "../../src/platform/embedded-postgres.js"
 import { send } from "../support/http.js"
 import { type TestApp, startApp } from "../support/app.js"
-import { type Outcome, runEntry } from "../support/processes.js"
+import { type Outcome, runEntry, watchChild } from "../support/processes.js"
 
 const TSX = join(process.cwd(), "node_modules/.bin/tsx")
 
@@ -238,23 +238,16 @@ describe("npm start with embedded Postgres", () => {
     const child = npmCli
       ? spawn(process.execPath, [npmCli, "start"], { env: startEnv(port, dataDir), stdio: ["ignore", "pipe", "pipe"] })
       : spawn("npm", ["start"], { env: startEnv(port, dataDir), stdio: ["ignore", "pipe", "pipe"] })
-    let output = ""
-    child.stdout.on("data", (c: Buffer) => {
-      output += c
-    })
-    child.stderr.on("data", (c: Buffer) => {
-      output += c
-    })
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+    const { output, exited } = watchChild(child)
     try {
-      expect(await untilReady(port), output).toBe(true)
+      expect(await untilReady(port), output()).toBe(true)
       child.kill("SIGTERM")
       expect(
         await Promise.race([exited, new Promise<"hung">((r) => setTimeout(() => r("hung"), 30_000))]),
-        output,
+        output(),
       ).toBe(0)
       // Stopped, not orphaned: the embedded Postgres was shut down by our process, the port is free.
-      expect(existsSync(join(dataDir, "postgres", "postmaster.pid")), output).toBe(false)
+      expect(existsSync(join(dataDir, "postgres", "postmaster.pid")), output()).toBe(false)
       expect(existsSync(join(dataDir, "postgres.url"))).toBe(false)
       await expect(send(port, `api.localhost:${port}`, "/healthz")).rejects.toThrow()
     } finally {
@@ -268,28 +261,12 @@ describe("npm start with embedded Postgres", () => {
     const port = await freePort()
     // As `npm start` runs it: node with tsx as a loader, so the signal reaches our runtime directly.
     const child = spawn(process.execPath, ["--import", "tsx", "src/start.ts"], {
-      env: { PATH: process.env["PATH"]!, PORT: String(port), DATA_DIR: dataDir, LOG_REQUESTS: "false" },
+      env: startEnv(port, dataDir),
       stdio: ["ignore", "pipe", "pipe"],
     })
-    let output = ""
-    child.stdout.on("data", (c: Buffer) => {
-      output += c
-    })
-    child.stderr.on("data", (c: Buffer) => {
-      output += c
-    })
-    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve))
+    const { output, exited } = watchChild(child)
     try {
-      const deadline = Date.now() + 60_000
-      let ready = false
-      while (!ready && Date.now() < deadline) {
-        ready = await send(port, `api.localhost:${port}`, "/readyz").then(
-          (r) => r.status === 200,
-          () => false,
-        )
-        if (!ready) await new Promise((r) => setTimeout(r, 250))
-      }
-      expect(ready, output).toBe(true)
+      expect(await untilReady(port), output()).toBe(true)
       // The postmaster dies (OOM killer, kill -9): its pid is the first line of postmaster.pid.
       const postmaster = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0])
       process.kill(postmaster, "SIGKILL")
@@ -301,7 +278,7 @@ describe("npm start with embedded Postgres", () => {
       child.kill("SIGTERM")
       // Before the fix it waited forever for the dead postmaster's exit event; now it takes well under a second.
       const code = await Promise.race([exited, new Promise<"hung">((r) => setTimeout(() => r("hung"), 10_000))])
-      expect(code, output).toBe(0)
+      expect(code, output()).toBe(0)
       expect(performance.now() - started).toBeLessThan(10_000)
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")

@@ -1,4 +1,5 @@
-import { spawn } from "node:child_process"
+import { type ChildProcessByStdio, spawn } from "node:child_process"
+import type { Readable } from "node:stream"
 import { join } from "node:path"
 
 const TSX = join(process.cwd(), "node_modules/.bin/tsx")
@@ -42,4 +43,18 @@ export const runCliJson = async (args: ReadonlyArray<string>, env: Record<string
     .split("\n")
     .filter((l) => l !== "")
   return { ...outcome, json: lines.length === 1 ? (JSON.parse(lines[0]!) as Record<string, any>) : undefined }
+}
+
+/** A long-running child's stdout and stderr together as they arrive, and its exit code. */
+export const watchChild = (child: ChildProcessByStdio<null, Readable, Readable>) => {
+  let output = ""
+  const collect = (c: Buffer) => {
+    output += c
+  }
+  child.stdout.on("data", collect)
+  child.stderr.on("data", collect)
+  return {
+    output: () => output,
+    exited: new Promise<number | null>((resolve) => child.on("exit", resolve)),
+  }
 }
