@@ -2,7 +2,7 @@ import { Effect, Layer, References } from "effect"
 import { AuditLive } from "./platform/audit.js"
 import { type AppConfig, ConfigFrom } from "./platform/config.js"
 import { Crypto, CryptoFromKeyring, type Keyring } from "./platform/crypto.js"
-import { DatabaseUrl, runMigrations, SqlLive } from "./platform/database.js"
+import { DatabaseUrl, PIPELINED_READ_CONNECTIONS, runMigrations, SqlLive } from "./platform/database.js"
 import { EventsLive } from "./platform/events/service.js"
 import { HmacDataKeysLive } from "./platform/hmac-data-keys.js"
 import { RateLimitCountersLive } from "./rate-limit/counters.js"
@@ -36,7 +36,7 @@ export interface AppLayerOptions {
 
 export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyring, options: AppLayerOptions = {}) => {
   const metrics = makeMetrics()
-  metrics.dbPoolMax.set(options.maxConnections ?? 10)
+  metrics.dbPoolMax.set((options.maxConnections ?? 10) + PIPELINED_READ_CONNECTIONS)
   const base = Layer.mergeAll(
     ConfigFrom(config),
     Layer.succeed(DatabaseUrl, databaseUrl),

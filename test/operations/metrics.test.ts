@@ -5,6 +5,7 @@ import { type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
 import { type Receiver, startReceiver } from "../webhooks/support.js"
 import { query } from "../login/support.js"
 import { type Call, type ConfidentialClient, emailOtpLogin, registerClient, sample, tokenRequest } from "./support.js"
+import { PIPELINED_READ_CONNECTIONS } from "../../src/platform/database.js"
 
 const TOKEN = "metrics-token-0123456789abcdef"
 
@@ -151,8 +152,8 @@ describe("the Prometheus endpoint (Management host /metrics)", () => {
     expect(sample(text, "authservice_webhook_deliveries_total", { outcome: "delivered" })).toBe(1)
     expect(sample(text, "authservice_jobs_total", { task: "send_login_code", outcome: "completed" })).toBe(1)
     expect(sample(text, "authservice_job_duration_seconds_count", { task: "send_login_code" })).toBe(1)
-    // Pools: this process's SQL pool maximum, live connections, the job runner's pool.
-    expect(sample(text, "authservice_db_pool_max_connections")).toBe(6)
+    // Pools: this process's SQL connections at most (a pool of 6 here, and 2 for pipelined reads), live connections, the job runner's pool.
+    expect(sample(text, "authservice_db_pool_max_connections")).toBe(6 + PIPELINED_READ_CONNECTIONS)
     expect(sample(text, "authservice_db_connections", { pool: "sql", state: "active" })).toBeGreaterThanOrEqual(1)
     expect(sample(text, "authservice_worker_db_pool_connections", { state: "total" })).toBeGreaterThanOrEqual(1)
     // Process metrics from prom-client's defaults.

@@ -121,7 +121,7 @@ export const makeMetrics = () => {
     dbPoolMax: new Gauge({
       ...metric,
       name: "authservice_db_pool_max_connections",
-      help: "The configured maximum of this process's SQL pool",
+      help: "The most Postgres connections this process's SQL clients may hold: the pool and the pipelined reads",
     }),
     workerPool: new Gauge({
       ...metric,
