@@ -5,7 +5,7 @@ import type { SqlClient } from "effect/sql"
  * A second Postgres client for the token endpoint's lock-free reads (the refresh's family, the
  * code exchange's code): two connections, each carrying up to 16 statements of concurrent
  * requests written together, so Postgres wakes once for many reads instead of once per read
- * (docs/decisions/performance.md, "Pipelined reads").
+ * (docs/decisions/performance.md, "Pipelined reads on the token endpoint").
  *
  * Only statements that never wait for a row lock may go through it: a statement pipelined
  * behind one that waits holds up every request sharing its connection, and the driver cannot

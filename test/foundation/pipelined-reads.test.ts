@@ -62,7 +62,10 @@ describe("pipelined reads", () => {
     expect(elapsed).toBeLessThan(2_500)
     const sleeping = await run(
       SqlClient.SqlClient.use(
-        (sql) => sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where query = 'select pg_sleep(3)'`,
+        (sql) =>
+          sql<{
+            n: number
+          }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and query = 'select pg_sleep(3)'`,
       ),
     )
     expect(Exit.isSuccess(sleeping) && sleeping.value).toEqual([{ n: 1 }])
@@ -72,7 +75,7 @@ describe("pipelined reads", () => {
         Effect.repeat(
           sql<{
             n: number
-          }>`select count(*)::int as n from pg_stat_activity where query = 'select pg_sleep(3)' and state = 'active'`,
+          }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and query = 'select pg_sleep(3)' and state = 'active'`,
           {
             until: (rows) => rows[0]!.n === 0,
             schedule: Schedule.spaced("50 millis"),
