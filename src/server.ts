@@ -1,11 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Clock, Effect, Layer, Tracer } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { LiveStateCache, LiveStateCacheLive } from "./oidc/access-token/live-cache.js"
 import { Config } from "./platform/config.js"
 import { CurrentMetrics } from "./platform/observability/metrics.js"
 import { makeHttpApp } from "./http/app.js"
+import { makeListenerSpans } from "./http/listener-spans.js"
 import { makeFastLane } from "./oidc/access-token/fast-lane.js"
 import { makeUserinfoFromMemory } from "./oidc/userinfo/from-memory.js"
 import { makeIntrospectionFromMemory } from "./oidc/introspect/from-memory.js"
@@ -30,9 +31,6 @@ export const HttpServerLive = (port: number, host?: string) =>
       const app = yield* makeHttpApp(allRoutes(config))
 
       const metrics = yield* CurrentMetrics
-      // With a tracer that exports (OTLP), every request goes through the application and gets
-      // its server span; memory answers are for the untraced (native tracer) case only.
-      const traced = (yield* Tracer.Tracer) !== Tracer.nativeTracer
       const liveCache = yield* LiveStateCache
       let handOff: (request: IncomingMessage, response: ServerResponse) => void = () => {}
       const fastLane = makeFastLane({
@@ -43,6 +41,7 @@ export const HttpServerLive = (port: number, host?: string) =>
         answer: liveCache.answer,
         computeUserinfo: makeUserinfoFromMemory(liveCache, clock),
         computeIntrospection: makeIntrospectionFromMemory(liveCache, clock, yield* makeIntrospectionCounter),
+        recordSpan: yield* makeListenerSpans,
         handOff: (request, response) => handOff(request, response),
       })
 
@@ -53,7 +52,7 @@ export const HttpServerLive = (port: number, host?: string) =>
         emit("request", request, response)
       }
       server.emit = ((event: string, ...args: Array<unknown>) =>
-        event === "request" && !traced && fastLane(args[0] as IncomingMessage, args[1] as ServerResponse)
+        event === "request" && fastLane(args[0] as IncomingMessage, args[1] as ServerResponse)
           ? true
           : emit(event, ...args)) as typeof server.emit
       server.once("close", answers.close)

@@ -1,9 +1,11 @@
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { SpanKind } from "@opentelemetry/api"
+import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { TestResponse } from "../support/http.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { type SmtpSink, startSmtpSink, uniqueEmail } from "../login/support.js"
-import { type ConfidentialClient, emailOtpLogin, type LoggedIn, registerClient } from "./support.js"
+import { type ConfidentialClient, emailOtpLogin, type LoggedIn, registerClient, sample } from "./support.js"
 
 const exporter = new InMemorySpanExporter()
 let app: TestApp
@@ -103,6 +105,49 @@ describe("OpenTelemetry spans of one login (in-memory exporter)", () => {
     expect(job.attributes["job.attempt"]).toBe(1)
     expect(descendants(job).map((s) => s.name)).toContain("jobs.sendLoginCode")
     expect(statementsUnder(job).length).toBeGreaterThan(0)
+  })
+
+  it("an answer the listener gives from memory is a server span too, with the application's attributes and an inbound parent", async () => {
+    const userinfo = (headers: Record<string, string> = {}) =>
+      app.request(app.config.canonicalIssuerHost, `/e/${b.environment_id}/oauth2/userinfo`, {
+        headers: { authorization: `Bearer ${login.tokens.access_token}`, "user-agent": "trace-test", ...headers },
+      })
+    const answeredByListener = async () => {
+      const metrics = await app.request(app.config.managementHost, "/metrics")
+      return ["replayed", "computed"]
+        .map((how) => sample(metrics.text, "authservice_listener_answers_total", { endpoint: "userinfo", how }) ?? 0)
+        .reduce((a, n) => a + n, 0)
+    }
+    // The application's answer first: the listener then holds it.
+    const first = await userinfo()
+    expect(first.status).toBe(200)
+    const before = await answeredByListener()
+    const traceId = randomBytes(16).toString("hex")
+    const parentId = randomBytes(8).toString("hex")
+    const second = await userinfo({ traceparent: `00-${traceId}-${parentId}-01` })
+    expect(second.status).toBe(200)
+    expect(await answeredByListener()).toBe(before + 1)
+
+    const route = "/e/{environment_id}/oauth2/userinfo"
+    const ofRequest = (res: TestResponse) =>
+      spans().filter(
+        (s) => s.kind === SpanKind.SERVER && s.attributes["app.request_id"] === res.headers["x-request-id"],
+      )
+    const [application] = ofRequest(first)
+    const [listener] = ofRequest(second)
+    expect(application).toBeDefined()
+    expect(listener).toBeDefined()
+    expect(listener!.name).toBe("GET")
+    expect(listener!.spanContext().traceId).toBe(traceId)
+    expect(parentOf(listener!)).toBe(parentId)
+    expect(listener!.attributes).toEqual({
+      ...application!.attributes,
+      "app.request_id": second.headers["x-request-id"],
+    })
+    expect(listener!.attributes["http.route"]).toBe(route)
+    expect(listener!.attributes["http.response.status_code"]).toBe(200)
+    expect(listener!.attributes["user_agent.original"]).toBe("trace-test")
+    expect(listener!.status.code).toBe(application!.status.code)
   })
 
   it("no span carries the code, a token, the client secret or the email address", () => {

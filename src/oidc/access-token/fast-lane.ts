@@ -9,6 +9,7 @@ import type { AppMetrics } from "../../platform/observability/metrics.js"
 import { newRequestId } from "../../platform/request-id.js"
 import { clientIp } from "../../platform/trust-proxy.js"
 import type { IntrospectionRequest } from "../introspect/from-memory.js"
+import type { RecordListenerSpan } from "../../http/listener-spans.js"
 import { logRequest } from "../../http/log.js"
 import { type StaticAnswersApi, writeStaticAnswer } from "../../http/static-answers.js"
 
@@ -25,8 +26,8 @@ import { type StaticAnswersApi, writeStaticAnswer } from "../../http/static-answ
  *   own checks when everything they need is in memory (src/oidc/userinfo/from-memory.ts,
  *   src/oidc/introspect/from-memory.ts; introspection's count against its limit included).
  * Everything else, every first request and every refusal, goes through the application
- * unchanged. A memory answer gets its own request id, its request metrics and its log line,
- * like every other answer.
+ * unchanged. A memory answer gets its own request id, its request metrics, its log line and,
+ * while traces are exported, its server span (src/http/listener-spans.ts), like every other answer.
  */
 
 /** A request the lane may answer from memory: method, canonical host, target and headers. */
@@ -59,6 +60,8 @@ export interface FastLaneDependencies {
    * the application must answer after all.
    */
   readonly computeIntrospection?: (request: IntrospectionRequest) => Promise<RememberedAnswer | undefined> | undefined
+  /** Records each answer's server span while traces are exported (src/http/listener-spans.ts). */
+  readonly recordSpan?: RecordListenerSpan | undefined
   /** Hands a request to the Effect application (after the lane read its body, put back). */
   readonly handOff: (request: IncomingMessage, response: ServerResponse) => void
 }
@@ -78,13 +81,17 @@ export const makeFastLane = (d: FastLaneDependencies) => {
     }
     metrics.httpRequests.inc(labels)
     metrics.httpDuration.observe(labels, duration / 1000)
+    // Traces exported: the answer's server span, as the application's answers have one.
+    const spanTraceId = d.recordSpan?.(request, { route: labels.route, status, requestId, started })
     if (config.logRequests) {
-      const traceId = Option.getOrUndefined(
-        Option.map(
-          HttpTraceContext.fromHeaders(Headers.fromRecordUnsafe(request.headers as Record<string, string>)),
-          (c) => c.traceId,
-        ),
-      )
+      const traceId =
+        spanTraceId ??
+        Option.getOrUndefined(
+          Option.map(
+            HttpTraceContext.fromHeaders(Headers.fromRecordUnsafe(request.headers as Record<string, string>)),
+            (c) => c.traceId,
+          ),
+        )
       logRequest(config, {
         at: clock.currentTimeMillisUnsafe(),
         requestId,
