@@ -37,10 +37,13 @@ const signIn = async () => {
   return { sessionId: minted.sessionId, refreshToken: res.json.refresh_token as string }
 }
 
-/** Until some statement waits for a lock the test's transaction holds. */
+/** Until a statement of this test's database waits for a lock (other test files share the server). */
 const untilWaiting = async () => {
   for (;;) {
-    const rows = await queryRows<{ n: number }>(app, "select count(*)::int as n from pg_locks where not granted")
+    const rows = await queryRows<{ n: number }>(
+      app,
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
+    )
     if (rows[0]!.n > 0) return
   }
 }
