@@ -1,5 +1,5 @@
 import type { SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Tracer } from "effect"
 import type { AppConfig, OtlpProtocol } from "../config.js"
 import { DEFAULT_SERVICE_NAME } from "./otel-resource.js"
 import { reportingExporter } from "./trace-export-failures.js"
@@ -24,7 +24,17 @@ export const tracingLayer = (
         import("@opentelemetry/resources"),
       ])
       const processor = await makeProcessor()
-      return OtelTracer.layer.pipe(
+      // @effect/opentelemetry's tracer also has a `context` hook that builds an OpenTelemetry
+      // context around every step of a traced fiber, for libraries that read the active OTel span.
+      // None here does (no context manager is registered, so the API's `active()` is always the
+      // root and the contexts it builds are dropped unread), and it was a tenth of the server's CPU
+      // on a traced grant (docs/decisions/performance.md, "With traces exported"): spans only.
+      const spansOnly = Layer.effect(
+        Tracer.Tracer,
+        Effect.map(OtelTracer.make, (otel) => Tracer.make({ span: (options) => otel.span(options) })),
+      )
+      return spansOnly.pipe(
+        Layer.provideMerge(OtelTracer.layerTracer),
         Layer.provide(
           Layer.effect(
             OtelTracer.OtelTracerProvider,
