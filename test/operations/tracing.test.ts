@@ -1,6 +1,7 @@
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { SpanKind } from "@opentelemetry/api"
 import { randomBytes } from "node:crypto"
+import { Effect, Tracer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { TestResponse } from "../support/http.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
@@ -148,6 +149,12 @@ describe("OpenTelemetry spans of one login (in-memory exporter)", () => {
     expect(listener!.attributes["http.response.status_code"]).toBe(200)
     expect(listener!.attributes["user_agent.original"]).toBe("trace-test")
     expect(listener!.status.code).toBe(application!.status.code)
+  })
+
+  it("the tracer makes spans only: no OpenTelemetry context is built around each step of a fiber (nothing reads it)", async () => {
+    const tracer = await app.run(Effect.map(Tracer.Tracer, (t) => t))
+    expect(tracer).not.toBe(Tracer.nativeTracer)
+    expect(tracer.context).toBeUndefined()
   })
 
   it("no span carries the code, a token, the client secret or the email address", () => {
