@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { housekeeping } from "../../src/jobs/housekeeping.js"
+import { TASKS } from "../../src/platform/jobs.js"
 import { makeSender, WebhookSender } from "../../src/webhooks/delivery/send.js"
 import { RESPONSE_SNIPPET_BYTES } from "../../src/webhooks/delivery/exchange.js"
 import { deliverAttempt, EXCHANGE_RETENTION_MS } from "../../src/webhooks/tasks.js"
@@ -286,6 +287,18 @@ describe("a webhook attempt's request and response (GET /v1/webhooks/{id}/delive
     expect((await detail(hook.id, attempt!.id)).json.response.body).toBe("personal data maybe")
 
     await age(EXCHANGE_RETENTION_MS + 60_000)
+    // The outbox keeps an event while its fan-out job exists, and the worker deletes a finished
+    // job in a batch a moment after the attempt settled: wait for that, as the daily run would.
+    for (;;) {
+      const [fanOut] = await sqlRows<{ n: number }>(
+        app,
+        `select count(*)::int as n from graphile_worker.jobs j join webhook_deliveries d on j.key = $2 || d.event_id
+        where d.id = $1`,
+        [attempt!.id, `${TASKS.webhookFanout.name}:`],
+      )
+      if (fanOut!.n === 0) break
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
     await app.run(housekeeping)
     const res = await detail(hook.id, attempt!.id)
     expect(res.status, res.text).toBe(200)
