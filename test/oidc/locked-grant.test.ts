@@ -52,41 +52,43 @@ const untilWaiting = async () => {
 const answered = (request: Promise<TestResponse>) =>
   Promise.race([request.then(() => true), new Promise<boolean>((resolve) => setImmediate(() => resolve(false)))])
 
+/**
+ * Holds `table`'s row of the held grant's session in another transaction; the held grant is sent
+ * and waits, then every other grant is answered 200 while it still waits, and it is answered 200
+ * once the row is released.
+ */
+const whileRowHeld = async <T>(
+  table: "refresh_families" | "authorization_codes",
+  held: T & { readonly sessionId: string },
+  grant: (of: T) => Promise<TestResponse>,
+  others: ReadonlyArray<T>,
+) => {
+  await db.query("begin")
+  try {
+    await db.query(`select 1 from ${table} where session_id = $1 for update`, [held.sessionId])
+    const waiting = grant(held)
+    await untilWaiting()
+    const results = await Promise.all(others.map(grant))
+    expect(results.map((r) => r.status)).toEqual(others.map(() => 200))
+    expect(await answered(waiting)).toBe(false)
+    await db.query("commit")
+    expect((await waiting).status).toBe(200)
+  } finally {
+    await db.query("rollback").catch(() => undefined)
+  }
+}
+
 describe("a grant waiting for a locked row holds up no other grant", () => {
   it("refresh: while another transaction holds one family's row, that refresh waits and the others rotate", async () => {
     const held = await signIn()
     const others = await Promise.all(Array.from({ length: OTHERS }, signIn))
-    await db.query("begin")
-    try {
-      await db.query("select 1 from refresh_families where session_id = $1 for update", [held.sessionId])
-      const waiting = refresh(app, env, spa, held.refreshToken)
-      await untilWaiting()
-      const results = await Promise.all(others.map((o) => refresh(app, env, spa, o.refreshToken)))
-      expect(results.map((r) => r.status)).toEqual(others.map(() => 200))
-      expect(await answered(waiting)).toBe(false)
-      await db.query("commit")
-      expect((await waiting).status).toBe(200)
-    } finally {
-      await db.query("rollback").catch(() => undefined)
-    }
+    await whileRowHeld("refresh_families", held, (s) => refresh(app, env, spa, s.refreshToken), others)
   })
 
   it("code exchange: while another transaction holds one code's row, that exchange waits and the others are answered", async () => {
     const user = await createUser(app, env)
     const held = await mintCode(app, env, spa, user)
     const others = await Promise.all(Array.from({ length: OTHERS }, () => mintCode(app, env, spa, user)))
-    await db.query("begin")
-    try {
-      await db.query("select 1 from authorization_codes where session_id = $1 for update", [held.sessionId])
-      const waiting = exchangeCode(app, env, spa, held)
-      await untilWaiting()
-      const results = await Promise.all(others.map((minted) => exchangeCode(app, env, spa, minted)))
-      expect(results.map((r) => r.status)).toEqual(others.map(() => 200))
-      expect(await answered(waiting)).toBe(false)
-      await db.query("commit")
-      expect((await waiting).status).toBe(200)
-    } finally {
-      await db.query("rollback").catch(() => undefined)
-    }
+    await whileRowHeld("authorization_codes", held, (minted) => exchangeCode(app, env, spa, minted), others)
   })
 })
