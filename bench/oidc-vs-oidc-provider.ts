@@ -27,7 +27,9 @@
 // cannot reach from one our server misses; its families are exchanged by our server, a third pool
 // per round, so run it with the grant scenarios: beside the *-fresh ones it outgrows the
 // verified-signature memory), BENCH_PROFILE=1 (our server under --cpu-prof, profiles
-// in /tmp/authservice-prof),
+// in /tmp/authservice-prof; wall-time samples of the main thread), BENCH_PERF=1 (our server under
+// Linux `perf` during each of its measured runs: on-CPU samples of every thread, kernel included,
+// summarised per scenario by what they were spent on; bench/perf-profile.ts),
 // BENCH_SOAK_MINUTES (our server alone under a mixed workload for that long; RSS every 30 s).
 //
 // With BENCH_PEER_POSTGRES=1 oidc-provider also runs with a Postgres adapter (the shape of its
@@ -46,9 +48,11 @@ import { SignJWT } from "jose"
 import pg from "pg"
 import { derToRaw } from "../src/oidc/tokens/jws.js"
 import { freePort } from "../src/platform/embedded-postgres.js"
+import { PERF_NODE_OPTIONS, startPerf, summarisePerf } from "./perf-profile.js"
 import {
   AS_DEPLOYED,
   bootstrap,
+  childPids,
   type LoadResult,
   load,
   samplesOf,
@@ -62,6 +66,7 @@ import {
 } from "./support.js"
 
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 5)
+const PERF = process.env["BENCH_PERF"] === "1"
 const CONNECTIONS = 32
 const CODES = Number(process.env["BENCH_CODES"] ?? 150_000)
 const RESOURCE = "https://api.example.com"
@@ -365,8 +370,12 @@ async function main() {
     env: {
       ...AS_DEPLOYED,
       ...(process.env["BENCH_PROFILE"] ? { NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=/tmp/authservice-prof" } : {}),
+      ...(PERF ? { NODE_OPTIONS: PERF_NODE_OPTIONS } : {}),
     },
   })
+  // The server's own process (server.pid is the tsx launcher that started it).
+  const serverPid = childPids(server.pid)[0] ?? server.pid
+  const perfFiles: Record<string, Array<string>> = {}
   const env = bootstrap(server.env)
   const ours = await seedOurs(server.port, server.env["DATABASE_URL"]!, env, server.cpu)
   const postgresCpu = () => server.cpu().postgres
@@ -415,7 +424,13 @@ async function main() {
         const before = t.cpu()
         const loadBefore = process.cpuUsage()
         const machineBefore = machineCpuSeconds()
+        const perfFile = join(tmpdir(), `authservice-perf-${scenario}-${round}.data`)
+        const stopPerf = PERF && t === ours ? startPerf(serverPid, perfFile) : undefined
         const run = await runScenario(scenario, t, p)
+        if (stopPerf) {
+          await stopPerf()
+          perfFiles[scenario] = [...(perfFiles[scenario] ?? []), perfFile]
+        }
         const after = t.cpu()
         const loadUsed = process.cpuUsage(loadBefore)
         const machineAfter = machineCpuSeconds()
@@ -444,6 +459,10 @@ async function main() {
       console.log(`${name} ${k}: ${v.map((x) => Math.round(x.rps)).join(", ")} req/s`)
   }
   report(results, scenarios)
+  for (const [scenario, files] of Object.entries(perfFiles)) {
+    console.log(`\non-CPU samples of our server, ${scenario} (perf, every thread):`)
+    for (const row of summarisePerf(files)) console.log(`| ${row.category} | ${row.percent.toFixed(1)} % |`)
+  }
   console.log(`load average at end: ${load1()}`)
   for (const t of targets) await t.stop()
   await server.stop()

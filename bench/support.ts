@@ -90,10 +90,13 @@ export const startServer = async (
   }
   // BENCH_SERVER_LOG=<file>: the server's stdout (warnings, errors) goes there instead of nowhere.
   const log = process.env["BENCH_SERVER_LOG"]
-  // BENCH_COMPILED=1: the compiled build (dist/, `npm run build` first), as production runs it.
-  const compiled = (entry: string) =>
-    process.env["BENCH_COMPILED"] ? entry.replace(/^src\/(.*)\.ts$/, "dist/$1.js") : entry
-  const child = spawn(TSX, [compiled(options.entry ?? "src/main.ts")], {
+  // BENCH_COMPILED=1: the compiled build (dist/, `npm run build` first), run by node alone as
+  // production runs it (`npm run server`), not through tsx's loader.
+  const launch = (entry: string): [string, Array<string>] =>
+    process.env["BENCH_COMPILED"]
+      ? [process.execPath, [entry.replace(/^src\/(.*)\.ts$/, "dist/$1.js")]]
+      : [TSX, [entry]]
+  const child = spawn(...launch(options.entry ?? "src/main.ts"), {
     env,
     stdio: ["ignore", log ? openSync(log, "w") : "ignore", "inherit"],
   })
@@ -101,7 +104,7 @@ export const startServer = async (
   // options.worker: src/worker.ts in its own process beside the server (production's layout), so
   // the jobs a request queues (events, mail) are charged to the run like the server's own work.
   const worker = options.worker
-    ? spawn(TSX, [compiled("src/worker.ts")], {
+    ? spawn(...launch("src/worker.ts"), {
         env,
         stdio: ["ignore", log ? openSync(`${log}.worker`, "w") : "ignore", "inherit"],
       })
