@@ -373,7 +373,8 @@ async function main() {
       ...(PERF ? { NODE_OPTIONS: PERF_NODE_OPTIONS } : {}),
     },
   })
-  // The server's own process (server.pid is the tsx launcher that started it).
+  // The server's own process: server.pid itself when node runs the compiled build, else the
+  // process the tsx launcher started.
   const serverPid = childPids(server.pid)[0] ?? server.pid
   const perfFiles: Record<string, Array<string>> = {}
   const env = bootstrap(server.env)
