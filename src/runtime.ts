@@ -6,6 +6,7 @@ import { DatabaseUrl, PIPELINED_READ_CONNECTIONS, runMigrations, SqlLive } from 
 import { EventsLive } from "./platform/events/service.js"
 import { HmacDataKeysLive } from "./platform/hmac-data-keys.js"
 import { RateLimitCountersLive } from "./rate-limit/counters.js"
+import { RateLimitLeasesLive } from "./rate-limit/leases.js"
 import { DnsResolverLive } from "./management/domains/dns.js"
 import { IdsLive } from "./platform/ids.js"
 import { KeysLive } from "./platform/keys/service.js"
@@ -57,7 +58,7 @@ export const AppLayer = (config: AppConfig, databaseUrl: string, keyring: Keyrin
   }).pipe(Layer.provide(base))
   const ids = IdsLive.pipe(Layer.provide(base))
   const hmacDataKeys = HmacDataKeysLive.pipe(Layer.provide(Layer.mergeAll(base, sql)))
-  const rateLimitCounters = RateLimitCountersLive.pipe(Layer.provide(sql))
+  const rateLimitCounters = RateLimitLeasesLive.pipe(Layer.provideMerge(RateLimitCountersLive), Layer.provide(sql))
   const foundation = Layer.mergeAll(base, sql, ids, hmacDataKeys, rateLimitCounters)
   const keys = KeysLive.pipe(Layer.provide(foundation))
   const platform = Layer.mergeAll(EventsLive, AuditLive, keys, TenancyLive.pipe(Layer.provide(keys))).pipe(

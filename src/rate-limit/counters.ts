@@ -19,23 +19,27 @@ export class RateLimitCounters extends Context.Service<
     /** Adds one hit to a fixed window and returns the window's count with it (committed). */
     readonly hit: (hit: CounterHit) => Effect.Effect<number>
     /**
-     * `hit` without a fiber, outside any transaction (the listener's answers from memory, which
-     * have no request fiber): the same groups, the same count.
+     * Adds `hits` (default 1) without a fiber, outside any transaction (the leases of
+     * ./leases.ts): the same groups; the count returned includes this call's hits and every
+     * hit grouped before them.
      */
-    readonly hitUnsafe: (hit: CounterHit) => Promise<number>
+    readonly hitUnsafe: (hit: CounterHit, hits?: number) => Promise<number>
   }
 >()("rate-limit/RateLimitCounters") {}
 
 interface Waiting {
   readonly hit: CounterHit
+  readonly hits: number
   readonly done: (count: number) => void
   readonly fail: (defect: unknown) => void
 }
 
-const keyOf = (h: { environmentId: string; bucket: string; subject: string; windowStart: Date }) =>
+const sumOf = (waiting: ReadonlyArray<Waiting>) => waiting.reduce((sum, w) => sum + w.hits, 0)
+
+export const keyOf = (h: { environmentId: string; bucket: string; subject: string; windowStart: Date }) =>
   `${h.environmentId}\u0000${h.bucket}\u0000${h.subject}\u0000${h.windowStart.getTime()}`
 
-/** One group: the sum per window in one statement, then each hit's own count in arrival order. */
+/** One group: the sum per window in one statement, then each caller's own count in arrival order. */
 const commitGroup = Effect.fnUntraced(function* (group: ReadonlyArray<Waiting>) {
   const byWindow = new Map<string, Array<Waiting>>()
   for (const w of group) {
@@ -45,7 +49,7 @@ const commitGroup = Effect.fnUntraced(function* (group: ReadonlyArray<Waiting>) 
     else list.push(w)
   }
   const exit = yield* Effect.exit(
-    hitMany([...byWindow.values()].map((waiting) => ({ ...waiting[0]!.hit, hits: waiting.length }))),
+    hitMany([...byWindow.values()].map((waiting) => ({ ...waiting[0]!.hit, hits: sumOf(waiting) }))),
   )
   if (Exit.isFailure(exit)) {
     const defect = Cause.squash(exit.cause)
@@ -54,8 +58,11 @@ const commitGroup = Effect.fnUntraced(function* (group: ReadonlyArray<Waiting>) 
   }
   const totals = new Map(exit.value.map((row) => [keyOf(row), row.hits]))
   for (const [key, waiting] of byWindow) {
-    const total = totals.get(key)!
-    for (const [i, w] of waiting.entries()) w.done(total - waiting.length + i + 1)
+    let count = totals.get(key)! - sumOf(waiting)
+    for (const w of waiting) {
+      count += w.hits
+      w.done(count)
+    }
   }
 })
 
@@ -74,13 +81,14 @@ export const RateLimitCountersLive = Layer.effect(
       Effect.callback<number>((resume) => {
         Queue.offerUnsafe(queue, {
           hit,
+          hits: 1,
           done: (count) => resume(Effect.succeed(count)),
           fail: (defect) => resume(Effect.die(defect)),
         })
       })
-    const hitUnsafe = (hit: CounterHit) =>
+    const hitUnsafe = (hit: CounterHit, hits = 1) =>
       new Promise<number>((done, fail) => {
-        Queue.offerUnsafe(queue, { hit, done, fail })
+        Queue.offerUnsafe(queue, { hit, hits, done, fail })
       })
     // Inside a transaction the hit runs on the transaction's connection, as it did before
     // grouping: a group's statement needs a pooled connection, and transactions waiting for

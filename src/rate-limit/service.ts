@@ -6,6 +6,7 @@ import { countWith } from "../platform/observability/metrics.js"
 import { ipv6Networks } from "../platform/ip-prefix.js"
 import { type AddressLimits, addressSubject, type Limit } from "./limits.js"
 import { RateLimitCounters } from "./counters.js"
+import { RateLimitLeases } from "./leases.js"
 import * as repo from "./repo.js"
 import { withCallSpan } from "../platform/observability/span.js"
 
@@ -46,14 +47,22 @@ export const count = Effect.fnUntraced(function* (environmentId: string, limit: 
 })
 
 /**
- * Counts one hit and refuses it with 429 `rate_limited` (with `Retry-After`: the end of the
- * window) when the window already holds `limit` hits. The count commits on its own, even
- * when the request is refused (call it outside the business transaction).
+ * Admits one hit or refuses it with 429 `rate_limited` (with `Retry-After`: the end of the
+ * window) when the window's `limit` hits are taken, through this process's lease of the window
+ * (./leases.ts). What the lease reserved is committed on its own, whether the request then
+ * succeeds or not (call it outside the business transaction).
  */
 export const consume = (environmentId: string, limit: Limit, subject: string) =>
   Effect.gen(function* () {
-    const counted = yield* count(environmentId, limit, subject)
-    if (counted.hits > limit.limit) return yield* refuse(limit, counted.retryAfterSeconds)
+    const crypto = yield* Crypto
+    const now = yield* Clock.currentTimeMillis
+    const w = windowOf(now, limit.windowMs)
+    const leases = yield* RateLimitLeases
+    const admitted = yield* leases.admit(
+      { environmentId, bucket: limit.bucket, subject: subjectOf(crypto, limit, subject), ...w },
+      limit.limit,
+    )
+    if (!admitted) return yield* refuse(limit, w.retryAfterSeconds)
   }).pipe(withCallSpan("RateLimit.consume", { attributes: { bucket: limit.bucket } }))
 
 /** One limit of a chain and the subject it counts. */
@@ -63,11 +72,10 @@ export interface Step {
 }
 
 /**
- * Counts a chain of limits, narrowest first, and refuses at the first that is full: a request
- * refused by a narrower limit is not counted by the wider ones; each count commits even when
- * the request is refused (call it outside the business transaction). Each step is a hit of the
- * grouped counters (./counters.ts): under concurrency one statement counts the same step of many
- * requests, and a hot row (the Environment's ceiling) is updated once per group.
+ * Admits a chain of limits, narrowest first, and refuses at the first that is full: a request
+ * refused by a narrower limit takes nothing of the wider ones (call it outside the business
+ * transaction). Each step takes from this process's lease of its window (./leases.ts): a hot
+ * row (the Environment's ceiling) is updated once per block of hits, not once per request.
  */
 export const consumeAll = Effect.fnUntraced(function* (environmentId: string, steps: ReadonlyArray<Step>) {
   for (const step of steps) yield* consume(environmentId, step.limit, step.subject)
@@ -78,14 +86,14 @@ const SUBJECT_MEMORY = 4_096
 
 /**
  * `consumeAll` without a fiber, for the listener's answers from memory (src/oidc/introspect/from-memory.ts):
- * the same hits, in the same order, through the same grouped counters, under the same Clock. The
- * counter resolves true when every step was within its limit and false at the first that was
- * not (that request's 429 is the application's to give); it rejects when a count failed.
+ * the same hits, in the same order, from the same leases, under the same Clock. The counter
+ * resolves true when every step was within its limit and false at the first that was not (that
+ * request's 429 is the application's to give); it rejects when a reservation failed.
  */
 export const makeChainCounter = Effect.gen(function* () {
   const crypto = yield* Crypto
   const clock = yield* Clock.Clock
-  const counters = yield* RateLimitCounters
+  const leases = yield* RateLimitLeases
   // The same few callers (a resource server's client and address) ask again and again: their
   // subjects' HMACs are kept (two per request were 6% of the listener's CPU), under the key that
   // made them, so a master-key switch makes new ones.
@@ -103,14 +111,15 @@ export const makeChainCounter = Effect.gen(function* () {
   return async (environmentId: string, steps: ReadonlyArray<Step>) => {
     for (const step of steps) {
       const w = windowOf(clock.currentTimeMillisUnsafe(), step.limit.windowMs)
-      const hits = await counters.hitUnsafe({
+      const hit = {
         environmentId,
         bucket: step.limit.bucket,
         subject: subjectFor(step.limit, step.subject),
         windowStart: w.windowStart,
         windowEnd: w.windowEnd,
-      })
-      if (hits > step.limit.limit) return false
+      }
+      const taken = leases.admitUnsafe(hit, step.limit.limit)
+      if (!(typeof taken === "boolean" ? taken : await taken)) return false
     }
     return true
   }

@@ -1,0 +1,144 @@
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { RateLimitLeasesLive } from "../../src/rate-limit/leases.js"
+import type { Limit } from "../../src/rate-limit/limits.js"
+import * as rateLimit from "../../src/rate-limit/service.js"
+import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
+
+// Admission limits take hits from a per-process lease of the window (src/rate-limit/leases.ts):
+// a block of an eighth of what is left, reserved in the counter row; near the limit one hit at a
+// time. No replica admits past the limit; a window seen full refuses without a statement.
+
+let app: TestApp
+let b: Bootstrapped
+beforeAll(async () => {
+  app = await startApp()
+  b = await app.bootstrap()
+})
+afterAll(() => app?.close())
+
+const limit = (bucket: string, max: number): Limit => ({ bucket, limit: max, windowMs: 60_000 })
+
+const storedHits = async (bucket: string) => {
+  const rows = await app.run(
+    SqlClient.SqlClient.use(
+      (sql) =>
+        sql<{ hits: number | null }>`select sum(hits)::int as hits from rate_limit_counters
+          where environment_id = ${b.environment_id} and bucket = ${bucket}`,
+    ),
+  )
+  return rows[0]!.hits ?? 0
+}
+
+/** `n` concurrent admissions: "allowed" or the failure's tag, each. */
+const admissions = (l: Limit, n: number, subject = "subject") =>
+  Effect.all(
+    Array.from({ length: n }, () =>
+      Effect.match(rateLimit.consume(b.environment_id, l, subject), {
+        onFailure: (e) => e._tag,
+        onSuccess: () => "allowed",
+      }),
+    ),
+    { concurrency: "unbounded" },
+  )
+
+const allowed = (answers: ReadonlyArray<string>) => answers.filter((a) => a === "allowed").length
+
+/** Another replica: leases of its own over the same counters. */
+const asAnotherReplica = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(effect, Layer.fresh(RateLimitLeasesLive))
+
+describe("rate-limit leases", () => {
+  it("one block at a time, an eighth of what is left: 200 concurrent admissions of a limit of 1,000 reserve 125 + 109 hits", async () => {
+    const l = limit("lease:blocks", 1_000)
+    const answers = await app.run(admissions(l, 200))
+    expect(allowed(answers)).toBe(200)
+    // The first block (1000 / 8) admits 125; the other 75 wait for the next, (1000 - 125) / 8.
+    expect(await storedHits(l.bucket)).toBe(125 + 109)
+  })
+
+  it("near the limit every hit is reserved alone: a limit of 10 admits exactly 10 of 30 concurrent, and the row holds 10", async () => {
+    const l = limit("lease:exact", 10)
+    const answers = await app.run(admissions(l, 30))
+    expect(allowed(answers)).toBe(10)
+    expect(answers.filter((a) => a === "RateLimited")).toHaveLength(20)
+    expect(await storedHits(l.bucket)).toBe(10)
+  })
+
+  it("two replicas together never admit past the limit, and spend every hit of it", async () => {
+    const l = limit("lease:replicas", 100)
+    const [first, second] = await app.run(
+      Effect.all([admissions(l, 150), asAnotherReplica(admissions(l, 150))], { concurrency: "unbounded" }),
+    )
+    expect(allowed(first!) + allowed(second!)).toBe(100)
+    expect(await storedHits(l.bucket)).toBeGreaterThanOrEqual(100)
+  })
+
+  it("a replica refuses early by at most what another holds unspent, and that one still admits it", async () => {
+    const l = limit("lease:early", 100)
+    // The first replica admits one hit from a block of 12 (100 / 8): 11 stay unspent there.
+    expect(allowed(await app.run(asAnotherReplica(admissions(l, 1))))).toBe(1)
+    // Fetched again, so the first replica is the one held by the running application.
+    expect(allowed(await app.run(admissions(l, 1)))).toBe(1)
+    const rest = await app.run(admissions(l, 200))
+    // 100 - 12 (the other replica's block) - 1 = 87 more here; the other replica's 11 are lost
+    // to this one, never admitted twice.
+    expect(allowed(rest)).toBe(87)
+    expect(await storedHits(l.bucket)).toBe(100)
+  })
+
+  it("a window seen full refuses from memory: no statement, even with the counter table locked", async () => {
+    const l = limit("lease:full", 3)
+    expect(allowed(await app.run(admissions(l, 4)))).toBe(3)
+    const db = new pg.Client({ connectionString: app.databaseUrl })
+    await db.connect()
+    try {
+      await db.query("begin")
+      await db.query("lock table rate_limit_counters in access exclusive mode")
+      expect(await app.run(admissions(l, 5))).toEqual(Array.from({ length: 5 }, () => "RateLimited"))
+      await db.query("rollback")
+    } finally {
+      await db.end()
+    }
+    // The next window is a new lease.
+    await app.advance("1 minute")
+    expect(allowed(await app.run(admissions(l, 4)))).toBe(3)
+  })
+
+  it("inside a transaction each hit is counted alone, and a rolled-back one is taken back with it", async () => {
+    const l = limit("lease:transaction", 1_000)
+    await app.run(
+      SqlClient.SqlClient.use((sql) =>
+        sql
+          .withTransaction(
+            Effect.andThen(rateLimit.consume(b.environment_id, l, "subject"), Effect.fail("undo" as const)),
+          )
+          .pipe(Effect.ignore),
+      ),
+    )
+    expect(await storedHits(l.bucket)).toBe(0)
+    await app.run(
+      SqlClient.SqlClient.use((sql) => sql.withTransaction(rateLimit.consume(b.environment_id, l, "subject"))),
+    )
+    expect(await storedHits(l.bucket)).toBe(1)
+  })
+
+  it("a reservation that fails fails its requests, and the next request reserves again", async () => {
+    const l = limit("lease:failure", 1_000)
+    await app.run(
+      SqlClient.SqlClient.use((sql) => sql`alter table rate_limit_counters rename to rate_limit_counters_away`),
+    )
+    try {
+      const failed = await app.run(Effect.exit(admissions(l, 3)))
+      expect(failed._tag).toBe("Failure")
+    } finally {
+      await app.run(
+        SqlClient.SqlClient.use((sql) => sql`alter table rate_limit_counters_away rename to rate_limit_counters`),
+      )
+    }
+    expect(allowed(await app.run(admissions(l, 3)))).toBe(3)
+    expect(await storedHits(l.bucket)).toBe(125)
+  })
+})
