@@ -28,8 +28,9 @@ export class RateLimitLeases extends Context.Service<
 const SHARE_OF_WHAT_IS_LEFT = 8
 
 /**
- * Windows leased at once. Past it the ended ones are dropped, then all: a dropped lease's
- * unspent hits stay counted in the row, so dropping one can only refuse early, never admit more.
+ * Windows leased at once. Past it the ended ones are dropped, or all when that frees less than a
+ * quarter (many addresses in one window): a dropped lease's unspent hits stay counted in the row,
+ * so dropping one can only refuse early, never admit more.
  */
 const LEASES_KEPT = 10_000
 
@@ -57,7 +58,8 @@ export const RateLimitLeasesLive = Layer.effect(
         if (leases.size >= LEASES_KEPT) {
           const now = hit.windowStart.getTime()
           for (const [k, l] of leases) if (l.windowEnd <= now) leases.delete(k)
-          if (leases.size >= LEASES_KEPT) leases.clear()
+          // A walk that freed little would be walked again a few windows later: then drop all.
+          if (leases.size > LEASES_KEPT * 0.75) leases.clear()
         }
         lease = { windowEnd: hit.windowEnd.getTime(), unspent: 0, seen: 0, reserving: undefined }
         leases.set(key, lease)

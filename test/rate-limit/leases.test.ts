@@ -107,6 +107,24 @@ describe("rate-limit leases", () => {
     expect(allowed(await app.run(admissions(l, 4)))).toBe(3)
   })
 
+  it("past 10,000 leased windows they are dropped, and a dropped lease's unspent hits are never admitted again", async () => {
+    const l = limit("lease:dropped", 100)
+    // One hit from a block of 12: 11 unspent, then 10,000 other windows push the lease out.
+    expect(allowed(await app.run(admissions(l, 1)))).toBe(1)
+    const one = limit("lease:filler", 1)
+    const fillers = await app.run(
+      Effect.forEach(
+        Array.from({ length: 10_000 }, (_, i) => i),
+        (i) => Effect.exit(rateLimit.consume(b.environment_id, one, `filler-${i}`)),
+        { concurrency: 100 },
+      ),
+    )
+    expect(fillers.every((exit) => exit._tag === "Success")).toBe(true)
+    // A new lease: the 11 hits reserved before are lost to admission, not admitted twice.
+    expect(allowed(await app.run(admissions(l, 200)))).toBe(100 - 12)
+    expect(await storedHits(l.bucket)).toBe(100)
+  })
+
   it("inside a transaction each hit is counted alone, and a rolled-back one is taken back with it", async () => {
     const l = limit("lease:transaction", 1_000)
     await app.run(
