@@ -58,6 +58,7 @@ import {
   samplesOf,
   startServer,
   stopChild,
+  stopStarted,
   machineCpuSeconds,
   machineShares,
   treeCpuSeconds,
@@ -1220,5 +1221,12 @@ async function soak(minutes: number) {
 }
 
 if (process.argv[2] === "--oidc-provider") await providerChild()
-else if (process.env["BENCH_SOAK_MINUTES"]) await soak(Number(process.env["BENCH_SOAK_MINUTES"]))
-else await main()
+else {
+  // A failure half-way (codes or fresh tokens run out) leaves no server or Postgres behind.
+  await (process.env["BENCH_SOAK_MINUTES"] ? soak(Number(process.env["BENCH_SOAK_MINUTES"])) : main()).catch(
+    async (error: unknown) => {
+      await stopStarted()
+      throw error
+    },
+  )
+}

@@ -58,6 +58,15 @@ export const BENCH_RATE_LIMITS: Record<string, string> = Object.fromEntries(
   ].map((name) => [name, "100000000"]),
 )
 
+/** What started servers still need to stop: a bench that fails half-way stops them all (`stopStarted`). */
+const started = new Set<() => Promise<void>>()
+
+/** Stops every server `startServer` started and nobody stopped yet (a bench's failure path). */
+export const stopStarted = async () => {
+  // Last started first: a server before its Postgres.
+  for (const stop of [...started].reverse()) await stop()
+}
+
 /**
  * Embedded Postgres (or DATABASE_URL, or `options.databaseUrl`) + the real server in its own
  * process, like production; `options.entry` and `options.env` run another entry or settings.
@@ -65,6 +74,9 @@ export const BENCH_RATE_LIMITS: Record<string, string> = Object.fromEntries(
 export const startServer = async (
   options: { entry?: string; env?: Record<string, string>; databaseUrl?: string; worker?: boolean } = {},
 ): Promise<BenchServer> => {
+  // BENCH_SERVER_ENV='{"NAME":"value"}': settings for the server and worker of this run (A/B
+  // runs), read before anything starts so a malformed one leaves nothing running.
+  const serverEnv = JSON.parse(process.env["BENCH_SERVER_ENV"] || "{}") as Record<string, string>
   let databaseUrl = options.databaseUrl ?? process.env["DATABASE_URL"]
   let stopDb: (() => Promise<void>) | undefined
   let pgDir: string | undefined
@@ -74,6 +86,7 @@ export const startServer = async (
     const pg = await startEmbeddedPostgres(dir, { persistent: false })
     databaseUrl = pg.url
     stopDb = pg.stop
+    started.add(pg.stop)
   }
   const port = await freePort()
   const env = {
@@ -85,8 +98,7 @@ export const startServer = async (
     // /dev/null unless BENCH_SERVER_LOG names a file.
     ...BENCH_RATE_LIMITS,
     ...options.env,
-    // BENCH_SERVER_ENV='{"NAME":"value"}': settings for the server and worker of this run (A/B runs).
-    ...(JSON.parse(process.env["BENCH_SERVER_ENV"] ?? "{}") as Record<string, string>),
+    ...serverEnv,
   }
   // BENCH_SERVER_LOG=<file>: the server's stdout (warnings, errors) goes there instead of nowhere.
   const log = process.env["BENCH_SERVER_LOG"]
@@ -100,6 +112,8 @@ export const startServer = async (
     env,
     stdio: ["ignore", log ? openSync(log, "w") : "ignore", "inherit"],
   })
+  const stopServer = () => stopChild(child)
+  started.add(stopServer)
   await waitFor(port, `api.localhost:${port}`, "/readyz")
   // options.worker: src/worker.ts in its own process beside the server (production's layout), so
   // the jobs a request queues (events, mail) are charged to the run like the server's own work.
@@ -109,6 +123,8 @@ export const startServer = async (
         stdio: ["ignore", log ? openSync(`${log}.worker`, "w") : "ignore", "inherit"],
       })
     : undefined
+  const stopWorker = () => (worker === undefined ? Promise.resolve() : stopChild(worker))
+  started.add(stopWorker)
   const postmaster = pgDir === undefined ? undefined : postmasterPid(pgDir)
   return {
     port,
@@ -120,9 +136,10 @@ export const startServer = async (
       postgres: postmaster === undefined ? 0 : treeCpuSeconds(postmaster),
     }),
     stop: async () => {
-      if (worker) await stopChild(worker)
-      await stopChild(child)
+      await stopWorker()
+      await stopServer()
       await stopDb?.()
+      for (const stop of [stopWorker, stopServer, stopDb]) if (stop) started.delete(stop)
     },
   }
 }
