@@ -28,14 +28,15 @@ export class RateLimitLeases extends Context.Service<
 const SHARE_OF_WHAT_IS_LEFT = 8
 
 /**
- * Windows leased at once. Past it the ended ones are dropped, or all when that frees less than a
- * quarter (many addresses in one window): a dropped lease's unspent hits stay counted in the row,
- * so dropping one can only refuse early, never admit more.
+ * Windows leased at once. Past it the least recently reserved quarter is dropped: a busy caller
+ * reserves again every block and stays, while a flood's one-off windows (one per address) go
+ * first. A dropped lease's unspent hits stay counted in the row, so a drop can only refuse early,
+ * never admit more.
  */
 const LEASES_KEPT = 10_000
 
 interface Lease {
-  readonly windowEnd: number
+  readonly key: string
   /** Hits reserved in the row by this process and not yet admitted. */
   unspent: number
   /** The row's count after this process's last block: every replica together reserved at least this many. */
@@ -56,18 +57,24 @@ export const RateLimitLeasesLive = Layer.effect(
       let lease = leases.get(key)
       if (lease === undefined) {
         if (leases.size >= LEASES_KEPT) {
-          const now = hit.windowStart.getTime()
-          for (const [k, l] of leases) if (l.windowEnd <= now) leases.delete(k)
-          // A walk that freed little would be walked again a few windows later: then drop all.
-          if (leases.size > LEASES_KEPT * 0.75) leases.clear()
+          // The map is in order of last reservation (ended windows are among the oldest).
+          for (const oldest of leases.keys()) {
+            leases.delete(oldest)
+            if (leases.size <= LEASES_KEPT * 0.75) break
+          }
         }
-        lease = { windowEnd: hit.windowEnd.getTime(), unspent: 0, seen: 0, reserving: undefined }
+        lease = { key, unspent: 0, seen: 0, reserving: undefined }
         leases.set(key, lease)
       }
       return lease
     }
 
     const reserve = (lease: Lease, hit: CounterHit, limit: number) => {
+      // Most recently reserved last: the drop above takes from the front.
+      if (leases.get(lease.key) === lease) {
+        leases.delete(lease.key)
+        leases.set(lease.key, lease)
+      }
       const block = Math.max(1, Math.floor((limit - lease.seen) / SHARE_OF_WHAT_IS_LEFT))
       return counters
         .hitUnsafe(hit, block)

@@ -125,6 +125,27 @@ describe("rate-limit leases", () => {
     expect(await storedHits(l.bucket)).toBe(100)
   })
 
+  it("a lease reserved again recently outlives a flood of one-off windows, and keeps its unspent hits", async () => {
+    const l = limit("lease:busy", 80)
+    const fill = (from: number, n: number) =>
+      app.run(
+        Effect.forEach(
+          Array.from({ length: n }, (_, i) => from + i),
+          (i) => Effect.exit(rateLimit.consume(b.environment_id, limit("lease:flood", 1), `flood-${i}`)),
+          { concurrency: 100 },
+        ),
+      )
+    // A block of 10 (80 / 8); 9 unspent.
+    expect(allowed(await app.run(admissions(l, 1)))).toBe(1)
+    await fill(0, 9_000)
+    // Spends its 9 and reserves again (8 = 70 / 8): now the most recently reserved, 7 unspent.
+    expect(allowed(await app.run(admissions(l, 10)))).toBe(10)
+    // Past 10,000 windows the oldest quarter goes: the flood's first windows, not this lease.
+    await fill(9_000, 2_000)
+    expect(allowed(await app.run(admissions(l, 200)))).toBe(80 - 11)
+    expect(await storedHits(l.bucket)).toBe(80)
+  })
+
   it("inside a transaction each hit is counted alone, and a rolled-back one is taken back with it", async () => {
     const l = limit("lease:transaction", 1_000)
     await app.run(
