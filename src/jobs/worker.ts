@@ -78,6 +78,13 @@ const startupSettled = (events: WorkerEvents) => {
 
 interface Running {
   readonly runner: Runner
+  /**
+   * The runner's own connections. Ended when the runner is retired: a graphile-worker runner that
+   * stopped after a fatal pool error can keep fetching jobs, and a fetch of a runner whose ids were
+   * already released locked a job nobody runs, for graphile-worker's 4 hours (test/faults, the
+   * restart then the freeze). An ended pool refuses every new statement.
+   */
+  readonly pool: pg.Pool
   /** graphile-worker ids (pool and workers) that lock this runner's jobs. */
   readonly ids: ReadonlyArray<string>
   readonly lost: Promise<string>
@@ -130,26 +137,44 @@ export const WorkerLive = (
       const heartbeat = options.heartbeat ?? DEFAULT_HEARTBEAT
       const config = yield* Config
       const concurrency = options.concurrency ?? config.workerConcurrency
-      // The job queue's pool is bounded like the application's (src/platform/bounded-pg-client.ts):
+      // Each runner's job-queue pool is bounded like the application's (src/platform/bounded-pg-client.ts):
       // a database that stops answering fails graphile-worker's queries instead of holding them.
-      const pgPool = yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          new pg.Pool({
-            connectionString: url,
-            max: concurrency + 2,
-            connectionTimeoutMillis: config.databaseConnectTimeoutMs,
-            query_timeout: config.databaseStatementTimeoutMs,
-          })
-            .on("error", () => {})
-            .on("connect", (client) => client.on("error", () => {})),
-        ),
-        (pool) => Effect.promise(() => pool.end()),
-      )
+      // Named per process and runner in pg_stat_activity, so an operator sees whose connections they are.
+      let runners = 0
+      const makePool = () =>
+        new pg.Pool({
+          application_name: `authservice-worker ${process.pid} runner ${++runners}`,
+          connectionString: url,
+          max: concurrency + 2,
+          connectionTimeoutMillis: config.databaseConnectTimeoutMs,
+          query_timeout: config.databaseStatementTimeoutMs,
+        })
+          .on("error", () => {})
+          .on("connect", (client) => client.on("error", () => {}))
+      // Pools not yet ended: the current runner's, and a retired one's until its end completes.
+      const pools = new Set<pg.Pool>()
+      // A second end of a pool (the scope closing while a retired one still ends) is refused by pg: ignored.
+      const endPool = (pool: pg.Pool) =>
+        pool
+          .end()
+          .catch(() => {})
+          .finally(() => pools.delete(pool))
+      yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...pools].map(endPool))))
       const metrics = yield* CurrentMetrics
       const reportPool = () => {
-        metrics.workerPool.set({ state: "total" }, pgPool.totalCount)
-        metrics.workerPool.set({ state: "idle" }, pgPool.idleCount)
-        metrics.workerPool.set({ state: "waiting" }, pgPool.waitingCount)
+        const sum = (count: (pool: pg.Pool) => number) => [...pools].reduce((n, pool) => n + count(pool), 0)
+        metrics.workerPool.set(
+          { state: "total" },
+          sum((pool) => pool.totalCount),
+        )
+        metrics.workerPool.set(
+          { state: "idle" },
+          sum((pool) => pool.idleCount),
+        )
+        metrics.workerPool.set(
+          { state: "waiting" },
+          sum((pool) => pool.waitingCount),
+        )
       }
       metrics.beforeScrape.add(reportPool)
       yield* Effect.addFinalizer(() => Effect.sync(() => metrics.beforeScrape.delete(reportPool)))
@@ -185,9 +210,11 @@ export const WorkerLive = (
         const ids: Array<string> = []
         yield* Ref.set(startingIds, ids)
         const settled = startupSettled(events)
+        const pool = makePool()
+        pools.add(pool)
         const runner = yield* Effect.tryPromise(() =>
           run({
-            pgPool,
+            pgPool: pool,
             taskList,
             crontab,
             logger: workerLogger,
@@ -201,7 +228,7 @@ export const WorkerLive = (
             // while handing its jobs back, which ends the process (seen in test/faults).
             preset: { worker: { completeJobBatchDelay: 20, failJobBatchDelay: 20 } },
           }),
-        )
+        ).pipe(Effect.tapError(() => Effect.promise(() => endPool(pool))))
         yield* Effect.promise(() => settled)
         let markLost: (why: string) => void = () => {}
         const lost = new Promise<string>((resolve) => {
@@ -211,7 +238,7 @@ export const WorkerLive = (
           () => markLost("stopped"),
           (e: unknown) => markLost(String(e)),
         )
-        const running: Running = { runner, ids, lost, markLost, startedAt: performance.now() }
+        const running: Running = { runner, pool, ids, lost, markLost, startedAt: performance.now() }
         return running
       })
       // A runner is lost when it stops, when graphile-worker reports a fatal error of its pool
@@ -304,6 +331,9 @@ export const WorkerLive = (
             ])
           if (!(await within(5_000, old.runner.stop("runner lost"))))
             await within(6_000, old.runner.kill("runner lost"))
+          // From here on its statements are refused (end() does so at once; waiting for its
+          // clients to close is bounded like the stop).
+          await within(5_000, endPool(old.pool))
         })
       // The process stays up: a lost runner is replaced by a new one, started with backoff until
       // the database answers, and the jobs the old one had locked are released at once rather

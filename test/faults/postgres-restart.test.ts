@@ -266,6 +266,19 @@ const expectEveryUserDelivered = async (answers: ReadonlyArray<Attempt>) => {
         ).rows,
       )
       console.log("worker output:", worker!.output().slice(-3000))
+      // When each job was locked and by which pool, beside when each runner was lost and whose ids
+      // were released: a job locked by a released pool after its release is an orphan.
+      console.log(
+        (await db.query("select id, locked_at, locked_by, created_at, attempts from graphile_worker.jobs")).rows,
+      )
+      console.log(
+        "worker runners:",
+        worker!
+          .output()
+          .split("\n")
+          .filter((line) => /runner|released|'(pool|worker)-/.test(line))
+          .join("\n"),
+      )
       throw e
     })
     const doubled = (

@@ -64,6 +64,17 @@ const jobRow = async (id: string) =>
     )
   ).rows[0]
 const lockedJobs = async () => (await db.query(`select id from graphile_worker.jobs where locked_by is not null`)).rows
+/**
+ * The worker runners (process id and number, as src/jobs/worker.ts names each runner's pool) that
+ * hold connections to this test's database: only the worker process started here has runners.
+ */
+const runnersConnected = async () =>
+  (
+    await db.query<{ application_name: string }>(
+      `select distinct application_name from pg_stat_activity
+      where datname = current_database() and application_name like 'authservice-worker % runner %'`,
+    )
+  ).rows.map((r) => r.application_name)
 const heartbeatIds = async () =>
   (await db.query<{ worker_ids: Array<string> }>(`select worker_ids from worker_heartbeats`)).rows.flatMap(
     (r) => r.worker_ids,
@@ -125,6 +136,19 @@ it("a runner that cannot complete a job is replaced: the process stays up, the n
   })
   expect(Date.now() - recovered).toBeLessThan(30_000)
   expect(worker.output()).toContain("graphile-worker runner started again")
+  // Every retired runner's pool was ended before its replacement started: of the runners this
+  // process started, only the last one has connections (a runner stopped after a fatal error
+  // can go on fetching jobs, and a job it locks after its ids were released is run by nobody).
+  // (A closed connection leaves pg_stat_activity a moment after the client closes it.)
+  await until(
+    "one runner's connections",
+    async () => ((await runnersConnected()).length === 1 ? true : undefined),
+    2_000,
+    50,
+  ).catch(async (e) => {
+    console.log("runners connected:", await runnersConnected())
+    throw e
+  })
   const next = await quickJob(2)
   await until(
     "the new runner to take a new job",
