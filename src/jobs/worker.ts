@@ -315,7 +315,13 @@ export const WorkerLive = (
           const installed = yield* Ref.modify(state, (s) =>
             s.stopping ? ([false, s] as const) : ([true, { ...s, current: next }] as const),
           )
-          if (!installed) yield* Effect.promise(() => next.runner.stop().catch(() => {}))
+          if (!installed)
+            yield* Effect.promise(() =>
+              next.runner
+                .stop()
+                .catch(() => {})
+                .then(() => endPool(next.pool)),
+            )
           return installed
         }),
       )
