@@ -11,7 +11,9 @@ import { type CounterHit, hitMany } from "./repo.js"
  * committed and gets its own exact count; hits that arrive while a group's statement runs go
  * together in the next one (one statement, each row updated once by the sum of its hits, rows
  * locked in one order so two replicas' groups cannot deadlock). With no concurrency a group is
- * one hit: the same statement count and latency as before.
+ * one hit: the same statement count and latency as before. The limits that admit requests come
+ * here only to reserve a lease's block of hits (./leases.ts); the failure counts and `take` count
+ * each hit here.
  */
 export class RateLimitCounters extends Context.Service<
   RateLimitCounters,
