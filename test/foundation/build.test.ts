@@ -132,7 +132,6 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
       METRICS_TOKEN: METRICS_TOKEN,
     }
     const serverMetrics = await freePort()
-    const workerMetrics = await freePort()
     const server = runCompiled("main.js", [], { ...env, METRICS_PORT: String(serverMetrics) })
     processes.push(server)
     await waitFor(
@@ -144,6 +143,9 @@ describe("compiled artefact (npm run build; npm run server / npm run worker)", (
         ),
       [server],
     )
+    // Taken just before the worker binds it: chosen seconds earlier, the port was once given to
+    // another process meanwhile (EADDRINUSE at the worker's start).
+    const workerMetrics = await freePort()
     const worker = runCompiled("worker.js", [], { ...env, METRICS_PORT: String(workerMetrics) })
     processes.push(worker)
     await waitFor("worker running", () => worker.stdout.includes("authservice worker: running"), [worker])
