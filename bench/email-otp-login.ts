@@ -36,7 +36,8 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
 import { SMTPServer } from "smtp-server"
-import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
+import { startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
+import { freePort } from "../src/platform/free-port.js"
 import {
   AS_DEPLOYED,
   BENCH_RATE_LIMITS,

@@ -47,7 +47,7 @@ import type autocannon from "autocannon"
 import { SignJWT } from "jose"
 import pg from "pg"
 import { derToRaw } from "../src/oidc/tokens/jws.js"
-import { freePort } from "../src/platform/embedded-postgres.js"
+import { freePort } from "../src/platform/free-port.js"
 import { PERF_NODE_OPTIONS, startPerf, summarisePerf } from "./perf-profile.js"
 import {
   AS_DEPLOYED,

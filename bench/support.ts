@@ -4,7 +4,8 @@ import { mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync } from "
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import autocannon from "autocannon"
-import { freePort, startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
+import { startEmbeddedPostgres } from "../src/platform/embedded-postgres.js"
+import { freePort } from "../src/platform/free-port.js"
 
 const TSX = join(process.cwd(), "node_modules/.bin/tsx")
 

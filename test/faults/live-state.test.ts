@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { freePort } from "../../src/platform/embedded-postgres.js"
+import { freePort } from "../../src/platform/free-port.js"
 import { basic, createClient, createUser, form, mintCode, queryRows, type TestClient } from "../oidc/support.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { type Answer, call, type Child, startEntry, stopChild } from "./support.js"

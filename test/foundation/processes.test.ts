@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } f
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort } from "../../src/platform/embedded-postgres.js"
+import { freePort } from "../../src/platform/free-port.js"
 import { send } from "../support/http.js"
 import { type TestApp, startApp } from "../support/app.js"
 import { type Outcome, runEntry, watchChild } from "../support/processes.js"
@@ -271,7 +271,12 @@ describe("npm start with embedded Postgres", () => {
       const postmaster = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0])
       process.kill(postmaster, "SIGKILL")
       while (isAlive(postmaster)) await new Promise((r) => setTimeout(r, 50))
-      const metrics = await send(port, `api.localhost:${port}`, "/metrics")
+      // A refused connection says what the process printed (it once refused in CI, under load).
+      const metrics = await send(port, `api.localhost:${port}`, "/metrics").catch((e: unknown) => {
+        throw new Error(
+          `${String(e)}; the process (exit ${child.exitCode}, signal ${child.signalCode}) printed:\n${output()}`,
+        )
+      })
       expect(metrics.status).toBe(200)
       expect(metrics.text).toMatch(/^authservice_metrics_scrape_error\{part="database"\} 1$/m)
       const started = performance.now()

@@ -5,7 +5,7 @@ import { CHUNK_SIZE, clearCookie, readCookie, writeCookie } from "../../packages
 import { type Auth, createAuth, requireSession } from "../../packages/hono/src/index.js"
 import { makeSealer } from "../../packages/hono/src/seal.js"
 import { type StoredSession, writeSession } from "../../packages/hono/src/session.js"
-import { freePort } from "../../src/platform/embedded-postgres.js"
+import { freePort } from "../../src/platform/free-port.js"
 import { CookieJar, randomSecret } from "./support.js"
 
 // The cookie layer of authservice/hono over a real socket: chunking above ~3.8 KB, stale

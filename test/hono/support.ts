@@ -3,7 +3,7 @@ import { type ServerType, serve } from "@hono/node-server"
 import { Hono } from "hono"
 import { expect } from "vitest"
 import { type Auth, type AuthOptions, createAuth } from "../../packages/hono/src/index.js"
-import { freePort } from "../../src/platform/embedded-postgres.js"
+import { freePort } from "../../src/platform/free-port.js"
 import type { Bootstrapped, TestApp } from "../support/app.js"
 import { type SmtpSink, uniqueEmail } from "../login/support.js"
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { afterAll, describe, expect, inject, it } from "vitest"
-import { freePort } from "../../src/platform/embedded-postgres.js"
+import { freePort } from "../../src/platform/free-port.js"
 import { METRICS_NOT_SERVED_WARNING } from "../../src/http/metrics.js"
 import { send } from "../support/http.js"
 import { cloneDatabase } from "../support/template.js"

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { afterAll, describe, expect, inject, it } from "vitest"
-import { freePort } from "../../src/platform/embedded-postgres.js"
+import { freePort } from "../../src/platform/free-port.js"
 import { cloneDatabase } from "../support/template.js"
 import { runEntry } from "../support/processes.js"
 import { call, type Child, startEntry, stopChild } from "../faults/support.js"

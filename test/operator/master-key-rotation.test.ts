@@ -20,7 +20,7 @@ import {
   ProcessHeartbeatLive,
   type ProcessRegistration,
 } from "../../src/platform/process-heartbeat.js"
-import { freePort } from "../../src/platform/embedded-postgres.js"
+import { freePort } from "../../src/platform/free-port.js"
 import { verifyMasterKey } from "../../src/platform/master-key.js"
 import * as rotationRepo from "../../src/operator/master-key/repo.js"
 import { rotateMasterKey } from "../../src/operator/master-key/service.js"

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort } from "../../src/platform/embedded-postgres.js"
+import { freePort } from "../../src/platform/free-port.js"
 import { query } from "../login/support.js"
 import { createClient, type TestClient } from "../oidc/support.js"
 import {

@@ -1,5 +1,5 @@
 import { expect } from "vitest"
-import { freePort } from "../../src/platform/embedded-postgres.js"
+import { freePort } from "../../src/platform/free-port.js"
 import { query } from "../login/support.js"
 import { createClient, type TestClient } from "../oidc/support.js"
 import { type Harness, pageJson, signInOnHostedLogin, startProcess } from "./support.js"
