@@ -168,6 +168,18 @@ const positiveInt = (env: Env, name: string, fallback: number): number => {
   return Number(raw)
 }
 
+// A counter row holds a window's hits as a Postgres integer, and a process reserves up to an
+// eighth of a limit at once (src/rate-limit/leases.ts): a limit past this could overflow the row
+// and fail the statement of every window counted with it. A limit this high is no limit.
+const MAX_RATE_LIMIT = 1_000_000_000
+
+const rateLimit = (env: Env, name: string, fallback: number): number => {
+  const value = positiveInt(env, name, fallback)
+  if (value > MAX_RATE_LIMIT)
+    throw new ConfigInvalid({ message: `${name} must be at most ${MAX_RATE_LIMIT} (got "${env[name]}")` })
+  return value
+}
+
 const host = (env: Env, name: string, fallback: string): string => {
   const value = (env[name] ?? fallback).toLowerCase()
   if (!HOST.test(value))
@@ -338,29 +350,29 @@ export const parseConfig = (env: Env): AppConfig => {
     trustProxy,
     rateLimits: {
       // Numbers and reasoning: docs/decisions/rate-limits-and-caches.md, "Lockout-proof login rate limits".
-      ipPerMinute: positiveInt(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
-      ipv6Network56PerMinute: positiveInt(env, "RATE_LIMIT_IPV6_56_PER_MINUTE", 600),
-      ipv6Network48PerMinute: positiveInt(env, "RATE_LIMIT_IPV6_48_PER_MINUTE", 1200),
-      emailPerWindow: positiveInt(env, "RATE_LIMIT_EMAIL_PER_10_MINUTES", 5),
-      emailCeilingPerHour: positiveInt(env, "RATE_LIMIT_EMAIL_CEILING_PER_HOUR", 50),
-      otpCodeChangesPerEmailPer10Minutes: positiveInt(env, "RATE_LIMIT_OTP_CODE_CHANGES_PER_EMAIL_PER_10_MINUTES", 1),
-      clientPerMinute: positiveInt(env, "RATE_LIMIT_CLIENT_PER_MINUTE", 6000),
-      otpVerifyPerEmailPerMinute: positiveInt(env, "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE", 20),
-      otpFailuresPerEmailPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR", 20),
-      otpFailuresCeilingPerHour: positiveInt(env, "RATE_LIMIT_OTP_FAILURES_CEILING_PER_HOUR", 50),
+      ipPerMinute: rateLimit(env, "RATE_LIMIT_IP_PER_MINUTE", 60),
+      ipv6Network56PerMinute: rateLimit(env, "RATE_LIMIT_IPV6_56_PER_MINUTE", 600),
+      ipv6Network48PerMinute: rateLimit(env, "RATE_LIMIT_IPV6_48_PER_MINUTE", 1200),
+      emailPerWindow: rateLimit(env, "RATE_LIMIT_EMAIL_PER_10_MINUTES", 5),
+      emailCeilingPerHour: rateLimit(env, "RATE_LIMIT_EMAIL_CEILING_PER_HOUR", 50),
+      otpCodeChangesPerEmailPer10Minutes: rateLimit(env, "RATE_LIMIT_OTP_CODE_CHANGES_PER_EMAIL_PER_10_MINUTES", 1),
+      clientPerMinute: rateLimit(env, "RATE_LIMIT_CLIENT_PER_MINUTE", 6000),
+      otpVerifyPerEmailPerMinute: rateLimit(env, "RATE_LIMIT_OTP_VERIFY_PER_EMAIL_PER_MINUTE", 20),
+      otpFailuresPerEmailPerHour: rateLimit(env, "RATE_LIMIT_OTP_FAILURES_PER_EMAIL_PER_HOUR", 20),
+      otpFailuresCeilingPerHour: rateLimit(env, "RATE_LIMIT_OTP_FAILURES_CEILING_PER_HOUR", 50),
       // Numbers and reasoning: docs/decisions/rate-limits-and-caches.md, "Write limits: every cheap-to-send write is counted per address".
-      socialStartPerMinute: positiveInt(env, "RATE_LIMIT_SOCIAL_START_PER_MINUTE", 60),
-      socialStartCeilingPerMinute: positiveInt(env, "RATE_LIMIT_SOCIAL_START_CEILING_PER_MINUTE", 6000),
-      passkeyOptionsPerMinute: positiveInt(env, "RATE_LIMIT_PASSKEY_OPTIONS_PER_MINUTE", 60),
-      passkeyOptionsCeilingPerMinute: positiveInt(env, "RATE_LIMIT_PASSKEY_OPTIONS_CEILING_PER_MINUTE", 6000),
-      meWritesPerMinute: positiveInt(env, "RATE_LIMIT_ME_WRITES_PER_MINUTE", 120),
-      meWritesCeilingPerMinute: positiveInt(env, "RATE_LIMIT_ME_WRITES_CEILING_PER_MINUTE", 12000),
-      tokenPerMinute: positiveInt(env, "RATE_LIMIT_TOKEN_PER_MINUTE", 3000),
-      tokenCeilingPerMinute: positiveInt(env, "RATE_LIMIT_TOKEN_CEILING_PER_MINUTE", 60000),
-      introspectPerMinute: positiveInt(env, "RATE_LIMIT_INTROSPECT_PER_MINUTE", 30000),
-      introspectCeilingPerMinute: positiveInt(env, "RATE_LIMIT_INTROSPECT_CEILING_PER_MINUTE", 300000),
-      managementPerMinute: positiveInt(env, "RATE_LIMIT_MANAGEMENT_PER_MINUTE", 6000),
-      webhookTestPerMinute: positiveInt(env, "RATE_LIMIT_WEBHOOK_TEST_PER_MINUTE", 10),
+      socialStartPerMinute: rateLimit(env, "RATE_LIMIT_SOCIAL_START_PER_MINUTE", 60),
+      socialStartCeilingPerMinute: rateLimit(env, "RATE_LIMIT_SOCIAL_START_CEILING_PER_MINUTE", 6000),
+      passkeyOptionsPerMinute: rateLimit(env, "RATE_LIMIT_PASSKEY_OPTIONS_PER_MINUTE", 60),
+      passkeyOptionsCeilingPerMinute: rateLimit(env, "RATE_LIMIT_PASSKEY_OPTIONS_CEILING_PER_MINUTE", 6000),
+      meWritesPerMinute: rateLimit(env, "RATE_LIMIT_ME_WRITES_PER_MINUTE", 120),
+      meWritesCeilingPerMinute: rateLimit(env, "RATE_LIMIT_ME_WRITES_CEILING_PER_MINUTE", 12000),
+      tokenPerMinute: rateLimit(env, "RATE_LIMIT_TOKEN_PER_MINUTE", 3000),
+      tokenCeilingPerMinute: rateLimit(env, "RATE_LIMIT_TOKEN_CEILING_PER_MINUTE", 60000),
+      introspectPerMinute: rateLimit(env, "RATE_LIMIT_INTROSPECT_PER_MINUTE", 30000),
+      introspectCeilingPerMinute: rateLimit(env, "RATE_LIMIT_INTROSPECT_CEILING_PER_MINUTE", 300000),
+      managementPerMinute: rateLimit(env, "RATE_LIMIT_MANAGEMENT_PER_MINUTE", 6000),
+      webhookTestPerMinute: rateLimit(env, "RATE_LIMIT_WEBHOOK_TEST_PER_MINUTE", 10),
     },
     smtpUrl,
     allowDevMailer: flag(env, "MAIL_ALLOW_DEV_MAILER"),

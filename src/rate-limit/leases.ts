@@ -28,21 +28,24 @@ export class RateLimitLeases extends Context.Service<
 const SHARE_OF_WHAT_IS_LEFT = 8
 
 /**
- * Windows leased at once. Past it the least recently reserved quarter is dropped: a busy caller
- * reserves again every block and stays, while a flood's one-off windows (one per address) go
- * first. A dropped lease's unspent hits stay counted in the row, so a drop can only refuse early,
- * never admit more.
+ * Windows leased at once. Past it the least recently used quarter is dropped: a caller admitted
+ * from its lease a moment ago stays, however large its block (an Environment's ceiling reserves
+ * thousands of hits at once and may not reserve again for a while), while a flood's one-off
+ * windows (one per address) go first. A dropped lease's unspent hits stay counted in the row, so
+ * a drop can only refuse early, never admit more; dropping the least recently used keeps a flood
+ * from wasting a busy lease's block again and again.
  */
 const LEASES_KEPT = 10_000
 
 interface Lease {
-  readonly key: string
   /** Hits reserved in the row by this process and not yet admitted. */
   unspent: number
   /** The row's count after this process's last block: every replica together reserved at least this many. */
   seen: number
   /** The block being reserved: other takers wait for it instead of reserving their own. */
   reserving: Promise<void> | undefined
+  /** When a request last took from it (a tick of this process's leases): the drop goes by it. */
+  used: number
 }
 
 export const RateLimitLeasesLive = Layer.effect(
@@ -52,29 +55,27 @@ export const RateLimitLeasesLive = Layer.effect(
     const counters = yield* RateLimitCounters
     const leases = new Map<string, Lease>()
 
+    let tick = 0
+
+    // Once every quarter of the bound's new windows: a sort of 10,000 ticks, a few milliseconds.
+    const dropLeastRecentlyUsed = () => {
+      const ticks = Float64Array.from(leases.values(), (lease) => lease.used).sort()
+      const keepFrom = ticks[Math.floor(ticks.length / 4)]!
+      for (const [key, lease] of leases) if (lease.used < keepFrom) leases.delete(key)
+    }
+
     const leaseOf = (hit: CounterHit) => {
       const key = keyOf(hit)
       let lease = leases.get(key)
       if (lease === undefined) {
-        if (leases.size >= LEASES_KEPT) {
-          // The map is in order of last reservation (ended windows are among the oldest).
-          for (const oldest of leases.keys()) {
-            leases.delete(oldest)
-            if (leases.size <= LEASES_KEPT * 0.75) break
-          }
-        }
-        lease = { key, unspent: 0, seen: 0, reserving: undefined }
+        if (leases.size >= LEASES_KEPT) dropLeastRecentlyUsed()
+        lease = { unspent: 0, seen: 0, reserving: undefined, used: 0 }
         leases.set(key, lease)
       }
       return lease
     }
 
     const reserve = (lease: Lease, hit: CounterHit, limit: number) => {
-      // Most recently reserved last: the drop above takes from the front.
-      if (leases.get(lease.key) === lease) {
-        leases.delete(lease.key)
-        leases.set(lease.key, lease)
-      }
       const block = Math.max(1, Math.floor((limit - lease.seen) / SHARE_OF_WHAT_IS_LEFT))
       return counters
         .hitUnsafe(hit, block)
@@ -91,6 +92,7 @@ export const RateLimitLeasesLive = Layer.effect(
 
     // Each reservation either leaves hits unspent or shows the window full, so the retry ends.
     const take = (lease: Lease, hit: CounterHit, limit: number): boolean | Promise<boolean> => {
+      lease.used = ++tick
       if (lease.unspent > 0) {
         lease.unspent -= 1
         return true

@@ -149,6 +149,15 @@ describe("configuration", () => {
       /WEBHOOK_ALLOW_PRIVATE_TARGETS is refused when NODE_ENV=production/,
     )
     refuse({ RATE_LIMIT_IP_PER_MINUTE: "0" }, /^RATE_LIMIT_IP_PER_MINUTE /)
+    // A "no limit" of 99999999999 would overflow the counter row (a Postgres integer) and fail
+    // every window counted in the same statement: refused with the bound.
+    refuse(
+      { RATE_LIMIT_TOKEN_CEILING_PER_MINUTE: "99999999999" },
+      /^RATE_LIMIT_TOKEN_CEILING_PER_MINUTE must be at most 1000000000 /,
+    )
+    expect(parseConfig({ RATE_LIMIT_TOKEN_CEILING_PER_MINUTE: "1000000000" }).rateLimits.tokenCeilingPerMinute).toBe(
+      1_000_000_000,
+    )
     refuse({ SMTP_URL: "http://x" }, /^SMTP_URL /)
   })
 

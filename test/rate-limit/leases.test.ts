@@ -146,6 +146,34 @@ describe("rate-limit leases", () => {
     expect(await storedHits(l.bucket)).toBe(80)
   })
 
+  it("a lease admitted from recently outlives a flood of one-off windows, however long ago it reserved", async () => {
+    // A large block, as an Environment's ceiling reserves: 800 / 8 = 100, so 99 unspent after one.
+    const l = limit("lease:large-block", 800)
+    const fill = (from: number, n: number) =>
+      Effect.forEach(
+        Array.from({ length: n }, (_, i) => from + i),
+        (i) => Effect.exit(rateLimit.consume(b.environment_id, limit("lease:flood-2", 1), `flood-${i}`)),
+        { concurrency: 100, discard: true },
+      )
+    // One replica's leases from empty, so the drop's order is known.
+    const admitted = await app.run(
+      asAnotherReplica(
+        Effect.gen(function* () {
+          const first = allowed(yield* admissions(l, 1))
+          yield* fill(0, 6_000)
+          // Admitted from its lease, no reservation: 89 unspent, and now the most recently used.
+          const more = allowed(yield* admissions(l, 10))
+          // Past 10,000 windows the least recently used quarter goes: the flood's first 2,500.
+          // Dropped by its reservation's age, this lease would have gone first, its 89 lost.
+          yield* fill(6_000, 6_000)
+          return [first, more, allowed(yield* admissions(l, 1_000))]
+        }),
+      ),
+    )
+    expect(admitted).toEqual([1, 10, 800 - 11])
+    expect(await storedHits(l.bucket)).toBe(800)
+  })
+
   it("inside a transaction each hit is counted alone, and a rolled-back one is taken back with it", async () => {
     const l = limit("lease:transaction", 1_000)
     await app.run(
