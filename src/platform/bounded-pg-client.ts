@@ -69,6 +69,35 @@ export const withinDeadline = <A, E, R>(
         ),
   )
 
+/**
+ * How often a LISTEN connection shows it still answers, and how long its answer may take. A
+ * listening connection carries no statements of its own, so one that went silent (a NAT or
+ * firewall that forgot it, a failed-over primary's address: no error, no close, and TCP
+ * keep-alive takes minutes) would never fail, and its listener would miss every notification
+ * without knowing (the live-state memory would answer from entries another replica changed).
+ * A `SELECT 1` on it every interval finds it: unanswered within the bound, the driver cancels
+ * it and, still unanswered 5 s later, closes the connection, which fails the listener's queue.
+ * A slow answer costs nothing (the statement is cancelled and the connection drained as usual).
+ */
+export const LISTEN_HEARTBEAT_MS = 2_000
+export const LISTEN_ANSWER_MS = 2_000
+
+/** A pause in real time (as the statements' bounds: a test's TestClock must not drive it). */
+const pause = (ms: number) =>
+  Effect.callback<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), ms)
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
+/** The heartbeat of a reserved LISTEN connection, for as long as the listener's scope lives. */
+const keepAnswering = (connection: PgConnection.PgConnection) =>
+  Effect.forever(
+    Effect.andThen(
+      pause(LISTEN_HEARTBEAT_MS),
+      Effect.ignore(withinDeadline(connection.query("SELECT 1"), LISTEN_ANSWER_MS, "LISTEN heartbeat")),
+    ),
+  )
+
 type Rows = <A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>
 
 /** A pooled connection whose statements are each bounded (`ms` undefined: unbounded, the caller bounds them). */
@@ -141,8 +170,9 @@ export const makeBoundedPgClient = Effect.fnUntraced(function* (config: PgPool.C
     [PgClient.TypeId]: PgClient.TypeId,
     config,
     json: (value: unknown) => Statement.fragment([PgJson(value, undefined, undefined)]),
-    // A listener holds its connection until its scope closes: never bounded.
-    listen: (channel: string) => Effect.flatMap(pool.reserve, (c) => c.listen(channel)),
+    // A listener holds its connection until its scope closes; its heartbeat finds it gone silent.
+    listen: (channel: string) =>
+      Effect.flatMap(pool.reserve, (c) => Effect.tap(c.listen(channel), () => Effect.forkScoped(keepAnswering(c)))),
     notify: (channel: string, payload: string) =>
       Effect.asVoid(
         Effect.scoped(Effect.flatMap(acquirer, (c) => c.executeRaw("SELECT pg_notify($1, $2)", [channel, payload]))),

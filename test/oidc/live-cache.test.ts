@@ -1,6 +1,9 @@
+import { connect, createServer, type Socket } from "node:net"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeLiveStateCache } from "../../src/oidc/access-token/live-cache.js"
+import { LIVE_STATE_CACHE, makeLiveStateCache } from "../../src/oidc/access-token/live-cache.js"
+import { LISTEN_ANSWER_MS, LISTEN_HEARTBEAT_MS } from "../../src/platform/bounded-pg-client.js"
+import { DatabaseUrl, SqlLive } from "../../src/platform/database.js"
 import { liveStateChanged } from "../../src/platform/live-state-changes.js"
 import { type Bootstrapped, type TestApp, startApp } from "../support/app.js"
 import { createClient, createUser, exchangeCode, mintCode, queryRows, type TestClient, userinfo } from "./support.js"
@@ -21,8 +24,8 @@ afterAll(async () => {
   await app?.close()
 })
 
-const until = async (probe: () => Promise<boolean>) => {
-  const deadline = Date.now() + 2_000
+const until = async (probe: () => Promise<boolean>, withinMs = 2_000) => {
+  const deadline = Date.now() + withinMs
   while (!(await probe())) {
     expect(Date.now()).toBeLessThan(deadline)
     await new Promise((resolve) => setTimeout(resolve, 20))
@@ -101,4 +104,91 @@ describe("the live-state memory is bounded", () => {
       { users: 2, sessions: 3, clients: 2, pending: 1 },
     ])
   })
+})
+
+/**
+ * A TCP proxy to the test's Postgres that can make the LISTEN connection silent: it stops
+ * passing that connection's bytes either way without closing it, as a NAT or firewall that
+ * forgot the connection does (no error, no close ever reaches the client).
+ */
+const startSilencingProxy = async (databaseUrl: string) => {
+  const target = new URL(databaseUrl)
+  const upstreamPort = Number(target.port || 5432)
+  const upstreamHost = target.hostname
+  const links: Array<{ listens: boolean; silent: boolean }> = []
+  const sockets = new Set<Socket>()
+  const server = createServer((client) => {
+    const upstream = connect(upstreamPort, upstreamHost)
+    const link = { listens: false, silent: false }
+    links.push(link)
+    for (const socket of [client, upstream]) {
+      sockets.add(socket)
+      socket.on("error", () => {})
+      socket.on("close", () => {
+        client.destroy()
+        upstream.destroy()
+      })
+    }
+    client.on("data", (chunk: Buffer) => {
+      if (chunk.includes("LISTEN ")) link.listens = true
+      if (!link.silent) upstream.write(chunk)
+    })
+    upstream.on("data", (chunk: Buffer) => {
+      if (!link.silent) client.write(chunk)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as { port: number }
+  target.hostname = "127.0.0.1"
+  target.port = String(port)
+  return {
+    url: target.toString(),
+    /** Silences the connections that have sent LISTEN; how many there were. */
+    silenceListen: () => links.filter((l) => l.listens).map((l) => (l.silent = true)).length,
+    close: () => {
+      for (const socket of sockets) socket.destroy()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+describe("a LISTEN connection that goes silent", () => {
+  it("is found by its heartbeat: the memory is dropped and answers nothing until LISTEN is back, then it is kept again", async () => {
+    const user = await createUser(app, env)
+    const { sessionId } = await mintCode(app, env, client, user)
+    const proxy = await startSilencingProxy(app.databaseUrl)
+    try {
+      const seen = await app.run(
+        Effect.scoped(
+          Effect.gen(function* () {
+            const cache = yield* makeLiveStateCache(LIVE_STATE_CACHE)
+            const listening = (expected: boolean, withinMs: number) =>
+              Effect.promise(() => until(async () => cache.listening() === expected, withinMs))
+            yield* listening(true, 5_000)
+            yield* cache.read(env.environment_id, user.id, sessionId)
+            const held = cache.sizes().sessions
+            // A heartbeat answered: still listening, the entry kept.
+            yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, LISTEN_HEARTBEAT_MS + 500)))
+            const answered = cache.listening() && cache.sizes().sessions === held
+            const silenced = proxy.silenceListen()
+            // Found within a heartbeat, its answer's bound and the driver's 5 s before it closes the connection.
+            yield* listening(false, LISTEN_HEARTBEAT_MS + LISTEN_ANSWER_MS + 5_000 + 3_000)
+            const afterSilence = cache.sizes().sessions
+            // LISTEN again after its pause (on the application's clock), on a new connection.
+            yield* Effect.promise(() =>
+              until(async () => {
+                await app.advance("1 second")
+                return cache.listening()
+              }, 5_000),
+            )
+            yield* cache.read(env.environment_id, user.id, sessionId)
+            return { held, answered, silenced, afterSilence, keptAgain: cache.sizes().sessions }
+          }),
+        ).pipe(Effect.provide(SqlLive({ statementTimeoutMs: 2_000 })), Effect.provideService(DatabaseUrl, proxy.url)),
+      )
+      expect(seen).toEqual({ held: 1, answered: true, silenced: 1, afterSilence: 0, keptAgain: 1 })
+    } finally {
+      await proxy.close()
+    }
+  }, 60_000)
 })
