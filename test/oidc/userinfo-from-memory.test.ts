@@ -52,6 +52,12 @@ const computed = async () => {
   expect(res.status).toBe(200)
   return sample(res.text, "authservice_listener_answers_total", { endpoint: "userinfo", how: "computed" }) ?? 0
 }
+/** UserInfo 200s the listener replayed so far. */
+const replayed = async () => {
+  const res = await app.request(app.config.managementHost, "/metrics")
+  expect(res.status).toBe(200)
+  return sample(res.text, "authservice_listener_answers_total", { endpoint: "userinfo", how: "replayed" }) ?? 0
+}
 /** The application's answer for a token: the listener answers GET only (OIDC Core 5.3.1: POST answers alike). */
 const fromApplication = (accessToken: string) =>
   app.issuer(env.environment_id, "/oauth2/userinfo", {
@@ -99,6 +105,13 @@ describe("UserInfo computed by the listener", () => {
       expect((res.json as { sub: string }).sub).toBe(user.id)
     }
     expect(await computed()).toBe(before + 3)
+    // Except a query holding %00, which the application refuses before routing: so is it here.
+    const nul = await app.issuer(env.environment_id, "/oauth2/userinfo?x=%00", {
+      headers: { authorization: `Bearer ${accessToken}` },
+    })
+    expect(nul.status).toBe(400)
+    expect(nul.json).toMatchObject({ status: 400, code: "invalid_request" })
+    expect(await computed()).toBe(before + 3)
   })
 
   it("leaves every refusal to the application: blocked user, ended session, expired or forged token, no openid scope, another Environment", async () => {
@@ -144,6 +157,22 @@ describe("UserInfo computed by the listener", () => {
     await app.advance("500 millis")
     for (const { accessToken } of tokens.slice(2)) expect((await userinfo(app, env, accessToken)).status).toBe(200)
     expect(await computed()).toBe(before + 3)
+  })
+
+  it("replays a computed answer no longer than the template it was computed from lives (another replica's suspension is seen within the same bound)", async () => {
+    await warm()
+    const fresh = await signIn()
+    await app.advance("700 millis")
+    const [computedBefore, replayedBefore] = [await computed(), await replayed()]
+    expect((await userinfo(app, env, fresh.accessToken)).status).toBe(200)
+    expect(await computed()).toBe(computedBefore + 1)
+    // Within the template's second: replayed.
+    expect((await userinfo(app, env, fresh.accessToken)).status).toBe(200)
+    expect(await replayed()).toBe(replayedBefore + 1)
+    // Past it (1.1 s after the template, 0.4 s after the computation): the application answers.
+    await app.advance("400 millis")
+    expect((await userinfo(app, env, fresh.accessToken)).status).toBe(200)
+    expect(await replayed()).toBe(replayedBefore + 1)
   })
 
   it("refuses a token past its expiry though its user and session are in memory and the template is fresh", async () => {

@@ -212,7 +212,8 @@ export const makeFastLane = (d: FastLaneDependencies) => {
       return true
     }
     if (d.answer === undefined || !answerableFromMemory(request.headers)) return false
-    const userinfo = method === "GET" ? USERINFO_TARGET.exec(target) : null
+    // A target holding %00 is refused by the application before routing (src/http/app.ts).
+    const userinfo = method === "GET" && !target.includes("%00") ? USERINFO_TARGET.exec(target) : null
     if (userinfo !== null) {
       const authorization = request.headers.authorization
       if (authorization === undefined) return false

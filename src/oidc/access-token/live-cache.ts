@@ -112,6 +112,11 @@ export interface AnswerTemplate {
   readonly contentType: string
   /** Every header of the 200 but x-request-id (the same for every token of the route). */
   readonly headers: Readonly<Record<string, string>>
+  /**
+   * When the template ends: an answer computed from it is remembered no longer, so another
+   * replica's change of the Environment or its keys is seen within the same bound either way.
+   */
+  readonly until: number
 }
 
 interface TemplateEntry {
@@ -363,10 +368,11 @@ export const makeLiveStateCache = Effect.fnUntraced(function* (options: LiveStat
     const nowMs = clock.currentTimeMillisUnsafe()
     if (d.template !== undefined) {
       const t = d.template
+      const until = nowMs + ANSWER_TTL_MS
       templates.store(templateKey(t.route, d.environmentId, t.kid), {
-        template: { issuer: t.issuer, key: t.key, contentType: answer.contentType, headers: answer.headers },
+        template: { issuer: t.issuer, key: t.key, contentType: answer.contentType, headers: answer.headers, until },
         environmentId: d.environmentId,
-        until: nowMs + ANSWER_TTL_MS,
+        until,
         renewalAskedAt: 0,
       })
     }

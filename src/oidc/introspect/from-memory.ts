@@ -110,7 +110,7 @@ export const makeIntrospectionFromMemory =
             sessionId: claims.sid,
             live,
             client,
-            validUntilMs: claims.exp * 1000,
+            validUntilMs: Math.min(claims.exp * 1000, template.until),
           },
           answer,
         )

@@ -52,7 +52,13 @@ export const makeUserinfoFromMemory =
     }
     cache.rememberAnswer(
       userinfoAnswerKey(target, authorization),
-      { environmentId, userId: claims.sub, sessionId: claims.sid, live, validUntilMs: claims.exp * 1000 },
+      {
+        environmentId,
+        userId: claims.sub,
+        sessionId: claims.sid,
+        live,
+        validUntilMs: Math.min(claims.exp * 1000, template.until),
+      },
       answer,
     )
     return answer
