@@ -106,6 +106,27 @@ describe("no enumeration at start (spec: Email OTP rule 1; docs/architecture.md)
     )
   })
 
+  it("a registered account's code goes to the account's address, never to a look-alike typed at start or resend", async () => {
+    const email = uniqueEmail("kelvin")
+    await createUser(email)
+    // U+212A KELVIN SIGN lowercases to "k": the look-alike finds the account.
+    const lookalike = `\u212A${email.slice(1)}`
+    const txn = await createTransaction(app, b, client)
+    const res = await publicApi(app, b, `/auth/transactions/${txn}/email/start`, { body: { email: lookalike } })
+    expect(res.status, res.text).toBe(202)
+    const [job] = await jobsFor(res.json.challenge_id)
+    await app.run(sendLoginCode(job!.payload))
+    expect((await devMail()).at(-1)!.to).toBe(email)
+    await app.advance("61 seconds")
+    const resent = await publicApi(app, b, `/auth/transactions/${txn}/email/resend`, {
+      body: { challenge_id: res.json.challenge_id },
+    })
+    expect(resent.status, resent.text).toBe(202)
+    const jobs = await jobsFor(res.json.challenge_id)
+    await app.run(sendLoginCode(jobs.at(-1)!.payload))
+    expect((await devMail()).at(-1)!.to).toBe(email)
+  })
+
   it("a job whose code was superseded meanwhile sends nothing", async () => {
     const email = uniqueEmail()
     const txn = await createTransaction(app, b, client)

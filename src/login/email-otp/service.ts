@@ -185,7 +185,9 @@ export const startEmailOtp = Effect.fnUntraced(function* (transactionId: string,
               environmentId: txn.environment_id,
               challengeId,
               generation: 1,
-              to: email,
+              // A registered address gets its code at the address the account holds: a look-alike
+              // typed at start (a KELVIN SIGN lowercases to "k") finds the account, never its mail.
+              to: user?.email ?? email,
               code,
               deliver: delivered,
               with: audited,
@@ -311,7 +313,7 @@ export const resendEmailOtp = Effect.fnUntraced(function* (transactionId: string
           environmentId: txn.environment_id,
           challengeId: row.id,
           generation,
-          to: row.email,
+          to: user?.email ?? row.email,
           code,
           deliver: delivered,
         })
