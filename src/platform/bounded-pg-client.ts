@@ -2,6 +2,7 @@ import { PgClient, type PgConnection, PgPool } from "@effect/sql-pg"
 import { Context, Effect, Fiber, type Scope } from "effect"
 import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { Borrower, Connection } from "effect/sql/SqlConnection"
+import { onRealClock, pauseRealTime } from "./real-time.js"
 
 /**
  * @effect/sql-pg's PgClient (a pool of its native connections) with every statement bounded
@@ -82,18 +83,11 @@ export const withinDeadline = <A, E, R>(
 export const LISTEN_HEARTBEAT_MS = 2_000
 export const LISTEN_ANSWER_MS = 2_000
 
-/** A pause in real time (as the statements' bounds: a test's TestClock must not drive it). */
-const pause = (ms: number) =>
-  Effect.callback<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), ms)
-    return Effect.sync(() => clearTimeout(timer))
-  })
-
 /** The heartbeat of a reserved LISTEN connection, for as long as the listener's scope lives. */
 const keepAnswering = (connection: PgConnection.PgConnection) =>
   Effect.forever(
     Effect.andThen(
-      pause(LISTEN_HEARTBEAT_MS),
+      pauseRealTime(LISTEN_HEARTBEAT_MS),
       Effect.ignore(withinDeadline(connection.query("SELECT 1"), LISTEN_ANSWER_MS, "LISTEN heartbeat")),
     ),
   )
@@ -138,7 +132,9 @@ const commit = (conn: Connection): Effect.Effect<void, SqlError.SqlError> =>
 const PgJson = Statement.custom<Statement.Custom<"PgJson", unknown>>("PgJson")
 
 export const makeBoundedPgClient = Effect.fnUntraced(function* (config: PgPool.Config, statementTimeoutMs: number) {
-  const pool = yield* PgPool.make(config)
+  // The pool's own timers (idle connections closed after 60 s) are scheduling: on the system clock,
+  // or a test moving its TestClock by 400 days would run that loop once a minute of it (10 s of CPU).
+  const pool = yield* onRealClock(PgPool.make(config))
   const acquire = <A>(checkout: Effect.Effect<A, SqlError.SqlError, Scope.Scope>) =>
     withinDeadline(checkout, statementTimeoutMs, "connection checkout")
   const acquirer = Effect.map(acquire(pool.get), (c) => boundedConnection(c, statementTimeoutMs))
