@@ -46,6 +46,14 @@ const admissions = (l: Limit, n: number, subject = "subject") =>
 
 const allowed = (answers: ReadonlyArray<string>) => answers.filter((a) => a === "allowed").length
 
+/** One admission each in `n` one-off windows of `bucket` (a limit of 1; subjects `from`..): a flood's new addresses. */
+const oneOffWindows = (bucket: string, from: number, n: number) =>
+  Effect.forEach(
+    Array.from({ length: n }, (_, i) => from + i),
+    (i) => Effect.exit(rateLimit.consume(b.environment_id, limit(bucket, 1), `${bucket}-${i}`)),
+    { concurrency: 100 },
+  )
+
 /** Another replica: leases of its own over the same counters. */
 const asAnotherReplica = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provide(effect, Layer.fresh(RateLimitLeasesLive))
@@ -111,14 +119,7 @@ describe("rate-limit leases", () => {
     const l = limit("lease:dropped", 100)
     // One hit from a block of 12: 11 unspent, then 10,000 other windows push the lease out.
     expect(allowed(await app.run(admissions(l, 1)))).toBe(1)
-    const one = limit("lease:filler", 1)
-    const fillers = await app.run(
-      Effect.forEach(
-        Array.from({ length: 10_000 }, (_, i) => i),
-        (i) => Effect.exit(rateLimit.consume(b.environment_id, one, `filler-${i}`)),
-        { concurrency: 100 },
-      ),
-    )
+    const fillers = await app.run(oneOffWindows("lease:filler", 0, 10_000))
     expect(fillers.every((exit) => exit._tag === "Success")).toBe(true)
     // A new lease: the 11 hits reserved before are lost to admission, not admitted twice.
     expect(allowed(await app.run(admissions(l, 200)))).toBe(100 - 12)
@@ -127,14 +128,7 @@ describe("rate-limit leases", () => {
 
   it("a lease reserved again recently outlives a flood of one-off windows, and keeps its unspent hits", async () => {
     const l = limit("lease:busy", 80)
-    const fill = (from: number, n: number) =>
-      app.run(
-        Effect.forEach(
-          Array.from({ length: n }, (_, i) => from + i),
-          (i) => Effect.exit(rateLimit.consume(b.environment_id, limit("lease:flood", 1), `flood-${i}`)),
-          { concurrency: 100 },
-        ),
-      )
+    const fill = (from: number, n: number) => app.run(oneOffWindows("lease:flood", from, n))
     // A block of 10 (80 / 8); 9 unspent.
     expect(allowed(await app.run(admissions(l, 1)))).toBe(1)
     await fill(0, 9_000)
@@ -149,12 +143,7 @@ describe("rate-limit leases", () => {
   it("a lease admitted from recently outlives a flood of one-off windows, however long ago it reserved", async () => {
     // A large block, as an Environment's ceiling reserves: 800 / 8 = 100, so 99 unspent after one.
     const l = limit("lease:large-block", 800)
-    const fill = (from: number, n: number) =>
-      Effect.forEach(
-        Array.from({ length: n }, (_, i) => from + i),
-        (i) => Effect.exit(rateLimit.consume(b.environment_id, limit("lease:flood-2", 1), `flood-${i}`)),
-        { concurrency: 100, discard: true },
-      )
+    const fill = (from: number, n: number) => oneOffWindows("lease:flood-2", from, n)
     // One replica's leases from empty, so the drop's order is known.
     const admitted = await app.run(
       asAnotherReplica(
